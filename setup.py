@@ -1,0 +1,5 @@
+"""Setuptools entry point; all metadata lives in pyproject.toml."""
+
+from setuptools import setup
+
+setup()
