@@ -1,0 +1,1 @@
+"""Criteo data preparation for dpauc_tf: reading, preprocessing, synthetic data, shards."""

@@ -1,0 +1,190 @@
+"""Prepared-data layout on disk: NumPy shards, ``metadata.json``, and readers.
+
+A prepared directory holds::
+
+    metadata.json          vocab sizes, integer scaling, row counts, read report, shard lists
+    vocabularies.json      per categorical column, its values in id order (id = position + 1)
+    train-00000.npz ...    shards: label (int8), int_features (float32 [n, 13]),
+    test-00000.npz ...             cat_ids (int32 [n, 26])
+
+NumPy shards need no extra dependency, load at memory speed and feed ``tf.data`` through
+:func:`load_tf_dataset` (TensorFlow is imported only there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from data_prep.schema import (
+    CATEGORICAL_IDS_KEY,
+    INTEGER_FEATURES_KEY,
+    LABEL_KEY,
+    NUM_CATEGORICAL_FEATURES,
+    NUM_INTEGER_FEATURES,
+    SPLITS,
+)
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+METADATA_FILE = "metadata.json"
+VOCABULARIES_FILE = "vocabularies.json"
+FORMAT_VERSION = 1
+ARRAY_KEYS = (LABEL_KEY, INTEGER_FEATURES_KEY, CATEGORICAL_IDS_KEY)
+
+
+class ShardWriter:
+    """Writes one split's arrays as numbered ``.npz`` shards and counts rows and positives.
+
+    Example:
+        >>> import tempfile
+        >>> writer = ShardWriter(tempfile.mkdtemp(), "train")
+        >>> writer.write({"label": np.array([1, 0], np.int8),
+        ...               "int_features": np.zeros((2, 13), np.float32),
+        ...               "cat_ids": np.zeros((2, 26), np.int32)})
+        >>> writer.rows, writer.positives, writer.shards
+        (2, 1, ['train-00000.npz'])
+    """
+
+    def __init__(self, directory: str | os.PathLike, split: str) -> None:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        self.directory = Path(directory)
+        self.split = split
+        self.shards: list[str] = []
+        self.rows = 0
+        self.positives = 0
+
+    def write(self, arrays: dict[str, np.ndarray]) -> None:
+        _check_arrays(arrays)
+        name = f"{self.split}-{len(self.shards):05d}.npz"
+        np.savez(self.directory / name, **{k: arrays[k] for k in ARRAY_KEYS})
+        self.shards.append(name)
+        self.rows += len(arrays[LABEL_KEY])
+        self.positives += int(np.count_nonzero(arrays[LABEL_KEY]))
+
+    def summary(self) -> dict[str, Any]:
+        return {"rows": self.rows, "positives": self.positives, "shards": list(self.shards)}
+
+
+def _check_arrays(arrays: dict[str, np.ndarray]) -> None:
+    n = len(arrays[LABEL_KEY])
+    if arrays[INTEGER_FEATURES_KEY].shape != (n, NUM_INTEGER_FEATURES):
+        raise ValueError(f"int_features has shape {arrays[INTEGER_FEATURES_KEY].shape}")
+    if arrays[CATEGORICAL_IDS_KEY].shape != (n, NUM_CATEGORICAL_FEATURES):
+        raise ValueError(f"cat_ids has shape {arrays[CATEGORICAL_IDS_KEY].shape}")
+
+
+def write_json(path: str | os.PathLike, payload: Any) -> None:
+    """Write JSON atomically (to a temporary name, then rename)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:
+    """The ``metadata.json`` of a prepared directory.
+
+    Raises:
+        FileNotFoundError: if ``directory`` is not a prepared-data directory.
+    """
+    path = Path(directory) / METADATA_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{directory} is not a prepared data directory (no {METADATA_FILE}); "
+            "create one with `python -m data_prep --input PATH --output DIR`"
+        )
+    with open(path, encoding="utf-8") as f:
+        metadata = json.load(f)
+    if metadata.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: format_version {metadata.get('format_version')!r}, expected {FORMAT_VERSION}"
+        )
+    return metadata
+
+
+def shard_paths(directory: str | os.PathLike, split: str) -> list[Path]:
+    metadata = read_metadata(directory)
+    if split not in metadata["splits"]:
+        raise ValueError(f"unknown split {split!r}; the data has {sorted(metadata['splits'])}")
+    return [Path(directory) / name for name in metadata["splits"][split]["shards"]]
+
+
+def load_split_arrays(directory: str | os.PathLike, split: str) -> dict[str, np.ndarray]:
+    """All rows of one split in memory: ``label``, ``int_features``, ``cat_ids``."""
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ARRAY_KEYS}
+    for path in shard_paths(directory, split):
+        with np.load(path) as shard:
+            for key in ARRAY_KEYS:
+                parts[key].append(shard[key])
+    empty = {
+        LABEL_KEY: np.zeros(0, np.int8),
+        INTEGER_FEATURES_KEY: np.zeros((0, NUM_INTEGER_FEATURES), np.float32),
+        CATEGORICAL_IDS_KEY: np.zeros((0, NUM_CATEGORICAL_FEATURES), np.int32),
+    }
+    return {k: np.concatenate(v) if v else empty[k] for k, v in parts.items()}
+
+
+def load_tf_dataset(
+    directory: str | os.PathLike,
+    split: str,
+    batch_size: int,
+    *,
+    shuffle: bool = False,
+    seed: int | None = None,
+    shuffle_buffer: int = 100_000,
+    drop_remainder: bool = False,
+) -> tf.data.Dataset:
+    """A batched ``tf.data.Dataset`` of ``(features, label)`` for one split.
+
+    ``features`` is a dict ``{"int_features": float32 [b, 13], "cat_ids": int32 [b, 26]}``
+    and ``label`` is float32 ``[b]``. With ``shuffle=True`` the shard order and the rows (in a
+    buffer of ``shuffle_buffer``) are shuffled anew every epoch; an integer ``seed`` makes the
+    order reproducible.
+    """
+    import tensorflow as tf
+
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    paths = [str(p) for p in shard_paths(directory, split)]
+    if not paths:
+        raise ValueError(f"split {split!r} of {directory} has no shards")
+
+    def read_shard(path: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        with np.load(path.decode() if isinstance(path, bytes) else path) as shard:
+            return (
+                shard[LABEL_KEY].astype(np.float32),
+                shard[INTEGER_FEATURES_KEY].astype(np.float32),
+                shard[CATEGORICAL_IDS_KEY].astype(np.int32),
+            )
+
+    def shard_dataset(path: tf.Tensor) -> tf.data.Dataset:
+        label, ints, cats = tf.numpy_function(
+            read_shard, [path], (tf.float32, tf.float32, tf.int32), stateful=False
+        )
+        label.set_shape([None])
+        ints.set_shape([None, NUM_INTEGER_FEATURES])
+        cats.set_shape([None, NUM_CATEGORICAL_FEATURES])
+        features = {INTEGER_FEATURES_KEY: ints, CATEGORICAL_IDS_KEY: cats}
+        return tf.data.Dataset.from_tensor_slices((features, label))
+
+    files = tf.data.Dataset.from_tensor_slices(paths)
+    if shuffle and len(paths) > 1:
+        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+    dataset = files.interleave(
+        shard_dataset,
+        cycle_length=1 if not shuffle else min(4, len(paths)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    if shuffle:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

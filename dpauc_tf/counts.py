@@ -1,0 +1,129 @@
+"""Scores and labels -> per-bucket positive and negative counts (the only pass over the data).
+
+``bucket_counts`` is O(n + T): one bucket id per example (see
+:meth:`dpauc_tf.thresholds.Thresholds.bucketize`) and one ``unsorted_segment_sum`` over
+``2 (T + 1)`` segments. It validates its input, because a wrong label or an out-of-range
+weight would silently break the sensitivity bound that every mechanism relies on:
+
+* labels must be 0 or 1 (booleans are accepted);
+* scores must be finite and in [0, 1] (with ``from_logits=True``: not NaN, then a sigmoid);
+* sample weights must be finite and in [0, 1].
+
+Eagerly and in ``tf.function`` graphs a violation raises ``tf.errors.InvalidArgumentError``
+with a message that names it. Under XLA (``jit_compile``) assertions are dropped by the
+compiler, so the counts are additionally poisoned with NaN: the AUC then comes out as NaN
+instead of a wrong number.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from dpauc_tf.thresholds import Thresholds
+
+
+def validate_batch(
+    y_true: tf.Tensor,
+    y_pred: tf.Tensor,
+    sample_weight: tf.Tensor | None = None,
+    *,
+    from_logits: bool = False,
+) -> tf.Tensor:
+    """Asserts that a batch is valid and returns a scalar bool ``bad`` (for the XLA path).
+
+    All arguments must already be flat float tensors of equal length (weights may be None).
+    """
+    label_ok = tf.reduce_all(tf.logical_or(tf.equal(y_true, 0.0), tf.equal(y_true, 1.0)))
+    if from_logits:
+        score_ok = tf.logical_not(tf.reduce_any(tf.math.is_nan(y_pred)))
+        score_msg = "DPAUC: logits must not be NaN."
+    else:
+        # NaN fails both comparisons, so it is caught here too.
+        score_ok = tf.reduce_all(
+            tf.logical_and(tf.greater_equal(y_pred, 0.0), tf.less_equal(y_pred, 1.0))
+        )
+        score_msg = (
+            "DPAUC: predictions must be finite and in [0, 1] (use from_logits=True for logits)."
+        )
+    checks = [
+        (label_ok, "DPAUC: labels must be 0 or 1."),
+        (score_ok, score_msg),
+    ]
+    if sample_weight is not None:
+        weight_ok = tf.reduce_all(
+            tf.logical_and(tf.greater_equal(sample_weight, 0.0), tf.less_equal(sample_weight, 1.0))
+        )
+        checks.append(
+            (
+                weight_ok,
+                "DPAUC: sample weights must be in [0, 1]; larger weights break the sensitivity "
+                "bound of the privacy guarantee.",
+            )
+        )
+    ok = tf.constant(True)
+    for cond, message in checks:
+        tf.debugging.Assert(cond, [message])
+        ok = tf.logical_and(ok, cond)
+    return tf.logical_not(ok)
+
+
+def _flatten_inputs(y_true, y_pred, sample_weight, dtype):
+    y_pred = tf.reshape(tf.cast(y_pred, dtype), [-1])
+    y_true = tf.reshape(tf.cast(y_true, dtype), [-1])
+    if sample_weight is not None:
+        sample_weight = tf.cast(sample_weight, dtype)
+        sample_weight = tf.reshape(
+            tf.broadcast_to(sample_weight, tf.shape(tf.reshape(y_true, [-1]))), [-1]
+        )
+    return y_true, y_pred, sample_weight
+
+
+def bucket_counts(
+    y_true,
+    y_pred,
+    thresholds: Thresholds,
+    sample_weight=None,
+    *,
+    from_logits: bool = False,
+    dtype: tf.DType = tf.float32,
+    validate: bool = True,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Counts (weighted) positives and negatives per score bucket.
+
+    Args:
+      y_true: labels in {0, 1}, any shape.
+      y_pred: scores in [0, 1] (or logits with ``from_logits=True``), same number of elements.
+      thresholds: the grid that defines the ``T + 1`` buckets.
+      sample_weight: optional weights in [0, 1], broadcastable to ``y_true``.
+      from_logits: apply a sigmoid to ``y_pred`` first.
+      dtype: float dtype of the returned counts.
+      validate: check labels, scores and weights (see the module docstring).
+
+    Returns:
+      ``(pos, neg)``, each of shape ``[T + 1]``: ``pos[b]`` is the weighted number of positive
+      examples whose score falls in bucket ``b``.
+
+    >>> t = Thresholds.make(num_thresholds=3)
+    >>> pos, neg = bucket_counts([1, 0, 1], [0.9, 0.2, 0.4], t)
+    >>> pos.numpy().tolist(), neg.numpy().tolist()
+    ([0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+    """
+    y_true, y_pred, sample_weight = _flatten_inputs(y_true, y_pred, sample_weight, dtype)
+    bad = (
+        validate_batch(y_true, y_pred, sample_weight, from_logits=from_logits) if validate else None
+    )
+    if from_logits:
+        y_pred = tf.sigmoid(y_pred)
+    num_buckets = thresholds.num_buckets
+    bucket = thresholds.bucketize(y_pred)
+    label = tf.cast(y_true, tf.int32)
+    # Segment b holds positives of bucket b, segment (T + 1) + b the negatives.
+    segment = bucket + (1 - label) * num_buckets
+    weights = tf.ones_like(y_true) if sample_weight is None else sample_weight
+    counts = tf.math.unsorted_segment_sum(weights, segment, 2 * num_buckets)
+    if bad is not None:
+        counts = counts + tf.where(bad, tf.constant(np.nan, dtype), tf.constant(0.0, dtype))
+    pos = counts[:num_buckets]
+    neg = counts[num_buckets:]
+    return pos, neg

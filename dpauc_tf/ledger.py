@@ -1,0 +1,243 @@
+"""A privacy ledger that composes releases per data set and refuses to exceed a budget.
+
+>>> import dp_accounting
+>>> ledger = PrivacyLedger(budget=1.0)
+>>> ledger.record(dp_accounting.LaplaceDpEvent(noise_multiplier=2.0), dataset="test")
+>>> ledger.spent("test").basic
+0.5
+>>> ledger.record(dp_accounting.LaplaceDpEvent(noise_multiplier=1.0), dataset="test")
+... # doctest: +IGNORE_EXCEPTION_DETAIL
+Traceback (most recent call last):
+...
+dpauc_tf.ledger.BudgetExceededError: release refused: data set 'test' would spend epsilon 1.5 > budget 1 (delta=0)
+
+The ledger's state can be kept in a JSON file (``path=``): it is loaded at construction and
+rewritten atomically (temporary file + ``os.replace``) after every release, so a budget
+survives a restart and a crash never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import dp_accounting
+import tensorflow as tf
+
+from dpauc_tf.accounting import EpsilonSpent, composed_epsilon
+
+
+class BudgetExceededError(RuntimeError):
+    """Raised when a release would take a data set past its privacy budget."""
+
+
+def event_to_dict(event: dp_accounting.DpEvent) -> dict:
+    if isinstance(event, dp_accounting.LaplaceDpEvent):
+        return {"kind": "laplace", "noise_multiplier": event.noise_multiplier}
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return {"kind": "gaussian", "noise_multiplier": event.noise_multiplier}
+    if isinstance(event, dp_accounting.NonPrivateDpEvent):
+        return {"kind": "non-private"}
+    raise TypeError(f"the ledger cannot store {type(event).__name__}")
+
+
+def event_from_dict(entry: dict) -> dp_accounting.DpEvent:
+    kind = entry["kind"]
+    if kind == "laplace":
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=entry["noise_multiplier"])
+    if kind == "gaussian":
+        return dp_accounting.GaussianDpEvent(noise_multiplier=entry["noise_multiplier"])
+    if kind == "non-private":
+        return dp_accounting.NonPrivateDpEvent()
+    raise ValueError(f"unknown event kind {kind!r} in ledger")
+
+
+class PrivacyLedger:
+    """Records releases per data set, composes them, and enforces an epsilon budget.
+
+    Args:
+      budget: the largest total epsilon any one data set may reach (``None``: no limit,
+        the ledger only records).
+      delta: the delta at which composed epsilons are reported (0 for pure DP; Gaussian
+        releases need ``delta > 0``).
+      path: optional JSON file that holds the ledger across restarts.
+
+    A data set's spend is the smallest valid figure of
+    :func:`dpauc_tf.accounting.composed_epsilon` over its releases (basic composition for
+    pure DP; PLD for ``delta > 0``). Non-private releases count as infinite epsilon.
+    """
+
+    def __init__(self, budget: float | None = None, delta: float = 0.0, path: str | None = None):
+        if budget is not None and not (budget > 0 and math.isfinite(budget)):
+            raise ValueError(f"budget must be finite and > 0, got {budget}")
+        if not 0.0 <= delta < 1.0:
+            raise ValueError(f"delta must be in [0, 1), got {delta}")
+        self.budget = budget
+        self.delta = delta
+        self.path = Path(path) if path is not None else None
+        self.entries: list[dict] = []
+        if self.path is not None and self.path.exists():
+            state = json.loads(self.path.read_text())
+            self.entries = list(state.get("entries", []))
+
+    # -- queries --------------------------------------------------------------------------
+    def datasets(self) -> list[str]:
+        return sorted({e["dataset"] for e in self.entries})
+
+    def releases(self, dataset: str) -> int:
+        return sum(1 for e in self.entries if e["dataset"] == dataset)
+
+    def spent(self, dataset: str, extra: dp_accounting.DpEvent | None = None) -> EpsilonSpent:
+        """Composed epsilon of a data set's releases (plus ``extra``, if given)."""
+        events = [event_from_dict(e) for e in self.entries if e["dataset"] == dataset]
+        if extra is not None:
+            events.append(extra)
+        if not events:
+            return EpsilonSpent(0.0, None, None, self.delta, 0)
+        if any(isinstance(e, dp_accounting.NonPrivateDpEvent) for e in events):
+            return EpsilonSpent(math.inf, None, None, self.delta, len(events))
+        spent = composed_epsilon(dp_accounting.ComposedDpEvent(events), 1, self.delta)
+        return EpsilonSpent(spent.basic, spent.pld, spent.rdp, self.delta, len(events))
+
+    def remaining(self, dataset: str) -> float:
+        if self.budget is None:
+            return math.inf
+        return max(self.budget - self.spent(dataset).best, 0.0)
+
+    # -- recording ------------------------------------------------------------------------
+    def check(self, event: dp_accounting.DpEvent, dataset: str = "default") -> float:
+        """Raises :class:`BudgetExceededError` if ``event`` would exceed the budget."""
+        total = self.spent(dataset, extra=event).best
+        if self.budget is not None and total > self.budget * (1 + 1e-12):
+            raise BudgetExceededError(
+                f"release refused: data set {dataset!r} would spend epsilon {total:.6g} > "
+                f"budget {self.budget:g} (delta={self.delta:g})"
+            )
+        return total
+
+    def record(
+        self, event: dp_accounting.DpEvent, dataset: str = "default", description: str = ""
+    ) -> None:
+        """Records one release after checking the budget (nothing is recorded if refused)."""
+        self.check(event, dataset)
+        self.entries.append(
+            {
+                "dataset": dataset,
+                "description": description,
+                "time": time.time(),
+                **event_to_dict(event),
+            }
+        )
+        self.save()
+
+    def save(self) -> None:
+        """Writes the ledger atomically to ``path`` (no-op without a path)."""
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        state = {"budget": self.budget, "delta": self.delta, "entries": self.entries}
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                json.dump(state, handle, indent=1)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def summary(self) -> str:
+        lines = []
+        for dataset in self.datasets():
+            spent = self.spent(dataset)
+            budget = "" if self.budget is None else f" of budget {self.budget:g}"
+            lines.append(
+                f"{dataset}: {spent.count} releases, epsilon {spent.best:.4g}{budget} "
+                f"(basic {spent.basic:.4g}, delta {self.delta:g})"
+            )
+        return "\n".join(lines) or "no releases"
+
+
+def _dpauc_metrics(model) -> list:
+    from dpauc_tf.keras_metric import DPAUC
+
+    found, stack = [], list(getattr(model, "metrics", []))
+    while stack:
+        metric = stack.pop(0)
+        if isinstance(metric, DPAUC):
+            found.append(metric)
+        stack.extend(getattr(metric, "metrics", []) or [])
+        # Keras 2's compiled-metrics container keeps the user's metrics here:
+        stack.extend(getattr(metric, "_user_metrics", []) or [])
+    unique = []
+    for metric in found:
+        if all(metric is not m for m in unique):
+            unique.append(metric)
+    return unique
+
+
+class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
+    """Records every published DPAUC value in a :class:`PrivacyLedger`.
+
+    Published values are the epoch-end training value (data set ``train_dataset``), the
+    epoch-end validation value (``validation_dataset``) and the value that
+    ``model.evaluate`` returns (``evaluation_dataset``). If a release would exceed the
+    ledger's budget, its value is removed from the logs before History or TensorBoard see it
+    and :class:`BudgetExceededError` stops the run.
+
+    Example:
+
+    ```python
+    ledger = PrivacyLedger(budget=3.0, path="privacy_ledger.json")
+    model.fit(x, y, epochs=10, verbose=2, validation_data=(xv, yv),
+              callbacks=[DPAUCBudgetCallback(ledger)])
+    print(ledger.summary())
+    ```
+    """
+
+    def __init__(
+        self,
+        ledger: PrivacyLedger,
+        train_dataset: str = "train",
+        validation_dataset: str = "validation",
+        evaluation_dataset: str = "evaluation",
+    ):
+        super().__init__()
+        self.ledger = ledger
+        self.train_dataset = train_dataset
+        self.validation_dataset = validation_dataset
+        self.evaluation_dataset = evaluation_dataset
+        self._in_fit = False
+
+    def _charge(self, logs, prefix: str, dataset: str, description: str) -> None:
+        if logs is None:
+            return
+        for metric in _dpauc_metrics(self.model):
+            key = prefix + metric.name
+            if key not in logs or (metric.epsilon is None and self.ledger.budget is None):
+                continue
+            try:
+                self.ledger.record(metric.mechanism.dp_event(), dataset, f"{description} {key}")
+            except BudgetExceededError:
+                logs.pop(key, None)
+                raise
+
+    def on_train_begin(self, logs=None):
+        self._in_fit = True
+
+    def on_train_end(self, logs=None):
+        self._in_fit = False
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._charge(logs, "", self.train_dataset, f"epoch {epoch}")
+        self._charge(logs, "val_", self.validation_dataset, f"epoch {epoch}")
+
+    def on_test_end(self, logs=None):
+        if not self._in_fit:  # validation inside fit() is charged at epoch end
+            self._charge(logs, "", self.evaluation_dataset, "evaluate")
