@@ -100,18 +100,31 @@ def composed_epsilon(
     return EpsilonSpent(basic, None, None, delta, count)
 
 
+def _accountant_epsilon(make_accountant, event, count, delta):
+    accountant = make_accountant()
+    accountant.compose(event, count)
+    return float(accountant.get_epsilon(delta))
+
+
 @functools.lru_cache(maxsize=256)
+def _cached_epsilon(make_accountant, event, count, delta):
+    return _accountant_epsilon(make_accountant, event, count, delta)
+
+
+def _epsilon(make_accountant, event, count, delta):
+    try:
+        hash(event)
+    except TypeError:  # composed events hold lists
+        return _accountant_epsilon(make_accountant, event, count, delta)
+    return _cached_epsilon(make_accountant, event, count, delta)
+
+
 def _pld_epsilon(event, count, delta):
-    accountant = pld.PLDAccountant()
-    accountant.compose(event, count)
-    return float(accountant.get_epsilon(delta))
+    return _epsilon(pld.PLDAccountant, event, count, delta)
 
 
-@functools.lru_cache(maxsize=256)
 def _rdp_epsilon(event, count, delta):
-    accountant = rdp.RdpAccountant()
-    accountant.compose(event, count)
-    return float(accountant.get_epsilon(delta))
+    return _epsilon(rdp.RdpAccountant, event, count, delta)
 
 
 def _gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:

@@ -88,6 +88,8 @@ def bucket_counts(
     from_logits: bool = False,
     dtype: tf.DType = tf.float32,
     validate: bool = True,
+    group_ids=None,
+    num_groups: int | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Counts (weighted) positives and negatives per score bucket.
 
@@ -99,10 +101,13 @@ def bucket_counts(
       from_logits: apply a sigmoid to ``y_pred`` first.
       dtype: float dtype of the returned counts.
       validate: check labels, scores and weights (see the module docstring).
+      group_ids: optional int group (e.g. client) id in ``[0, num_groups)`` per example: count
+        every group separately in the same single pass.
+      num_groups: the number of groups; required with ``group_ids``.
 
     Returns:
-      ``(pos, neg)``, each of shape ``[T + 1]``: ``pos[b]`` is the weighted number of positive
-      examples whose score falls in bucket ``b``.
+      ``(pos, neg)``, each of shape ``[T + 1]`` (``[num_groups, T + 1]`` with ``group_ids``):
+      ``pos[b]`` is the weighted number of positive examples whose score falls in bucket ``b``.
 
     >>> t = Thresholds.make(num_thresholds=3)
     >>> pos, neg = bucket_counts([1, 0, 1], [0.9, 0.2, 0.4], t)
@@ -121,9 +126,22 @@ def bucket_counts(
     # Segment b holds positives of bucket b, segment (T + 1) + b the negatives.
     segment = bucket + (1 - label) * num_buckets
     weights = tf.ones_like(y_true) if sample_weight is None else sample_weight
-    counts = tf.math.unsorted_segment_sum(weights, segment, 2 * num_buckets)
+    groups = 1
+    if group_ids is not None:
+        if num_groups is None or num_groups < 1:
+            raise ValueError("group_ids needs num_groups >= 1")
+        groups = int(num_groups)
+        group_ids = tf.reshape(tf.cast(group_ids, tf.int32), [-1])
+        tf.debugging.assert_equal(tf.size(group_ids), tf.size(segment), "one group id per example")
+        tf.debugging.assert_non_negative(group_ids, "group ids must be >= 0")
+        tf.debugging.assert_less(group_ids, groups, "group ids must be < num_groups")
+        segment = segment + group_ids * (2 * num_buckets)
+    counts = tf.math.unsorted_segment_sum(weights, segment, 2 * num_buckets * groups)
     if bad is not None:
         counts = counts + tf.where(bad, tf.constant(np.nan, dtype), tf.constant(0.0, dtype))
+    if group_ids is not None:
+        counts = tf.reshape(counts, [groups, 2, num_buckets])
+        return counts[:, 0], counts[:, 1]
     pos = counts[:num_buckets]
     neg = counts[num_buckets:]
     return pos, neg

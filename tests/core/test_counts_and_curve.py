@@ -94,7 +94,7 @@ def test_auc_broadcasts_over_a_repeat_axis():
 
 
 def _bad(**overrides):
-    labels, scores, weights = _data(n=10)
+    labels, scores, _ = _data(n=10)
     values = {"y_true": labels, "y_pred": scores, "sample_weight": None}
     values.update(overrides)
     return values
