@@ -7,6 +7,7 @@
 #   .venv-keras3  keras3:    the newest TensorFlow (Keras 3), no TFF
 set -euo pipefail
 cd "$(dirname "$0")"
+export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 
 uv_cmd() {
   if command -v uv >/dev/null 2>&1; then

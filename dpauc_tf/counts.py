@@ -34,25 +34,20 @@ def validate_batch(
 
     All arguments must already be flat float tensors of equal length (weights may be None).
     """
-    label_ok = tf.reduce_all(tf.logical_or(tf.equal(y_true, 0.0), tf.equal(y_true, 1.0)))
+    label_ok = tf.logical_or(tf.equal(y_true, 0.0), tf.equal(y_true, 1.0))
     if from_logits:
-        score_ok = tf.logical_not(tf.reduce_any(tf.math.is_nan(y_pred)))
+        score_ok = tf.logical_not(tf.math.is_nan(y_pred))
         score_msg = "DPAUC: logits must not be NaN."
     else:
         # NaN fails both comparisons, so it is caught here too.
-        score_ok = tf.reduce_all(
-            tf.logical_and(tf.greater_equal(y_pred, 0.0), tf.less_equal(y_pred, 1.0))
-        )
+        score_ok = tf.logical_and(tf.greater_equal(y_pred, 0.0), tf.less_equal(y_pred, 1.0))
         score_msg = (
             "DPAUC: predictions must be finite and in [0, 1] (use from_logits=True for logits)."
         )
-    checks = [
-        (label_ok, "DPAUC: labels must be 0 or 1."),
-        (score_ok, score_msg),
-    ]
+    checks = [(label_ok, "DPAUC: labels must be 0 or 1."), (score_ok, score_msg)]
     if sample_weight is not None:
-        weight_ok = tf.reduce_all(
-            tf.logical_and(tf.greater_equal(sample_weight, 0.0), tf.less_equal(sample_weight, 1.0))
+        weight_ok = tf.logical_and(
+            tf.greater_equal(sample_weight, 0.0), tf.less_equal(sample_weight, 1.0)
         )
         checks.append(
             (
@@ -61,11 +56,17 @@ def validate_batch(
                 "bound of the privacy guarantee.",
             )
         )
-    ok = tf.constant(True)
-    for cond, message in checks:
-        tf.debugging.Assert(cond, [message])
-        ok = tf.logical_and(ok, cond)
-    return tf.logical_not(ok)
+    all_ok = checks[0][0]
+    for cond, _ in checks[1:]:
+        all_ok = tf.logical_and(all_ok, cond)
+    bad = tf.logical_not(tf.reduce_all(all_ok))
+
+    def explain():  # only runs when something is wrong: name the first violated rule
+        for cond, message in checks:
+            tf.debugging.Assert(tf.reduce_all(cond), [message])
+        return bad
+
+    return tf.cond(bad, explain, lambda: bad)
 
 
 def _flatten_inputs(y_true, y_pred, sample_weight, dtype):

@@ -1,0 +1,79 @@
+"""update_state throughput of DPAUC vs tf.keras.metrics.AUC on the same batches.
+
+Run in each world:
+
+    .venv/bin/python benchmarks/bench_metric.py          # TF 2.14 / Keras 2
+    .venv-keras3/bin/python benchmarks/bench_metric.py   # newest TF / Keras 3
+
+Both metrics' ``update_state`` run inside a ``tf.function`` (as in ``model.fit``), on the
+same pre-made batches, alternating in rounds so that machine noise hits both alike. Prints
+examples per second for each and the ratio DPAUC / AUC (>= 1.0 means DPAUC is as fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np
+import tensorflow as tf
+
+from dpauc_tf import DPAUC
+
+
+def _timed(step, batches, rounds):
+    for y, p in batches[:2]:  # trace and warm up
+        step(y, p)
+    best = np.inf
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for y, p in batches:
+            step(y, p)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def bench(num_thresholds: int, batch_size: int, examples: int, rounds: int) -> dict:
+    rng = np.random.default_rng(0)
+    num_batches = max(examples // batch_size, 4)
+    batches = []
+    for _ in range(num_batches):
+        y = tf.constant((rng.uniform(size=batch_size) < 0.25).astype(np.float32))
+        p = tf.constant(rng.beta(1.0, 3.0, size=batch_size).astype(np.float32))
+        batches.append((y, p))
+    results = {}
+    for name, metric in (
+        ("tf.keras.metrics.AUC", tf.keras.metrics.AUC(num_thresholds=num_thresholds)),
+        ("DPAUC", DPAUC(epsilon=1.0, num_thresholds=num_thresholds, seed=0)),
+    ):
+
+        @tf.function
+        def step(y, p, metric=metric):
+            metric.update_state(y, p)
+
+        seconds = _timed(step, batches, rounds)
+        results[name] = num_batches * batch_size / seconds
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=2_000_000, help="examples per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    keras_version = getattr(tf.keras, "__version__", tf.__version__)
+    print(f"TensorFlow {tf.__version__}, Keras {keras_version}, {os.cpu_count()} cores")
+    print(f"{'T':>5} {'batch':>7} {'AUC ex/s':>14} {'DPAUC ex/s':>14} {'ratio':>6}")
+    for num_thresholds in (100, 1000):
+        for batch_size in (1_000, 64_000):
+            examples = args.examples if batch_size > 1000 else args.examples // 8
+            r = bench(num_thresholds, batch_size, examples, args.rounds)
+            auc, dp = r["tf.keras.metrics.AUC"], r["DPAUC"]
+            print(f"{num_thresholds:>5} {batch_size:>7} {auc:>14,.0f} {dp:>14,.0f} {dp / auc:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()
