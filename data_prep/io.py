@@ -157,6 +157,8 @@ def load_tf_dataset(
     paths = [str(p) for p in shard_paths(directory, split)]
     if not paths:
         raise ValueError(f"split {split!r} of {directory} has no shards")
+    rows = int(read_metadata(directory)["splits"][split]["rows"])
+    batches = rows // batch_size if drop_remainder else -(-rows // batch_size)
 
     def read_shard(path: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         with np.load(path.decode() if isinstance(path, bytes) else path) as shard:
@@ -187,4 +189,8 @@ def load_tf_dataset(
     )
     if shuffle:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    # The shards are read by numpy_function, so tf.data cannot count the batches: state it
+    # (Keras then shows a full progress bar and knows where an epoch ends).
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -73,7 +73,9 @@ def is_test_row(row_index: np.ndarray, seed: int, test_fraction: float) -> np.nd
 def transform_integers(values: np.ndarray, transform: str) -> np.ndarray:
     """Missing (NaN) -> 0, then the optional monotone transform before min-max scaling."""
     if transform not in INTEGER_TRANSFORMS:
-        raise ValueError(f"integer transform must be one of {INTEGER_TRANSFORMS}, got {transform!r}")
+        raise ValueError(
+            f"integer transform must be one of {INTEGER_TRANSFORMS}, got {transform!r}"
+        )
     filled = np.where(np.isnan(values), 0.0, values)
     if transform == "log1p":
         return np.sign(filled) * np.log1p(np.abs(filled))

@@ -238,6 +238,56 @@ def _parse_integer_field(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return numbers, bad
 
 
+def _parse_fields(
+    lines: list[str], fmt: CriteoFormat, first_line_number: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split lines of exactly ``fmt.num_fields`` fields.
+
+    Returns ``(numbers, bad, categoricals)``: the label and 13 integers as float64 ``[n, 14]``
+    (NaN where empty), a mask of values that are not integers ``[n, 14]``, and the categorical
+    strings ``[n, 26]`` (``""`` where empty).
+
+    Fast path: pandas parses the numeric columns as floats; a chunk holding a non-numeric value
+    falls back to parsing every field as a string and converting column by column.
+    """
+    lead = fmt.leading_id_fields
+    numeric = list(range(lead, lead + 1 + NUM_INTEGER_FEATURES))
+    options = {
+        "sep": fmt.separator,
+        "header": None,
+        "names": range(fmt.num_fields),
+        "quoting": csv.QUOTE_NONE,
+        "engine": "c",
+    }
+    text = "\n".join(lines)
+    try:
+        table = pd.read_csv(
+            io.StringIO(text),
+            dtype={c: (np.float64 if c in numeric else object) for c in range(fmt.num_fields)},
+            na_values={c: [""] for c in numeric},
+            keep_default_na=False,
+            **options,
+        )
+        numbers = table.iloc[:, numeric].to_numpy(dtype=np.float64, copy=True)
+        with np.errstate(invalid="ignore"):
+            bad = np.isinf(numbers) | (np.isfinite(numbers) & (np.floor(numbers) != numbers))
+    except ValueError:  # a non-numeric value somewhere in the chunk
+        table = pd.read_csv(io.StringIO(text), dtype=str, na_filter=False, **options)
+        fields = table.to_numpy(dtype=object)
+        numbers = np.empty((len(lines), len(numeric)), dtype=np.float64)
+        bad = np.zeros((len(lines), len(numeric)), dtype=bool)
+        for k, column in enumerate(numeric):
+            numbers[:, k], bad[:, k] = _parse_integer_field(fields[:, column])
+    categoricals = table.iloc[:, numeric[-1] + 1 :].to_numpy(dtype=object)
+    if categoricals.shape != (len(lines), NUM_CATEGORICAL_FEATURES):
+        raise MalformedInputError(
+            f"lines from {first_line_number}: parsed {categoricals.shape} categorical fields, "
+            f"expected ({len(lines)}, {NUM_CATEGORICAL_FEATURES})"
+        )
+    # No NA conversion applies to these columns: an empty field stays "" (its own category).
+    return numbers, bad, categoricals
+
+
 def parse_lines(
     lines: list[str],
     first_line_number: int,
@@ -260,11 +310,10 @@ def parse_lines(
     good_lines: list[str] = []
     good_positions: list[int] = []
 
+    rejected: list[MalformedLine] = []
+
     def reject(position: int, reason: str, text: str) -> None:
-        bad = MalformedLine(first_line_number + position, reason, text[:_EXCERPT_CHARS])
-        if strict:
-            raise MalformedInputError(f"line {bad.line_number}: {bad.reason}: {bad.excerpt!r}")
-        report.add_malformed(bad)
+        rejected.append(MalformedLine(first_line_number + position, reason, text[:_EXCERPT_CHARS]))
 
     for position, line in enumerate(lines):
         text = line.rstrip("\r\n")
@@ -284,51 +333,45 @@ def parse_lines(
     report.data_lines += len(lines)
 
     if not good_lines:
-        chunk = ParsedChunk.concatenate([])
-        return chunk
-    table = pd.read_csv(
-        io.StringIO("\n".join(good_lines)),
-        sep=sep,
-        header=None,
-        names=range(expected),
-        dtype=str,
-        na_filter=False,
-        quoting=csv.QUOTE_NONE,
-        engine="c",
-    )
-    fields = table.to_numpy(dtype=object)[:, fmt.leading_id_fields :]
-    if fields.shape != (len(good_lines), NUM_RAW_FIELDS):
-        raise MalformedInputError(
-            f"lines {first_line_number}-{first_line_number + len(lines) - 1}: parsed "
-            f"{fields.shape} fields, expected ({len(good_lines)}, {NUM_RAW_FIELDS})"
-        )
-
-    labels, bad_label = _parse_integer_field(fields[:, 0])
-    bad_label |= ~np.isin(labels, (0.0, 1.0))
-    integers = np.empty((len(good_lines), NUM_INTEGER_FEATURES), dtype=np.float64)
-    bad_integer = np.zeros((len(good_lines), NUM_INTEGER_FEATURES), dtype=bool)
-    for j in range(NUM_INTEGER_FEATURES):
-        integers[:, j], bad_integer[:, j] = _parse_integer_field(fields[:, 1 + j])
+        _record_rejected(rejected, report, strict)
+        return ParsedChunk.concatenate([])
+    numbers, bad_numbers, categoricals = _parse_fields(good_lines, fmt, first_line_number)
+    labels = numbers[:, 0]
+    integers = numbers[:, 1:]
+    bad_label = bad_numbers[:, 0] | ~np.isin(labels, (0.0, 1.0))
+    bad_integer = bad_numbers[:, 1:]
     bad = bad_label | bad_integer.any(axis=1)
 
     positions = np.asarray(good_positions, dtype=np.int64)
     for i in np.flatnonzero(bad):
+        fields = good_lines[i].split(sep)[fmt.leading_id_fields :]
         if bad_label[i]:
-            reason = f"label must be 0 or 1, found {fields[i, 0]!r}"
+            reason = f"label must be 0 or 1, found {fields[0]!r}"
         else:
             j = int(np.argmax(bad_integer[i]))
-            reason = f"{INTEGER_COLUMNS[j]} is not an integer: {fields[i, 1 + j]!r}"
+            reason = f"{INTEGER_COLUMNS[j]} is not an integer: {fields[1 + j]!r}"
         reject(int(positions[i]), reason, good_lines[i])
+    _record_rejected(rejected, report, strict)
     keep = ~bad
     line_numbers = first_line_number + positions[keep]
     report.rows += int(keep.sum())
     return ParsedChunk(
         labels=labels[keep].astype(np.int8),
         integers=integers[keep],
-        categoricals=fields[keep, 1 + NUM_INTEGER_FEATURES :],
+        categoricals=categoricals[keep],
         row_index=line_numbers - 1 - fmt.header_lines,
         line_numbers=line_numbers,
     )
+
+
+def _record_rejected(rejected: list[MalformedLine], report: ReadReport, strict: bool) -> None:
+    """Report a chunk's malformed lines in line order (or raise at the first if strict)."""
+    rejected.sort(key=lambda bad: bad.line_number)
+    if strict and rejected:
+        bad = rejected[0]
+        raise MalformedInputError(f"line {bad.line_number}: {bad.reason}: {bad.excerpt!r}")
+    for bad in rejected:
+        report.add_malformed(bad)
 
 
 def iter_chunks(

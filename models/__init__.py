@@ -1,0 +1,1 @@
+"""Models for dpauc_tf's experiments: Wide & Deep for Criteo and its training entry point."""

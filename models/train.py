@@ -1,0 +1,456 @@
+"""Train Wide & Deep on prepared Criteo data; after every epoch, compare AUCs on the test split.
+
+    python -m models.train --data DIR --epochs 3 --batch-size 512 --seed 0 --out runs/wd
+
+``--data`` is a prepared directory (``python -m data_prep``), a Criteo file (raw TSV, Kaggle
+CSV or DeepCTR CSV, gzip or not; prepared into ``OUT/data`` first), or ``synthetic[:ROWS]``
+(the project's synthetic data, 100,000 rows by default, prepared into ``OUT/data``).
+
+After each epoch (numbered from 0, as in the DPAUC paper) the model scores the test split and
+three AUCs are computed from the same scores: the exact AUC (scikit-learn),
+``tf.keras.metrics.AUC(num_thresholds=1000)``, and :class:`dpauc_tf.DPAUC` (label-DP, epsilon
+1 per release by default). The run writes to ``--out``:
+
+* ``metrics.json``: the configuration, the data, and per epoch ``epoch, exact_auc, tf_auc,
+  dp_auc, dp_epsilon, dp_mechanism, num_thresholds, train_loss, examples_per_second`` (plus
+  ``dp_epsilon_total``, the basic-composition sum over the releases so far, and with DP-SGD
+  ``dp_sgd_epsilon``, the training's epsilon so far);
+* ``scores_epoch{N}.parquet``: the test labels and scores (columns ``label``, ``score``).
+
+With ``--dp-sgd`` the model is trained with tensorflow-privacy's DP Adam (per-example clipping
+and Gaussian noise), so that both training and evaluation are private; the training epsilon
+comes from dp-accounting's RDP accountant. This needs tensorflow-privacy, i.e. the TF 2.14
+environment (``.venv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from data_prep.io import load_split_arrays, load_tf_dataset, read_metadata, write_json
+from data_prep.pipeline import prepare_criteo, prepare_synthetic
+from data_prep.reader import MalformedInputError
+from models.wide_deep import (
+    DEFAULT_EMBEDDING_DIM,
+    DEFAULT_HIDDEN_UNITS,
+    DEFAULT_LEARNING_RATE,
+)
+
+DEFAULT_SYNTHETIC_ROWS = 100_000
+DEFAULT_BATCH_SIZE = 512
+EVAL_BATCH_SIZE = 8192
+
+
+@dataclass
+class DPSGDConfig:
+    """DP-SGD settings (tensorflow-privacy's DP Adam).
+
+    ``num_microbatches=None`` clips every example on its own (microbatches of one example);
+    larger microbatches are faster but double the sensitivity, which the accounting reflects.
+    """
+
+    noise_multiplier: float = 1.1
+    l2_norm_clip: float = 1.0
+    num_microbatches: int | None = None
+    delta: float = 1e-5
+
+
+@dataclass
+class TrainConfig:
+    """Everything one training run needs (the command line's options)."""
+
+    data: str
+    out: str
+    epochs: int = 3
+    batch_size: int = DEFAULT_BATCH_SIZE
+    seed: int | None = 0
+    embedding_dim: int = DEFAULT_EMBEDDING_DIM
+    hidden_units: tuple[int, ...] = DEFAULT_HIDDEN_UNITS
+    learning_rate: float = DEFAULT_LEARNING_RATE
+    embedding_l2: float = 0.0
+    dp_auc_epsilon: float = 1.0
+    dp_auc_mechanism: str = "histogram"
+    num_thresholds: int = 1000
+    test_fraction: float = 0.1
+    min_count: int = 1
+    dp_sgd: DPSGDConfig | None = None
+    verbose: int = 2
+    progress: bool = True
+
+
+def resolve_data(config: TrainConfig) -> Path:
+    """The prepared directory for ``config.data``, preparing a file or synthetic rows first."""
+    data = config.data
+    prepared = Path(config.out) / "data"
+    if data == "synthetic" or data.startswith("synthetic:"):
+        rows_text = data.partition(":")[2] or str(DEFAULT_SYNTHETIC_ROWS)
+        try:
+            rows = int(rows_text.replace("_", ""))
+        except ValueError:
+            raise ValueError(f"--data synthetic:ROWS needs an integer, got {rows_text!r}") from None
+        prepare_synthetic(
+            rows,
+            prepared,
+            test_fraction=config.test_fraction,
+            seed=config.seed,
+            min_count=config.min_count,
+            progress=config.progress,
+        )
+        return prepared
+    path = Path(data)
+    if path.is_dir():
+        read_metadata(path)  # fails clearly if it is not a prepared directory
+        return path
+    if path.is_file():
+        prepare_criteo(
+            path,
+            prepared,
+            test_fraction=config.test_fraction,
+            seed=config.seed,
+            min_count=config.min_count,
+            progress=config.progress,
+        )
+        return prepared
+    raise FileNotFoundError(
+        f"--data {data!r}: no such file or directory (give a prepared directory, a Criteo file, "
+        "or synthetic[:ROWS])"
+    )
+
+
+def make_dp_sgd_optimizer(dp: DPSGDConfig, batch_size: int, learning_rate: float) -> Any:
+    """tensorflow-privacy's DP Adam for Keras; a clear error where it cannot be imported."""
+    try:
+        from tensorflow_privacy import DPKerasAdamOptimizer
+    except ImportError as error:  # Keras 3 world, or tensorflow-privacy not installed
+        raise RuntimeError(
+            "--dp-sgd needs tensorflow-privacy, which runs only with TensorFlow 2.14 / Keras 2 "
+            "(the project's .venv, extra 'federated'); it does not import here: "
+            f"{type(error).__name__}: {error}"
+        ) from None
+    microbatches = dp.num_microbatches or batch_size
+    if batch_size % microbatches:
+        raise ValueError(
+            f"the batch size ({batch_size}) must be a multiple of the number of microbatches "
+            f"({microbatches})"
+        )
+    return DPKerasAdamOptimizer(
+        l2_norm_clip=dp.l2_norm_clip,
+        noise_multiplier=dp.noise_multiplier,
+        num_microbatches=microbatches,
+        learning_rate=learning_rate,
+    )
+
+
+def dp_sgd_epsilon(
+    num_examples: int, batch_size: int, epochs: int, dp: DPSGDConfig
+) -> dict[str, float]:
+    """Training epsilon of DP-SGD at ``dp.delta`` from dp-accounting's RDP accountant.
+
+    Like tensorflow-privacy's ``compute_dp_sgd_privacy``, batches are treated as Poisson
+    samples with rate ``batch_size / num_examples`` (the data are shuffled, not Poisson-sampled:
+    the usual approximation), under add/remove-one-example neighbours. With microbatches of
+    more than one example, one example can move a clipped microbatch gradient by twice the clip
+    norm, so the effective noise multiplier is halved.
+    """
+    import dp_accounting
+
+    steps = epochs * (num_examples // batch_size)
+    microbatches = dp.num_microbatches or batch_size
+    effective_noise = dp.noise_multiplier / (2.0 if microbatches < batch_size else 1.0)
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(
+            batch_size / num_examples, dp_accounting.GaussianDpEvent(effective_noise)
+        ),
+        steps,
+    )
+    accountant = dp_accounting.rdp.RdpAccountant()
+    accountant.compose(event)
+    return {
+        "epsilon": float(accountant.get_epsilon(dp.delta)),
+        "delta": dp.delta,
+        "steps": steps,
+        "effective_noise_multiplier": effective_noise,
+    }
+
+
+def exact_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """The exact AUC (scikit-learn), NaN when the test split holds a single class."""
+    from sklearn.metrics import roc_auc_score
+
+    if len(np.unique(labels)) < 2:
+        return float("nan")
+    return float(roc_auc_score(labels, scores))
+
+
+def evaluation_seed(seed: int | None, epoch: int) -> int | None:
+    """The DPAUC noise seed of one epoch's release (distinct per epoch, fixed by ``seed``)."""
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0])
+
+
+def test_aucs(
+    labels: np.ndarray, scores: np.ndarray, config: TrainConfig, epoch: int
+) -> dict[str, Any]:
+    """Exact, TensorFlow and DP AUC of one epoch's test scores."""
+    import tensorflow as tf
+
+    from dpauc_tf import DPAUC
+
+    tf_auc = tf.keras.metrics.AUC(num_thresholds=config.num_thresholds)
+    tf_auc.update_state(labels, scores)
+    dp_auc = DPAUC(
+        epsilon=config.dp_auc_epsilon,
+        num_thresholds=config.num_thresholds,
+        mechanism=config.dp_auc_mechanism,
+        seed=evaluation_seed(config.seed, epoch),
+    )
+    dp_auc.update_state(labels, scores)
+    return {
+        "exact_auc": exact_auc(labels, scores),
+        "tf_auc": float(tf_auc.result()),
+        "dp_auc": float(dp_auc.result()),
+        "dp_epsilon": config.dp_auc_epsilon,
+        "dp_mechanism": config.dp_auc_mechanism,
+        "dp_privacy": str(dp_auc.privacy_statement()),
+        "num_thresholds": config.num_thresholds,
+    }
+
+
+def save_scores(path_stem: Path, labels: np.ndarray, scores: np.ndarray) -> Path:
+    """Write test labels and scores as Parquet (CSV where pyarrow cannot be imported)."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"label": labels.astype(np.int8), "score": scores.astype(np.float32)})
+    try:
+        import pyarrow  # noqa: F401
+
+        path = path_stem.with_suffix(".parquet")
+        frame.to_parquet(path, index=False)
+    except ImportError as error:
+        path = path_stem.with_suffix(".csv")
+        warnings.warn(f"pyarrow unavailable ({error}); writing {path.name}", stacklevel=2)
+        frame.to_csv(path, index=False, float_format="%.9g")
+    return path
+
+
+def load_scores(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Read a ``scores_epoch{N}`` file (Parquet or CSV): ``(labels, scores)``."""
+    import pandas as pd
+
+    path = Path(path)
+    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    return frame["label"].to_numpy(), frame["score"].to_numpy()
+
+
+def train(config: TrainConfig) -> dict[str, Any]:
+    """Run the training and the per-epoch evaluations; write and return ``metrics.json``."""
+    if config.epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {config.epochs}")
+    if config.batch_size < 1:
+        raise ValueError(f"batch size must be at least 1, got {config.batch_size}")
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data_dir = resolve_data(config)
+    metadata = read_metadata(data_dir)
+
+    import tensorflow as tf
+
+    from models.wide_deep import build_wide_deep
+
+    if config.seed is not None:
+        tf.keras.utils.set_random_seed(config.seed)
+    optimizer = loss = None
+    if config.dp_sgd is not None:
+        optimizer = make_dp_sgd_optimizer(config.dp_sgd, config.batch_size, config.learning_rate)
+        # DP-SGD clips per-example gradients: the loss must stay per example.
+        loss = tf.keras.losses.BinaryCrossentropy(reduction=tf.keras.losses.Reduction.NONE)
+    model = build_wide_deep(
+        metadata,
+        embedding_dim=config.embedding_dim,
+        hidden_units=config.hidden_units,
+        learning_rate=config.learning_rate,
+        embedding_l2=config.embedding_l2,
+        optimizer=optimizer,
+        loss=loss,
+    )
+    train_rows = int(metadata["splits"]["train"]["rows"])
+    train_data = load_tf_dataset(
+        data_dir,
+        "train",
+        config.batch_size,
+        shuffle=True,
+        seed=config.seed,
+        drop_remainder=config.dp_sgd is not None,
+    )
+    test_data = load_tf_dataset(data_dir, "test", EVAL_BATCH_SIZE)
+    labels = load_split_arrays(data_dir, "test")["label"]
+
+    report: dict[str, Any] = {
+        "config": _config_dict(config),
+        "data": {
+            "directory": str(data_dir),
+            "source": metadata["source"],
+            "train_rows": train_rows,
+            "test_rows": len(labels),
+            "test_positives": int(labels.sum()),
+            "vocab_sizes": metadata["vocab_sizes"],
+        },
+        "model": {"parameters": int(model.count_params())},
+        "epochs": [],
+    }
+    _print_header(config)
+    for epoch in range(config.epochs):
+        started = time.perf_counter()
+        history = model.fit(train_data, epochs=1, verbose=config.verbose, shuffle=False)
+        seconds = time.perf_counter() - started
+        trained = (
+            (train_rows // config.batch_size) * config.batch_size if config.dp_sgd else train_rows
+        )
+        scores = model.predict(test_data, verbose=0).reshape(-1)
+        row = {"epoch": epoch, **test_aucs(labels, scores, config, epoch)}
+        row["dp_epsilon_total"] = config.dp_auc_epsilon * (epoch + 1)
+        row["train_loss"] = float(np.mean(history.history["loss"][-1]))
+        row["train_seconds"] = round(seconds, 3)
+        row["examples_per_second"] = trained / seconds
+        if config.dp_sgd is not None:
+            row["dp_sgd"] = dp_sgd_epsilon(train_rows, config.batch_size, epoch + 1, config.dp_sgd)
+            row["dp_sgd_epsilon"] = row["dp_sgd"]["epsilon"]
+        row["scores_file"] = save_scores(out / f"scores_epoch{epoch}", labels, scores).name
+        report["epochs"].append(row)
+        write_json(out / "metrics.json", report)
+        _print_row(row)
+    return report
+
+
+def _config_dict(config: TrainConfig) -> dict[str, Any]:
+    values = asdict(config)
+    values["hidden_units"] = list(config.hidden_units)
+    return values
+
+
+def _print_header(config: TrainConfig) -> None:
+    eps = f"DP AUC (eps={config.dp_auc_epsilon:g})"
+    extra = "  DP-SGD eps" if config.dp_sgd is not None else ""
+    print(
+        f"{'epoch':>5}  {'loss':>7}  {'exact AUC':>9}  {'TF AUC':>7}  {eps:>18}  "
+        f"{'examples/s':>10}{extra}",
+        flush=True,
+    )
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    extra = f"  {row['dp_sgd_epsilon']:10.3f}" if "dp_sgd_epsilon" in row else ""
+    print(
+        f"{row['epoch']:>5}  {row['train_loss']:7.4f}  {row['exact_auc']:9.4f}  "
+        f"{row['tf_auc']:7.4f}  {row['dp_auc']:18.4f}  {row['examples_per_second']:10,.0f}{extra}",
+        flush=True,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m models.train",
+        description="Train Wide & Deep on Criteo-shaped data and compare exact, TensorFlow and "
+        "label-DP AUCs on the test split after every epoch.",
+    )
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="a prepared directory, a Criteo file, or synthetic[:ROWS] "
+        f"(default rows {DEFAULT_SYNTHETIC_ROWS:,})",
+    )
+    parser.add_argument("--out", required=True, help="output directory (metrics.json, scores)")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument("--seed", default="0", help="an integer, or 'none' for fresh entropy")
+    parser.add_argument("--embedding-dim", type=int, default=DEFAULT_EMBEDDING_DIM)
+    parser.add_argument(
+        "--hidden-units",
+        default=",".join(map(str, DEFAULT_HIDDEN_UNITS)),
+        help="comma-separated widths of the deep layers",
+    )
+    parser.add_argument("--learning-rate", type=float, default=DEFAULT_LEARNING_RATE)
+    parser.add_argument("--embedding-l2", type=float, default=0.0)
+    parser.add_argument(
+        "--dp-auc-epsilon", type=float, default=1.0, help="DPAUC epsilon per release"
+    )
+    parser.add_argument("--dp-auc-mechanism", default="histogram")
+    parser.add_argument("--num-thresholds", type=int, default=1000)
+    parser.add_argument("--test-fraction", type=float, default=0.1)
+    parser.add_argument("--min-count", type=int, default=1)
+    dp = parser.add_argument_group("DP-SGD (needs tensorflow-privacy: TF 2.14 / Keras 2)")
+    dp.add_argument("--dp-sgd", action="store_true", help="train with DP Adam")
+    dp.add_argument("--noise-multiplier", type=float, default=DPSGDConfig.noise_multiplier)
+    dp.add_argument("--l2-norm-clip", type=float, default=DPSGDConfig.l2_norm_clip)
+    dp.add_argument(
+        "--microbatches", type=int, default=None, help="default: the batch size (per-example)"
+    )
+    dp.add_argument("--dp-sgd-delta", type=float, default=DPSGDConfig.delta)
+    parser.add_argument(
+        "--verbose", type=int, choices=(0, 1, 2), default=None, help="Keras fit verbosity"
+    )
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    seed = None if str(args.seed).lower() == "none" else int(args.seed)
+    try:
+        hidden = tuple(int(u) for u in str(args.hidden_units).split(",") if u.strip())
+    except ValueError:
+        raise ValueError(
+            f"--hidden-units must be comma-separated integers: {args.hidden_units!r}"
+        ) from None
+    dp = None
+    if args.dp_sgd:
+        dp = DPSGDConfig(
+            noise_multiplier=args.noise_multiplier,
+            l2_norm_clip=args.l2_norm_clip,
+            num_microbatches=args.microbatches,
+            delta=args.dp_sgd_delta,
+        )
+    verbose = args.verbose if args.verbose is not None else (1 if sys.stdout.isatty() else 2)
+    return TrainConfig(
+        data=args.data,
+        out=args.out,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        seed=seed,
+        embedding_dim=args.embedding_dim,
+        hidden_units=hidden,
+        learning_rate=args.learning_rate,
+        embedding_l2=args.embedding_l2,
+        dp_auc_epsilon=args.dp_auc_epsilon,
+        dp_auc_mechanism=args.dp_auc_mechanism,
+        num_thresholds=args.num_thresholds,
+        test_fraction=args.test_fraction,
+        min_count=args.min_count,
+        dp_sgd=dp,
+        verbose=verbose,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = config_from_args(args)
+        report = train(config)
+    except (OSError, ValueError, RuntimeError, MalformedInputError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {Path(config.out) / 'metrics.json'}")
+    del report
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""End-to-end preparation, the shard format, tf.data loading, the command line."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from data_prep.__main__ import main
+from data_prep.io import load_split_arrays, load_tf_dataset, read_metadata
+from data_prep.pipeline import prepare_criteo, prepare_synthetic
+from data_prep.preprocess import is_test_row
+from data_prep.synthetic import SyntheticCriteo
+
+
+@pytest.fixture(scope="module")
+def synthetic_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("raw") / "train.txt"
+    SyntheticCriteo(seed=2).write_tsv(path, 3000)
+    return path
+
+
+def test_prepare_file_fits_on_train_only(synthetic_file, tmp_path):
+    meta = prepare_criteo(synthetic_file, tmp_path, seed=5, test_fraction=0.2, chunk_rows=700)
+    train, test = load_split_arrays(tmp_path, "train"), load_split_arrays(tmp_path, "test")
+    expected_test = is_test_row(np.arange(3000), 5, 0.2)
+    assert len(test["label"]) == expected_test.sum() == meta["splits"]["test"]["rows"]
+    assert len(train["label"]) + len(test["label"]) == 3000
+    assert meta["splits"]["train"]["shards"] == [f"train-0000{i}.npz" for i in range(5)]
+    # vocabularies come from the training part: every train id is known, some test ids are not
+    assert (train["cat_ids"] > 0).all()
+    assert (test["cat_ids"] == 0).any()
+    sizes = np.array(meta["vocab_sizes"])
+    assert (train["cat_ids"] < sizes).all() and (test["cat_ids"] < sizes).all()
+    # scaling is fitted on the training part: train spans [0, 1] exactly, test is clipped
+    assert train["int_features"].min() == 0.0 and train["int_features"].max() == 1.0
+    assert 0.0 <= test["int_features"].min() and test["int_features"].max() <= 1.0
+    vocab = json.loads((tmp_path / "vocabularies.json").read_text())
+    assert [len(vocab[f"C{i}"]) + 1 for i in range(1, 27)] == meta["vocab_sizes"]
+
+
+def test_same_seed_same_output_whatever_the_chunking(synthetic_file, tmp_path):
+    prepare_criteo(synthetic_file, tmp_path / "a", seed=1, chunk_rows=3000)
+    prepare_criteo(synthetic_file, tmp_path / "b", seed=1, chunk_rows=512)
+    prepare_criteo(synthetic_file, tmp_path / "c", seed=2)
+    for split in ("train", "test"):
+        a = load_split_arrays(tmp_path / "a", split)
+        b = load_split_arrays(tmp_path / "b", split)
+        for key in a:
+            assert np.array_equal(a[key], b[key])
+    c = load_split_arrays(tmp_path / "c", "test")
+    assert not np.array_equal(c["label"], load_split_arrays(tmp_path / "a", "test")["label"])
+
+
+def test_min_count_caps_vocabularies(synthetic_file, tmp_path):
+    full = prepare_criteo(synthetic_file, tmp_path / "full", seed=0)
+    capped = prepare_criteo(synthetic_file, tmp_path / "capped", seed=0, min_count=5)
+    assert sum(capped["vocab_sizes"]) < sum(full["vocab_sizes"]) / 2
+    train = load_split_arrays(tmp_path / "capped", "train")
+    assert (train["cat_ids"] == 0).mean() > 0.01
+
+
+def test_malformed_lines_are_reported_in_metadata(tmp_path):
+    text = (tmp_path / "x").as_posix()
+    gen = SyntheticCriteo(seed=0)
+    gen.write_tsv(text, 200)
+    lines = open(text).read().splitlines()
+    lines[10] = lines[10].replace("\t", ",", 3)
+    lines[50] = "1\tnot-a-number" + lines[50][lines[50].index("\t", 2) :]
+    path = tmp_path / "bad.txt"
+    path.write_text("\n".join(lines) + "\n")
+    meta = prepare_criteo(path, tmp_path / "out", seed=0)
+    report = meta["read_report"]
+    assert report["malformed_lines"] == 2 and report["rows"] == 198
+    assert [m["line"] for m in report["malformed_examples"]] == [11, 51]
+    assert meta["splits"]["train"]["rows"] + meta["splits"]["test"]["rows"] == 198
+
+
+def test_tf_dataset_batches(tmp_path):
+    prepare_synthetic(1000, tmp_path, seed=0)
+    meta = read_metadata(tmp_path)
+    ds = load_tf_dataset(tmp_path, "train", 128, shuffle=True, seed=0)
+    batches = list(ds)
+    assert len(batches) == ds.cardinality().numpy() == -(-meta["splits"]["train"]["rows"] // 128)
+    features, label = batches[0]
+    assert (
+        features["int_features"].shape == (128, 13)
+        and features["int_features"].dtype.name == "float32"
+    )
+    assert features["cat_ids"].shape == (128, 26) and features["cat_ids"].dtype.name == "int32"
+    assert label.shape == (128,) and label.dtype.name == "float32"
+    total = sum(int(lbl.shape[0]) for _, lbl in batches)
+    assert total == meta["splits"]["train"]["rows"]
+    ordered = np.concatenate([lbl.numpy() for _, lbl in load_tf_dataset(tmp_path, "test", 64)])
+    assert np.array_equal(ordered, load_split_arrays(tmp_path, "test")["label"])
+
+
+def test_cli_synthetic_and_errors(tmp_path, capsys):
+    assert main(["--synthetic", "500", "--output", str(tmp_path / "s"), "--no-progress"]) == 0
+    assert "prepared 500 rows" in capsys.readouterr().out
+    assert read_metadata(tmp_path / "s")["source"]["synthetic"]["rows"] == 500
+    assert main(["--input", str(tmp_path / "missing.txt"), "--output", str(tmp_path / "o")]) == 1
+    assert "error: no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1\t" + "\t" * 38 + "\n1\tx" + "\t" * 38 + "\n")
+    args = ["--input", str(bad), "--output", str(tmp_path / "b"), "--no-progress"]
+    assert main([*args, "--strict"]) == 1
+    assert "line 2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--synthetic", "0", "--output", str(tmp_path)])
+
+
+def test_module_entry_point(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "data_prep", "--synthetic", "300", "--output", str(tmp_path),
+         "--seed", "3", "--test-fraction", "0.3", "--no-progress"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert read_metadata(tmp_path)["test_fraction"] == 0.3
+
+
+def test_real_criteo_sample(criteo_combined_file, tmp_path):
+    meta = prepare_criteo(criteo_combined_file, tmp_path, seed=0)
+    report = meta["read_report"]
+    assert report["rows"] == 19_532 and report["malformed_lines"] == 0
+    train, test = meta["splits"]["train"], meta["splits"]["test"]
+    assert train["rows"] + test["rows"] == 19_532
+    assert train["positives"] + test["positives"] == 4_653
+    assert 0.08 < test["rows"] / 19_532 < 0.12
+    assert meta["source"]["format"] == "raw_tsv"
+
+
+def test_real_criteo_every_raw_file(criteo_raw_dir):
+    from data_prep.reader import read_criteo
+
+    expected = {"cafpereira": 4584, "lapis-hong": 10000, "shenweichen": 200, "va.rx": 1999}
+    for path in sorted(criteo_raw_dir.iterdir()):
+        chunk, report = read_criteo(path)
+        assert report.malformed_lines == 0, path.name
+        for key, rows in expected.items():
+            if key in path.name:
+                assert len(chunk) == rows, path.name
