@@ -1,0 +1,46 @@
+"""Federated DP-AUC with TensorFlow Federated (the TF 2.14 / TFF 0.87 world only).
+
+``import dpauc_tf`` never imports TFF; importing this package does (about 12 s), and fails
+with a clear message where TFF is not installed.
+
+* :func:`evaluate`: AUC and ROC of precomputed scores held by clients, one call per evaluation.
+* :func:`build_dpauc_metrics_aggregation_process`: client-side DPAUC noise for
+  ``tff.learning.algorithms.build_fed_eval``.
+* :mod:`dpauc_tf.federated.computations`: the TFF computations (and their MapReduce shape).
+* :func:`shutdown_tff_workers`: stop TFF's ``worker_binary`` (also registered at exit).
+"""
+
+from __future__ import annotations
+
+try:
+    import tensorflow_federated  # noqa: F401
+except ImportError as error:  # pragma: no cover - the keras3 world
+    raise ImportError(
+        "dpauc_tf.federated needs tensorflow-federated (the federated world: "
+        "`uv sync --extra federated`, i.e. .venv)"
+    ) from error
+
+from dpauc_tf.federated.evaluate import (
+    FederatedEvaluation,
+    RocPoints,
+    client_data_from_partition,
+    evaluate,
+    install_secure_sum_context,
+)
+from dpauc_tf.federated.learning import (
+    ClientNoiseSumFactory,
+    build_dpauc_metrics_aggregation_process,
+)
+from dpauc_tf.federated.process import register_atexit_shutdown, shutdown_tff_workers
+
+__all__ = [
+    "ClientNoiseSumFactory",
+    "FederatedEvaluation",
+    "RocPoints",
+    "build_dpauc_metrics_aggregation_process",
+    "client_data_from_partition",
+    "evaluate",
+    "install_secure_sum_context",
+    "register_atexit_shutdown",
+    "shutdown_tff_workers",
+]

@@ -1,0 +1,293 @@
+"""TFF computations for federated DP-AUC over precomputed scores, built by small factories.
+
+The federated round (one evaluation) is
+
+``(client datasets of {score, label} batches, client seeds) @CLIENTS``
+  -> client: per-bucket counts (:func:`dpauc_tf.counts.bucket_counts`), then the mechanism's
+     client-side release (:meth:`dpauc_tf.mechanisms.CountMechanism.release`), or for ``rr``
+     labels flipped first (:func:`dpauc_tf.randomized_response.flip_labels`) and exact counts;
+  -> ``tff.federated_sum`` of the releases (``tff.federated_secure_sum_bitwidth`` of integer
+     releases for ``secure-histogram``), and of a 1 per client (the number that reported);
+  -> server: cumulative counts (:meth:`~dpauc_tf.mechanisms.CountMechanism.to_confusion`),
+     ROC points and AUC (:mod:`dpauc_tf.curve`), debiased for ``rr``.
+
+Randomness comes only from each client's own seed (CLIENTS data): stateless ops, never
+op-level seeds (those gave identical noise to several TFF clients).
+
+Secure sums of signed integers use modular arithmetic: each client sends
+``value mod 2^bitwidth``, the server takes the sum ``mod 2^bitwidth`` and maps it back to
+``[-2^(bitwidth-1), 2^(bitwidth-1))``, exact as long as every true total lies in that range.
+In simulation the secure sum needs ``tff.backends.test.set_sync_test_cpp_execution_context()``,
+which performs an **ordinary sum** (no cryptography).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from dpauc_tf import randomized_response as rr
+from dpauc_tf.counts import bucket_counts
+from dpauc_tf.curve import Confusion, auc_from_confusion, roc_from_confusion
+from dpauc_tf.mechanisms import CountMechanism
+from dpauc_tf.thresholds import Thresholds
+
+COUNT_DTYPE = tf.float64
+SEED_TYPE = tff.TensorType(np.int64, [2])
+BATCH_TYPE = tff.StructWithPythonType(
+    [("score", tff.TensorType(np.float32, [None])), ("label", tff.TensorType(np.float32, [None]))],
+    collections.OrderedDict,
+)
+DATASET_TYPE = tff.SequenceType(BATCH_TYPE)
+DEFAULT_BITWIDTH = 32
+
+
+def client_counts(dataset: tf.data.Dataset, thresholds: Thresholds, flip_epsilon=None, seed=None):
+    """Per-bucket ``(pos, neg)`` counts of one client's dataset (float64, ``[T + 1]`` each).
+
+    With ``flip_epsilon`` the labels of each batch are first flipped by randomized response,
+    batch ``i`` with the seed ``fold_in(seed, i)``.
+    """
+    num_buckets = thresholds.num_buckets
+    zeros = tf.zeros([num_buckets], COUNT_DTYPE)
+
+    def add_batch(state, batch):
+        pos, neg, index = state
+        labels = batch["label"]
+        if flip_epsilon is not None:
+            batch_seed = tf.random.experimental.stateless_fold_in(seed, index)
+            labels = rr.flip_labels(labels, flip_epsilon, batch_seed)
+        batch_pos, batch_neg = bucket_counts(labels, batch["score"], thresholds, dtype=COUNT_DTYPE)
+        return pos + batch_pos, neg + batch_neg, index + 1
+
+    pos, neg, _ = dataset.reduce((zeros, zeros, tf.constant(0, tf.int64)), add_batch)
+    return pos, neg
+
+
+def _release_type(mechanism: CountMechanism, thresholds: Thresholds) -> tff.Type:
+    """The TFF type of one float release (from one eager release of zero counts)."""
+    zeros = tf.zeros([thresholds.num_buckets], COUNT_DTYPE)
+    release = mechanism.release(zeros, zeros, seed=0)
+    return tff.StructWithPythonType(
+        [
+            (key, tff.TensorType(value.dtype.as_numpy_dtype, value.shape.as_list()))
+            for key, value in sorted(release.items())
+        ],
+        collections.OrderedDict,
+    )
+
+
+def _client_release_fn(
+    mechanism: CountMechanism,
+    thresholds: Thresholds,
+    flip_epsilon: float | None,
+    secure_bitwidth: int | None,
+):
+    """The Python body of the client step: counts, (labels flipped,) release, (modular)."""
+
+    def client_release(dataset, seed):
+        count_seed, noise_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+        pos, neg = client_counts(dataset, thresholds, flip_epsilon, count_seed)
+        release = mechanism.release(pos, neg, seed=noise_seed)
+        release = collections.OrderedDict(sorted(release.items()))
+        if secure_bitwidth is not None:
+            modulus = tf.constant(2**secure_bitwidth, tf.int64)
+            release = collections.OrderedDict(
+                (key, tf.math.floormod(tf.cast(tf.round(value), tf.int64), modulus))
+                for key, value in release.items()
+            )
+        return release
+
+    return client_release
+
+
+def build_client_release(
+    mechanism: CountMechanism,
+    thresholds: Thresholds,
+    *,
+    flip_epsilon: float | None = None,
+    secure_bitwidth: int | None = None,
+) -> tff.Computation:
+    """``(dataset, seed) -> release`` run on each client (a ``tff.tensorflow.computation``).
+
+    With ``secure_bitwidth`` the release is rounded to int64 and reduced modulo
+    ``2^secure_bitwidth`` (the input a secure sum of that bitwidth expects).
+    """
+    body = _client_release_fn(mechanism, thresholds, flip_epsilon, secure_bitwidth)
+    return tff.tensorflow.computation(body, DATASET_TYPE, SEED_TYPE)
+
+
+def build_server_curve(
+    mechanism: CountMechanism,
+    thresholds: Thresholds,
+    release_type,
+    *,
+    flip_epsilon: float | None = None,
+) -> tff.Computation:
+    """``summed release -> {auc, fpr, tpr}`` at the server; no noise is added here.
+
+    ``fpr``/``tpr`` are the (clipped) rates at each threshold, in threshold order; the AUC is
+    the trapezoid over the points sorted by FPR (:func:`dpauc_tf.curve.auc_from_confusion`).
+    For ``rr`` the AUC is debiased (:func:`dpauc_tf.randomized_response.debias_auc`); the
+    rates are those of the flipped labels.
+    """
+
+    @tff.tensorflow.computation(release_type)
+    def server_curve(release):
+        confusion = mechanism.to_confusion(dict(release))
+        auc = auc_from_confusion(confusion)
+        # Rates per threshold, unsorted: every threshold as its own one-point curve.
+        per_threshold = roc_from_confusion(Confusion(*(c[:, tf.newaxis] for c in confusion)))
+        if flip_epsilon is not None:
+            num_pos = tf.maximum(confusion.tp[0] + confusion.fn[0], 0.0)
+            num_neg = tf.maximum(confusion.fp[0] + confusion.tn[0], 0.0)
+            auc = rr.debias_auc(auc, num_pos, num_neg, flip_epsilon)
+        return collections.OrderedDict(
+            auc=tf.cast(auc, tf.float64),
+            fpr=tf.cast(per_threshold.fpr[:, 0], tf.float64),
+            tpr=tf.cast(per_threshold.tpr[:, 0], tf.float64),
+        )
+
+    return server_curve
+
+
+def signed_from_modular(total, bitwidth: int) -> collections.OrderedDict:
+    """Maps a modular int64 sum to ``[-2^(bitwidth-1), 2^(bitwidth-1))`` as float64 counts."""
+    modulus = tf.constant(2**bitwidth, tf.int64)
+    half = tf.constant(2 ** (bitwidth - 1), tf.int64)
+    out = collections.OrderedDict()
+    for key, value in total.items():
+        value = tf.math.floormod(value, modulus)
+        out[key] = tf.cast(tf.where(value >= half, value - modulus, value), COUNT_DTYPE)
+    return out
+
+
+def build_signed_from_modular(release_type_int, bitwidth: int) -> tff.Computation:
+    """Server-side map of a modular secure sum back to signed float64 counts."""
+
+    @tff.tensorflow.computation(release_type_int)
+    def signed(total):
+        return signed_from_modular(total, bitwidth)
+
+    return signed
+
+
+def _check_bitwidth(secure_bitwidth: int | None) -> None:
+    if secure_bitwidth is not None and not 2 <= secure_bitwidth <= 62:
+        raise ValueError(f"secure_bitwidth must be in [2, 62], got {secure_bitwidth}")
+
+
+@tff.tensorflow.computation(DATASET_TYPE)
+def _one_per_client(dataset):
+    del dataset
+    return tf.constant(1, tf.int32)
+
+
+def build_federated_evaluation(
+    mechanism: CountMechanism,
+    thresholds: Thresholds,
+    *,
+    flip_epsilon: float | None = None,
+    secure_bitwidth: int | None = None,
+) -> tff.Computation:
+    """The whole round as a ``tff.federated_computation``.
+
+    Type: ``(<{score, label}*>@CLIENTS, int64[2]@CLIENTS) -> <curve=<auc, fpr, tpr>,
+    release, num_reporting>@SERVER``; ``release`` is the server's summed (noisy) release and
+    ``num_reporting`` the number of clients whose reports entered the sum.
+    With ``secure_bitwidth`` the integer releases are summed by
+    ``tff.federated_secure_sum_bitwidth`` (needs the test execution context in simulation).
+    """
+    _check_bitwidth(secure_bitwidth)
+    client_release = build_client_release(
+        mechanism, thresholds, flip_epsilon=flip_epsilon, secure_bitwidth=secure_bitwidth
+    )
+    server_curve = build_server_curve(
+        mechanism, thresholds, _release_type(mechanism, thresholds), flip_epsilon=flip_epsilon
+    )
+    signed = (
+        build_signed_from_modular(client_release.type_signature.result, secure_bitwidth)
+        if secure_bitwidth is not None
+        else None
+    )
+
+    @tff.federated_computation(
+        tff.FederatedType(DATASET_TYPE, tff.CLIENTS), tff.FederatedType(SEED_TYPE, tff.CLIENTS)
+    )
+    def evaluate_round(datasets, seeds):
+        releases = tff.federated_map(client_release, (datasets, seeds))
+        if signed is None:
+            total = tff.federated_sum(releases)
+        else:
+            modular = tff.federated_secure_sum_bitwidth(releases, secure_bitwidth)
+            total = tff.federated_map(signed, modular)
+        curve = tff.federated_map(server_curve, total)
+        reporting = tff.federated_sum(tff.federated_map(_one_per_client, datasets))
+        return tff.federated_zip(
+            collections.OrderedDict(curve=curve, release=total, num_reporting=reporting)
+        )
+
+    return evaluate_round
+
+
+def build_mapreduce_evaluation(
+    mechanism: CountMechanism,
+    thresholds: Thresholds,
+    *,
+    flip_epsilon: float | None = None,
+    secure_bitwidth: int | None = None,
+) -> tff.Computation:
+    """The round in the ``(state@SERVER, data@CLIENTS) -> <state, output>@SERVER`` shape.
+
+    This is the shape ``tff.backends.mapreduce.get_map_reduce_form_for_computation`` compiles
+    for cross-device platforms: the server state counts evaluations, each client's data is
+    ``<data={score, label}*, seed=int64[2]>``, the output is the server's curve and the
+    number of reports.
+    """
+    _check_bitwidth(secure_bitwidth)
+    client_data_type = tff.StructWithPythonType(
+        [("data", DATASET_TYPE), ("seed", SEED_TYPE)], collections.OrderedDict
+    )
+    body = _client_release_fn(mechanism, thresholds, flip_epsilon, secure_bitwidth)
+
+    @tff.tensorflow.computation(client_data_type)
+    def client_release(client_data):
+        release = body(client_data["data"], client_data["seed"])
+        release["num_reporting"] = tf.constant(1, tf.int64 if secure_bitwidth else COUNT_DTYPE)
+        return release
+
+    release_type = client_release.type_signature.result
+    float_type = _release_type(mechanism, thresholds)
+    server_curve = build_server_curve(mechanism, thresholds, float_type, flip_epsilon=flip_epsilon)
+
+    @tff.tensorflow.computation(release_type)
+    def finish(total):
+        total = collections.OrderedDict(total.items())
+        reporting = tf.cast(total.pop("num_reporting"), tf.int32)
+        if secure_bitwidth is not None:
+            total = signed_from_modular(total, secure_bitwidth)
+        return reporting, total
+
+    @tff.tensorflow.computation(tff.TensorType(np.int32))
+    def increment(state):
+        return state + 1
+
+    @tff.federated_computation(
+        tff.FederatedType(tff.TensorType(np.int32), tff.SERVER),
+        tff.FederatedType(client_data_type, tff.CLIENTS),
+    )
+    def evaluation_step(state, client_data):
+        releases = tff.federated_map(client_release, client_data)
+        if secure_bitwidth is None:
+            total = tff.federated_sum(releases)
+        else:
+            total = tff.federated_secure_sum_bitwidth(releases, secure_bitwidth)
+        reporting, signed_total = tff.federated_map(finish, total)
+        curve = tff.federated_map(server_curve, signed_total)
+        output = tff.federated_zip(collections.OrderedDict(curve=curve, num_reporting=reporting))
+        return tff.federated_map(increment, state), output
+
+    return evaluation_step

@@ -1,0 +1,301 @@
+"""``evaluate``: the Python entry point of federated DP-AUC over precomputed scores."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+import tqdm
+
+from dpauc_tf import noise
+from dpauc_tf import randomized_response as rr
+from dpauc_tf.distributed import SecureHistogram
+from dpauc_tf.federated import computations
+from dpauc_tf.mechanisms import CountMechanism, NoNoise, PrivacyStatement, get_mechanism
+from dpauc_tf.thresholds import Thresholds
+
+MECHANISMS = (
+    "paper",
+    "paper-gaussian",
+    "histogram",
+    "histogram-public-scores",
+    "secure-histogram",
+    "rr",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class RocPoints:
+    """ROC points sorted by increasing FPR (then TPR), with the threshold of each point."""
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class FederatedEvaluation:
+    """What the server learns from one federated evaluation.
+
+    Attributes:
+      auc: the (private) AUC; for ``rr`` the debiased estimate.
+      roc: the ROC points (for ``rr``: of the flipped labels, not debiased).
+      mechanism: mechanism name (``"none"`` when ``epsilon`` is None).
+      epsilon: epsilon each client spends on this evaluation (label DP): the mechanism's
+        proven figure (``paper``: half the claimed one); for ``secure-histogram`` the
+        epsilon actually achieved by the shares that reported; ``inf`` without noise.
+      delta: the matching delta.
+      statement: neighbouring relation, sensitivity, noise and guarantee of the release.
+      num_clients: clients asked to report. num_reporting: clients whose report was summed.
+      noisy_counts: the server's summed release (NumPy arrays; e.g. ``pos``/``neg``).
+    """
+
+    auc: float
+    roc: RocPoints
+    mechanism: str
+    epsilon: float
+    delta: float
+    statement: PrivacyStatement
+    num_clients: int
+    num_reporting: int
+    noisy_counts: dict[str, np.ndarray]
+
+
+_COMPUTATIONS: dict[tuple, tff.Computation] = {}
+_SECURE_CONTEXT = {"installed": False}
+
+
+def _computation(mechanism, thresholds, flip_epsilon, secure_bitwidth) -> tff.Computation:
+    key = (type(mechanism).__name__, repr(mechanism), thresholds, flip_epsilon, secure_bitwidth)
+    if key not in _COMPUTATIONS:
+        _COMPUTATIONS[key] = computations.build_federated_evaluation(
+            mechanism, thresholds, flip_epsilon=flip_epsilon, secure_bitwidth=secure_bitwidth
+        )
+    return _COMPUTATIONS[key]
+
+
+def install_secure_sum_context() -> None:
+    """Installs TFF's test context, which runs ``federated_secure_sum_bitwidth`` in simulation.
+
+    It lowers the secure sum to an **ordinary sum**: the simulation checks the arithmetic of
+    secure aggregation, not its cryptography.
+    """
+    if not _SECURE_CONTEXT["installed"]:
+        tff.backends.test.set_sync_test_cpp_execution_context()
+        _SECURE_CONTEXT["installed"] = True
+
+
+def _as_batched_dataset(item, batch_size: int) -> tf.data.Dataset:
+    """One client's data as a dataset of ``{score, label}`` float32 batches."""
+    if isinstance(item, tf.data.Dataset):
+        spec = item.element_spec
+        if isinstance(spec, dict):
+            dataset = item.map(lambda e: (e["score"], e["label"]))
+        elif isinstance(spec, tuple) and len(spec) == 2:
+            dataset = item
+        else:
+            raise TypeError(
+                "a client dataset must yield (score, label) pairs or {'score', 'label'} dicts, "
+                f"got element_spec {spec}"
+            )
+        score_spec = dataset.element_spec[0]
+        if score_spec.shape.rank == 0:
+            dataset = dataset.batch(batch_size)
+        return dataset.map(
+            lambda s, y: collections.OrderedDict(
+                score=tf.reshape(tf.cast(s, tf.float32), [-1]),
+                label=tf.reshape(tf.cast(y, tf.float32), [-1]),
+            )
+        )
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        scores = np.asarray(item[0], dtype=np.float32).ravel()
+        labels = np.asarray(item[1], dtype=np.float32).ravel()
+        if scores.shape != labels.shape:
+            raise ValueError(
+                f"a client's scores and labels differ in length: {scores.size} vs {labels.size}"
+            )
+        tensors = collections.OrderedDict(score=scores, label=labels)
+        return tf.data.Dataset.from_tensor_slices(tensors).batch(batch_size)
+    raise TypeError(
+        "each client's data must be a tf.data.Dataset or a (scores, labels) pair, "
+        f"got {type(item).__name__}"
+    )
+
+
+def client_data_from_partition(
+    scores: np.ndarray, labels: np.ndarray, client_ids: np.ndarray, num_clients: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(scores, labels)`` of every client from a partition (see :mod:`dpauc_tf.partitions`)."""
+    from dpauc_tf.partitions import client_slices
+
+    scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()
+    return [(scores[idx], labels[idx]) for idx in client_slices(client_ids, num_clients)]
+
+
+def _make_mechanism(name, epsilon, num_thresholds, delta, num_shares, noise_family):
+    if epsilon is None:
+        return NoNoise(None, num_thresholds), None
+    if name == rr.NAME:
+        if delta is not None:
+            raise ValueError("rr is pure epsilon-DP; leave delta unset")
+        return NoNoise(None, num_thresholds), float(epsilon)
+    if name not in MECHANISMS:
+        raise ValueError(f"unknown federated mechanism {name!r}; choose one of {MECHANISMS}")
+    if name == SecureHistogram.name:
+        return (
+            get_mechanism(
+                name,
+                epsilon=epsilon,
+                num_thresholds=num_thresholds,
+                delta=delta,
+                num_clients=num_shares,
+                family=noise_family,
+            ),
+            None,
+        )
+    return get_mechanism(name, epsilon=epsilon, num_thresholds=num_thresholds, delta=delta), None
+
+
+def evaluate(
+    client_data: Sequence,
+    *,
+    mechanism: str = "histogram",
+    epsilon: float | None,
+    num_thresholds: int = 100,
+    delta: float | None = None,
+    threshold_grid: str | Sequence[float] = "tf",
+    seed: int | None = None,
+    dropout: float = 0.0,
+    noise_family: str = "discrete-laplace",
+    secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
+    secure_shares: int | None = None,
+    batch_size: int = 4096,
+    progress: bool = False,
+) -> FederatedEvaluation:
+    """Federated, label-DP AUC and ROC of precomputed scores held by clients (one evaluation).
+
+    Each client counts its examples per score bucket, applies the mechanism's client-side
+    noise (or, for ``rr``, flips its labels first) and reports; the server sums the reports
+    (``tff.federated_sum``; ``tff.federated_secure_sum_bitwidth`` for ``secure-histogram``)
+    and computes the ROC points and the AUC without adding noise.
+
+    Args:
+      client_data: one item per client: a ``tf.data.Dataset`` of ``(score, label)`` pairs or
+        ``{"score", "label"}`` dicts (scalars or batches), or a ``(scores, labels)`` pair of
+        arrays. Clients may be empty. Scores in [0, 1], labels 0/1.
+      mechanism: ``"histogram"`` (Laplace(2/eps) per bucket count, local DP per client),
+        ``"histogram-public-scores"`` (Laplace(1/eps) on positives; bucket totals exact),
+        ``"paper"`` (DPAUC_Lap), ``"paper-gaussian"`` (needs ``delta``), ``"secure-histogram"``
+        (integer noise shares + secure sum; central-DP error) or ``"rr"`` (randomized
+        response on labels, debiased AUC). Local-DP mechanisms: every client's report is
+        private on its own and the noise variance of the sum grows linearly with the number of
+        reporting clients.
+      epsilon: each client's label-DP budget for this evaluation; ``None`` = no noise (NOT
+        private; equals ``tf.keras.metrics.AUC`` on the pooled data for the ``"tf"`` grid).
+      num_thresholds: ``T``. threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
+      delta: for ``paper-gaussian`` and ``secure-histogram`` with ``noise_family="skellam"``.
+      seed: ``None`` draws every client's seed from OS entropy; an int makes the run
+        reproducible (per-client seeds derived from it are passed in as CLIENTS data).
+      dropout: fraction of clients that do not report: ``floor(dropout * K)`` clients chosen
+        at random. The result says how many reported. ``secure-histogram`` sizes its noise
+        shares for the clients expected to report, so the total noise is as stated.
+      noise_family: ``"discrete-laplace"`` or ``"skellam"`` (``secure-histogram`` only).
+      secure_bitwidth: bitwidth of the modular secure sum (totals must fit in
+        ``[-2^(b-1), 2^(b-1))``).
+      secure_shares: number of reports the ``secure-histogram`` noise shares are sized for
+        (default: the clients expected to report). If fewer report, the total noise falls
+        short and the result's ``epsilon`` is the (larger) epsilon actually achieved.
+      batch_size: batch size used when turning arrays into client datasets.
+      progress: show a progress bar while client datasets are built.
+
+    Returns:
+      A :class:`FederatedEvaluation` (AUC, ROC points with thresholds, epsilon and delta
+      spent per client, number of clients reporting, the summed noisy counts).
+
+    Raises:
+      ValueError: unknown mechanism, bad epsilon/delta/dropout, no client reporting.
+
+    Example (needs TFF; noise off, so the AUC equals TensorFlow's on the pooled data):
+
+    ```python
+    clients = [(np.array([0.1, 0.8]), np.array([0, 1])), (np.array([0.4]), np.array([1]))]
+    out = evaluate(clients, mechanism="histogram", epsilon=None, num_thresholds=100)
+    out.auc, out.num_reporting   # (1.0, 2)
+    ```
+    """
+    num_clients = len(client_data)
+    if num_clients < 1:
+        raise ValueError("need at least one client")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    if mechanism == "none" and epsilon is not None:
+        raise ValueError("mechanism 'none' adds no noise: pass epsilon=None with it")
+    thresholds = Thresholds.make(num_thresholds, threshold_grid)
+    num_dropped = math.floor(dropout * num_clients)
+    num_expected = num_clients - num_dropped
+    if num_expected < 1:
+        raise ValueError(f"dropout={dropout} leaves no client to report")
+    count_mechanism, flip_epsilon = _make_mechanism(
+        mechanism,
+        epsilon,
+        thresholds.num_thresholds,
+        delta,
+        num_expected if secure_shares is None else secure_shares,
+        noise_family,
+    )
+    secure = isinstance(count_mechanism, SecureHistogram)
+
+    rng = np.random.default_rng(seed)
+    if seed is not None:
+        seeds = noise.split_seed(noise.make_seed(seed), num_clients).numpy()
+    else:
+        seeds = np.stack([noise.make_seed(None).numpy() for _ in range(num_clients)])
+    reporting = np.sort(rng.choice(num_clients, size=num_expected, replace=False))
+
+    datasets = [
+        _as_batched_dataset(client_data[k], batch_size)
+        for k in tqdm.tqdm(reporting, desc="client datasets", disable=not progress)
+    ]
+    if secure:
+        install_secure_sum_context()
+    computation = _computation(
+        count_mechanism, thresholds, flip_epsilon, secure_bitwidth if secure else None
+    )
+    out = computation(datasets, [seeds[k] for k in reporting])
+    curve = out["curve"]
+    fpr, tpr = np.asarray(curve["fpr"]), np.asarray(curve["tpr"])
+    order = np.lexsort((tpr, fpr))  # by FPR, then TPR: the order of dpauc_tf.curve
+    roc = RocPoints(fpr=fpr[order], tpr=tpr[order], thresholds=thresholds.as_array()[order])
+    num_reporting = int(out["num_reporting"])
+
+    if flip_epsilon is not None:
+        statement = rr.statement(flip_epsilon)
+        spent_epsilon, spent_delta, name = flip_epsilon, 0.0, rr.NAME
+    else:
+        statement = count_mechanism.statement()
+        spent_epsilon, spent_delta = _spent(count_mechanism, statement, num_reporting)
+        name = count_mechanism.name
+    return FederatedEvaluation(
+        auc=float(curve["auc"]),
+        roc=roc,
+        mechanism=name,
+        epsilon=spent_epsilon,
+        delta=spent_delta,
+        statement=statement,
+        num_clients=num_clients,
+        num_reporting=num_reporting,
+        noisy_counts={key: np.asarray(value) for key, value in out["release"].items()},
+    )
+
+
+def _spent(
+    mechanism: CountMechanism, statement: PrivacyStatement, num_reporting: int
+) -> tuple[float, float]:
+    if isinstance(mechanism, SecureHistogram):
+        return mechanism.achieved_epsilon(num_reporting), mechanism.delta
+    return float(statement.epsilon), float(statement.delta)
