@@ -8,10 +8,19 @@ stateless RNG (Philox). :func:`make_seed` turns the user-facing ``seed`` argumen
 * an integer seed makes results reproducible. It is for experiments and tests only: anyone who
   knows the seed can subtract the noise.
 
-Floating-point Laplace noise computed as ``b (E1 - E2)`` with ``E = -log1p(-U)`` is the
-textbook sampler; like every floating-point sampler it is open to Mironov's (2012) attack on
-the low-order bits of the output. Integer counts can instead take integer noise
-(:func:`discrete_laplace`), which has no such leak once it is added to integers.
+Floating-point noise and Mironov's attack. Laplace noise computed as ``b (E1 - E2)`` with
+``E = -log1p(-U)`` is the textbook sampler. Mironov (2012, "On significance of the least
+significant bits for differential privacy") showed that such samplers, evaluated in floating
+point, do not produce every double with the intended probability: the set of outputs that
+``count + noise`` can take depends on ``count``, so the exact bits of a single release can
+reveal which of two neighbouring counts produced it, and the epsilon guarantee fails. The
+samplers in this module (``laplace``, ``gaussian``, and ``discrete_laplace`` /
+``polya_difference``, which round or mix floating-point draws) are fast, graph- and
+XLA-compatible and fine for experiments, but they are **not** hardened against that attack.
+The hardened choice for a central release is exact integer noise on integer counts:
+:mod:`dpauc_tf.exact_noise` samples discrete Laplace and discrete Gaussian noise with integer
+arithmetic only (Canonne, Kamath & Steinke 2020); the histogram mechanisms use it with
+``noise="discrete"``.
 """
 
 from __future__ import annotations
