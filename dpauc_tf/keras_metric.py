@@ -49,6 +49,8 @@ class DPAUC(tf.keras.metrics.Metric):
       seed: ``None`` (default) draws the noise from operating-system entropy; an integer makes
         the sequence of noisy results reproducible (experiments only: the seed reveals the
         noise).
+      mechanism_options: further keyword arguments of the mechanism's constructor (for
+        example the branching factor of a tree mechanism), kept in the config.
       name: metric name. dtype: variable dtype.
 
     Standalone:
@@ -81,6 +83,7 @@ class DPAUC(tf.keras.metrics.Metric):
         threshold_grid: str = "tf",
         from_logits: bool = False,
         seed: int | None = None,
+        mechanism_options: dict | None = None,
         name: str = "dp_auc",
         dtype=None,
     ):
@@ -91,6 +94,7 @@ class DPAUC(tf.keras.metrics.Metric):
             epsilon=epsilon,
             num_thresholds=self._thresholds.num_thresholds,
             delta=delta,
+            **(mechanism_options or {}),
         )
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
@@ -103,6 +107,7 @@ class DPAUC(tf.keras.metrics.Metric):
             "threshold_grid": threshold_grid,
             "from_logits": bool(from_logits),
             "seed": seed,
+            "mechanism_options": dict(mechanism_options) if mechanism_options else None,
         }
         num_buckets = self._thresholds.num_buckets
         self.positives = self.add_weight(

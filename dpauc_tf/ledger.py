@@ -11,13 +11,23 @@ Traceback (most recent call last):
 ...
 dpauc_tf.ledger.BudgetExceededError: release refused: data set 'test' would spend epsilon 1.5 > budget 1 (delta=0)
 
-The ledger's state can be kept in a JSON file (``path=``): it is loaded at construction and
-rewritten atomically (temporary file + ``os.replace``) after every release, so a budget
-survives a restart and a crash never leaves a half-written file.
+The ledger's state can be kept in a JSON file (``path=``). Every release takes an exclusive
+lock on ``PATH.lock``, re-reads the file (so several processes can share one ledger), checks
+the budget and rewrites the file atomically (temporary file, ``fsync``, ``os.replace``, then
+``fsync`` of the directory): a budget survives a restart, and a crash never leaves a
+half-written file. The budget and delta are stored in the file; a ledger cannot be reopened
+with a larger budget or a different delta.
+
+Discrete (integer) noise: dp-accounting has no discrete-Laplace event, and the continuous
+Laplace event's PLD/RDP figures understate the delta of discrete noise. Releases with
+discrete noise (``record_release`` detects them) are therefore composed by the basic sum of
+their pure epsilons only, which is exact for pure DP.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -35,9 +45,44 @@ class BudgetExceededError(RuntimeError):
     """Raised when a release would take a data set past its privacy budget."""
 
 
+class DiscreteLaplaceEvent:
+    """A pure-DP release with discrete Laplace noise: epsilon ``1 / noise_multiplier``.
+
+    Composed by the basic sum only (see the module docstring).
+    """
+
+    def __init__(self, noise_multiplier: float):
+        self.noise_multiplier = float(noise_multiplier)
+
+    @property
+    def epsilon(self) -> float:
+        return 1.0 / self.noise_multiplier
+
+    def __eq__(self, other):
+        return isinstance(other, DiscreteLaplaceEvent) and other.noise_multiplier == (
+            self.noise_multiplier
+        )
+
+    def __hash__(self):
+        return hash(("discrete-laplace", self.noise_multiplier))
+
+
+def release_event(mechanism) -> dp_accounting.DpEvent | DiscreteLaplaceEvent:
+    """The ledger event of one release of ``mechanism`` (discrete noise detected)."""
+    event = mechanism.dp_event()
+    discrete = getattr(mechanism, "noise", None) == "discrete" or getattr(
+        mechanism, "integer_release", False
+    )
+    if discrete and isinstance(event, dp_accounting.LaplaceDpEvent):
+        return DiscreteLaplaceEvent(event.noise_multiplier)
+    return event
+
+
 def event_to_dict(event: dp_accounting.DpEvent) -> dict:
     if isinstance(event, dp_accounting.LaplaceDpEvent):
         return {"kind": "laplace", "noise_multiplier": event.noise_multiplier}
+    if isinstance(event, DiscreteLaplaceEvent):
+        return {"kind": "discrete-laplace", "noise_multiplier": event.noise_multiplier}
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return {"kind": "gaussian", "noise_multiplier": event.noise_multiplier}
     if isinstance(event, dp_accounting.NonPrivateDpEvent):
@@ -49,6 +94,8 @@ def event_from_dict(entry: dict) -> dp_accounting.DpEvent:
     kind = entry["kind"]
     if kind == "laplace":
         return dp_accounting.LaplaceDpEvent(noise_multiplier=entry["noise_multiplier"])
+    if kind == "discrete-laplace":
+        return DiscreteLaplaceEvent(noise_multiplier=entry["noise_multiplier"])
     if kind == "gaussian":
         return dp_accounting.GaussianDpEvent(noise_multiplier=entry["noise_multiplier"])
     if kind == "non-private":
@@ -68,7 +115,10 @@ def _grouped_events(entries: list[dict], extra) -> list[dp_accounting.DpEvent]:
     events = []
     for key, count in groups.items():
         event = event_from_dict(dict(key))
-        events.append(event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count))
+        if isinstance(event, DiscreteLaplaceEvent):
+            events.extend([event] * count)  # summed, never handed to an accountant
+        else:
+            events.append(event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count))
     return events
 
 
@@ -96,9 +146,49 @@ class PrivacyLedger:
         self.delta = delta
         self.path = Path(path) if path is not None else None
         self.entries: list[dict] = []
-        if self.path is not None and self.path.exists():
-            state = json.loads(self.path.read_text())
-            self.entries = list(state.get("entries", []))
+        if self.path is not None:
+            for stale in self.path.parent.glob(self.path.name + "*.tmp"):
+                stale.unlink(missing_ok=True)  # left by a write that was killed
+            state = self._read_state()
+            if state is not None:
+                stored_budget, stored_delta = state.get("budget"), state.get("delta", 0.0)
+                if stored_budget is not None and (budget is None or budget > stored_budget):
+                    if budget is not None:
+                        raise ValueError(
+                            f"the ledger at {self.path} has budget {stored_budget:g}; "
+                            f"it cannot be reopened with the larger budget {budget:g}"
+                        )
+                    self.budget = stored_budget
+                if stored_delta != delta:
+                    if delta != 0.0:
+                        raise ValueError(
+                            f"the ledger at {self.path} accounts at delta {stored_delta:g}, "
+                            f"not {delta:g}"
+                        )
+                    self.delta = stored_delta
+                self.entries = list(state.get("entries", []))
+
+    def _read_state(self) -> dict | None:
+        if self.path is None or not self.path.exists():
+            return None
+        return json.loads(self.path.read_text())
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """Exclusive lock across processes, with the entries re-read from disk."""
+        if self.path is None:
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(str(self.path) + ".lock", "a+") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                state = self._read_state()
+                if state is not None:
+                    self.entries = list(state.get("entries", []))
+                yield
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
     # -- queries --------------------------------------------------------------------------
     def datasets(self) -> list[str]:
@@ -116,9 +206,29 @@ class PrivacyLedger:
         count = len(entries) + (extra is not None)
         if any(isinstance(e, dp_accounting.NonPrivateDpEvent) for e in events):
             return EpsilonSpent(math.inf, None, None, self.delta, count)
-        event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
+        discrete = 0.0
+        accountable = []
+        for event in events:
+            inner = event.event if isinstance(event, dp_accounting.SelfComposedDpEvent) else event
+            if isinstance(inner, DiscreteLaplaceEvent):
+                times = event.count if inner is not event else 1
+                discrete += inner.epsilon * times
+            else:
+                accountable.append(event)
+        if not accountable:
+            return EpsilonSpent(discrete, None, None, self.delta, count)
+        if len(accountable) == 1:
+            event = accountable[0]
+        else:
+            event = dp_accounting.ComposedDpEvent(accountable)
         spent = composed_epsilon(event, 1, self.delta)
-        return EpsilonSpent(spent.basic, spent.pld, spent.rdp, self.delta, count)
+        return EpsilonSpent(
+            spent.basic + discrete,
+            None if spent.pld is None else spent.pld + discrete,
+            None if spent.rdp is None else spent.rdp + discrete,
+            self.delta,
+            count,
+        )
 
     def remaining(self, dataset: str) -> float:
         if self.budget is None:
@@ -140,16 +250,21 @@ class PrivacyLedger:
         self, event: dp_accounting.DpEvent, dataset: str = "default", description: str = ""
     ) -> None:
         """Records one release after checking the budget (nothing is recorded if refused)."""
-        self.check(event, dataset)
-        self.entries.append(
-            {
-                "dataset": dataset,
-                "description": description,
-                "time": time.time(),
-                **event_to_dict(event),
-            }
-        )
-        self.save()
+        with self._locked():
+            self.check(event, dataset)
+            self.entries.append(
+                {
+                    "dataset": dataset,
+                    "description": description,
+                    "time": time.time(),
+                    **event_to_dict(event),
+                }
+            )
+            self.save()
+
+    def record_release(self, mechanism, dataset: str = "default", description: str = "") -> None:
+        """Records one release of a :class:`~dpauc_tf.mechanisms.CountMechanism`."""
+        self.record(release_event(mechanism), dataset, description)
 
     def save(self) -> None:
         """Writes the ledger atomically to ``path`` (no-op without a path)."""
@@ -164,6 +279,11 @@ class PrivacyLedger:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path)
+            directory = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
@@ -240,7 +360,7 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
             if key not in logs or (metric.epsilon is None and self.ledger.budget is None):
                 continue
             try:
-                self.ledger.record(metric.mechanism.dp_event(), dataset, f"{description} {key}")
+                self.ledger.record_release(metric.mechanism, dataset, f"{description} {key}")
             except BudgetExceededError:
                 logs.pop(key, None)
                 raise

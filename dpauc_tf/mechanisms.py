@@ -523,7 +523,12 @@ def register_mechanism(cls: type[CountMechanism]) -> type[CountMechanism]:
 
 # Modules that register further mechanisms with @register_mechanism (loaded on first lookup,
 # so that this module stays free of import cycles).
-EXTENSION_MODULES = ("dpauc_tf.distributed", "dpauc_tf.randomized_response", "dpauc_tf.score_noise")
+EXTENSION_MODULES = (
+    "dpauc_tf.distributed",
+    "dpauc_tf.hierarchical",
+    "dpauc_tf.randomized_response",
+    "dpauc_tf.score_noise",
+)
 
 
 def _load_extensions() -> None:

@@ -91,3 +91,32 @@ def test_callback_stops_training_and_withholds_the_value_past_the_budget():
         model.fit(x, y, epochs=5, verbose=0, callbacks=[DPAUCBudgetCallback(ledger)])
     assert ledger.releases("train") == 2
     assert len(model.history.history.get("dp_auc", [])) <= 2
+
+
+def test_ledger_cannot_be_reopened_with_a_larger_budget_and_cleans_stale_temp_files(tmp_path):
+    path = tmp_path / "ledger.json"
+    PrivacyLedger(budget=1.0, path=str(path)).record(
+        dp_accounting.LaplaceDpEvent(noise_multiplier=2.0), dataset="test"
+    )
+    with pytest.raises(ValueError, match="larger budget"):
+        PrivacyLedger(budget=5.0, path=str(path))
+    (tmp_path / "ledger.json123.tmp").write_text("{")
+    reopened = PrivacyLedger(path=str(path))
+    assert reopened.budget == 1.0 and reopened.spent("test").basic == pytest.approx(0.5)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_discrete_noise_releases_compose_by_the_basic_sum_only():
+    from dpauc_tf.mechanisms import get_mechanism
+
+    ledger = PrivacyLedger(delta=1e-6)
+    continuous = get_mechanism("histogram", epsilon=0.01, num_thresholds=10)
+    discrete = get_mechanism("histogram", epsilon=0.01, num_thresholds=10, noise="discrete")
+    for _ in range(100):
+        ledger.record_release(continuous, dataset="continuous")
+        ledger.record_release(discrete, dataset="discrete")
+    assert ledger.spent("continuous").best < 0.45  # PLD: about 0.39
+    assert ledger.spent("discrete").best == pytest.approx(1.0)  # no PLD shortcut
+    ledger.record_release(continuous, dataset="mixed")
+    ledger.record_release(discrete, dataset="mixed")
+    assert ledger.spent("mixed").basic == pytest.approx(0.02)
