@@ -1,0 +1,7 @@
+"""``python -m dpauc_tf``: the ``dpauc`` command line (see :mod:`dpauc_tf.cli`)."""
+
+import sys
+
+from dpauc_tf.cli import main
+
+sys.exit(main())

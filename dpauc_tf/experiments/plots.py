@@ -1,0 +1,240 @@
+"""PNG plots of the experiments (matplotlib, Agg backend: no display needed).
+
+* :func:`roc_band`: the exact ROC curve and, per mechanism, the band of its noisy curves
+  (pointwise 5-95 % of the TPR at a common FPR grid) and their median;
+* :func:`auc_vs_epsilon`: AUC mean +- std against epsilon, one line per mechanism;
+* :func:`std_vs_clients`: the std of the AUC against the number of clients;
+* :func:`score_densities`: densities of the positive and negative scores (table 2's argument);
+* :func:`table_plots`: all of the above for a :class:`~dpauc_tf.experiments.tables.TableRunner`.
+
+>>> import numpy as np, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "d.png")
+>>> score_densities(np.array([0, 1, 0, 1]), np.array([0.1, 0.8, 0.3, 0.6]), path)
+'...d.png'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_FPR_GRID = np.linspace(0.0, 1.0, 201)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _interpolated_tpr(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
+    """TPR of each curve ``[R, T]`` (sorted by FPR) at :data:`_FPR_GRID` -> ``[R, 201]``."""
+    fpr = np.atleast_2d(fpr)
+    tpr = np.atleast_2d(tpr)
+    return np.stack([np.interp(_FPR_GRID, f, t) for f, t in zip(fpr, tpr, strict=True)])
+
+
+def roc_band(
+    exact: tuple[np.ndarray, np.ndarray],
+    noisy: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    path: str | os.PathLike,
+    title: str = "",
+) -> str:
+    """Exact ROC plus, for each mechanism, the 5-95 % band and median of its noisy curves."""
+    plt = _pyplot()
+    names = list(noisy)
+    cols = min(3, max(1, len(names)))
+    rows = -(-max(1, len(names)) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4.0 * rows), squeeze=False)
+    for ax in axes.ravel()[len(names) :]:
+        ax.axis("off")
+    for ax, name in zip(axes.ravel(), names, strict=False):
+        tprs = _interpolated_tpr(*noisy[name])
+        low, mid, high = np.percentile(tprs, [5, 50, 95], axis=0)
+        ax.fill_between(_FPR_GRID, low, high, alpha=0.3, color="tab:orange", label="noisy 5-95 %")
+        ax.plot(_FPR_GRID, mid, color="tab:orange", lw=1, label="noisy median")
+        ax.plot(exact[0], exact[1], color="black", lw=1.5, label="exact")
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.5, ls=":")
+        ax.set(
+            title=f"{name} ({len(tprs)} curves)",
+            xlabel="FPR",
+            ylabel="TPR",
+            xlim=(0, 1),
+            ylim=(0, 1),
+        )
+        ax.legend(loc="lower right", fontsize=8)
+    if title:
+        fig.suptitle(title)
+        fig.tight_layout(rect=(0, 0, 1, 0.96))
+    else:
+        fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def auc_vs_epsilon(
+    panels: Mapping[str, Sequence[Mapping[str, Any]]], path: str | os.PathLike, title: str = ""
+) -> str:
+    """AUC mean +- std against epsilon, one line per mechanism, one panel per row group."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
+    for ax, (panel_title, rows) in zip(axes.ravel(), panels.items(), strict=True):
+        for name in dict.fromkeys(r["mechanism"] for r in rows):
+            part = sorted((r for r in rows if r["mechanism"] == name), key=lambda r: r["epsilon"])
+            ax.errorbar(
+                [r["epsilon"] for r in part],
+                [r["mean"] for r in part],
+                yerr=[r["std"] for r in part],
+                marker="o",
+                capsize=3,
+                label=name,
+            )
+        if rows:
+            ax.axhline(rows[0]["exact_auc"], color="black", lw=1, ls="--", label="exact AUC")
+        ax.set(xscale="log", xlabel="epsilon (total, one release)", ylabel="AUC", title=panel_title)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+        fig.tight_layout(rect=(0, 0, 1, 0.95))
+    else:
+        fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def std_vs_clients(
+    rows: Sequence[Mapping[str, Any]], path: str | os.PathLike, title: str = ""
+) -> str:
+    """Std of the AUC against the number of clients, one line per mechanism."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for name in dict.fromkeys(r["mechanism"] for r in rows):
+        part = sorted((r for r in rows if r["mechanism"] == name), key=lambda r: r["clients"])
+        ax.plot([r["clients"] for r in part], [r["std"] for r in part], marker="o", label=name)
+    ax.set(xscale="log", yscale="log", xlabel="clients K", ylabel="std of the AUC", title=title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def score_densities(
+    labels: np.ndarray, scores: np.ndarray, path: str | os.PathLike, title: str = ""
+) -> str:
+    """Histogram densities of the positives' and the negatives' scores."""
+    plt = _pyplot()
+    labels = np.asarray(labels).ravel()
+    scores = np.asarray(scores).ravel()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    bins = np.linspace(0.0, 1.0, 101)
+    ax.hist(scores[labels == 0], bins=bins, density=True, alpha=0.5, label="negatives")
+    ax.hist(scores[labels == 1], bins=bins, density=True, alpha=0.5, label="positives")
+    ax.set(xlabel="score", ylabel="density", title=title or "score densities")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def table_plots(
+    runner, rows: Sequence[Mapping[str, Any]], directory: Path, epoch: int
+) -> list[str]:
+    """The plots for the rows of a table run (results of ``epoch`` kept by the runner)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+    tables = {r["table"] for r in rows}
+    if 2 in tables:
+        data = runner.score_sets[epoch]
+        written.append(
+            score_densities(
+                data.labels,
+                data.scores,
+                directory / f"score_densities_epoch{epoch}.png",
+                title=f"score densities, epoch {epoch}",
+            )
+        )
+    # ROC bands at epsilon = 1, IID: one panel per mechanism, from table 4 with K = 1000
+    # where it has the mechanism (local noise grows with K), else from tables 1 / 3 (K = 10).
+    bands: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    preference = {4: 0, 1: 1, 3: 2}
+    candidates = sorted(
+        (
+            (preference[table], -setting.clients, setting.mechanism, setting, result)
+            for (table, result_epoch, setting), result in runner.results.items()
+            if result_epoch == epoch
+            and table in preference
+            and setting.epsilon == 1.0
+            and setting.partition == "iid"
+        ),
+        key=lambda item: item[:3],
+    )
+    for _, _, name, setting, result in candidates:
+        label = f"{name}, K={setting.clients}"
+        if name == "rr":
+            label += " (flipped-label curve)"
+        if not any(key.startswith(f"{name},") for key in bands):
+            bands[label] = (result.fpr, result.tpr)
+    if bands:
+        written.append(
+            roc_band(
+                runner.exact_roc(epoch),
+                bands,
+                directory / f"roc_bands_epoch{epoch}.png",
+                title=f"ROC curves, epoch {epoch}, epsilon = 1, IID clients",
+            )
+        )
+    panels = {}
+    few = [
+        r
+        for r in rows
+        if r["epoch"] == epoch
+        and r["setting"] == "IID"
+        and r["clients"] == 10
+        and (r["table"] == 4 or r["mechanism"] in ("rr", "score-noise"))
+    ]
+    if few:
+        panels["10 IID clients (tables 1, 3, 4)"] = few
+    many = [
+        r
+        for r in rows
+        if r["table"] == 4
+        and r["epoch"] == epoch
+        and r["setting"] == "IID"
+        and r["clients"] == 1000
+    ]
+    if many:
+        panels["1000 IID clients (table 4)"] = many
+    if panels:
+        written.append(
+            auc_vs_epsilon(
+                panels,
+                directory / f"auc_vs_epsilon_epoch{epoch}.png",
+                title=f"AUC vs epsilon, epoch {epoch}",
+            )
+        )
+    client_rows = [
+        r
+        for r in rows
+        if r["table"] == 4 and r["epoch"] == epoch and r["setting"] == "IID" and r["epsilon"] == 1.0
+    ]
+    if client_rows:
+        written.append(
+            std_vs_clients(
+                client_rows,
+                directory / f"std_vs_clients_epoch{epoch}.png",
+                title=f"std of the AUC vs clients, epoch {epoch}, IID, epsilon = 1",
+            )
+        )
+    return written
