@@ -80,6 +80,17 @@ def roc_band(
     return str(path)
 
 
+def _epsilon_ticks(ax, values: Sequence[float]) -> None:
+    """Plain tick labels at the epsilons used (no overlapping log-scale minor labels)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    if values:
+        ax.xaxis.set_major_locator(FixedLocator(list(values)))
+        ax.xaxis.set_major_formatter(lambda x, _pos: f"{x:g}")
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def auc_vs_epsilon(
     panels: Mapping[str, Sequence[Mapping[str, Any]]], path: str | os.PathLike, title: str = ""
 ) -> str:
@@ -100,6 +111,7 @@ def auc_vs_epsilon(
         if rows:
             ax.axhline(rows[0]["exact_auc"], color="black", lw=1, ls="--", label="exact AUC")
         ax.set(xscale="log", xlabel="epsilon (total, one release)", ylabel="AUC", title=panel_title)
+        _epsilon_ticks(ax, sorted({r["epsilon"] for r in rows}))
         ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
