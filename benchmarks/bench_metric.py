@@ -72,7 +72,9 @@ def main() -> None:
             examples = args.examples if batch_size > 1000 else args.examples // 8
             r = bench(num_thresholds, batch_size, examples, args.rounds)
             auc, dp = r["tf.keras.metrics.AUC"], r["DPAUC"]
-            print(f"{num_thresholds:>5} {batch_size:>7} {auc:>14,.0f} {dp:>14,.0f} {dp / auc:>6.2f}")
+            print(
+                f"{num_thresholds:>5} {batch_size:>7} {auc:>14,.0f} {dp:>14,.0f} {dp / auc:>6.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -278,6 +278,9 @@ def _parse_fields(
         bad = np.zeros((len(lines), len(numeric)), dtype=bool)
         for k, column in enumerate(numeric):
             numbers[:, k], bad[:, k] = _parse_integer_field(fields[:, column])
+    if "\x00" in text:  # pandas < 3 reads "5\x00" as 5: a line with NUL bytes is malformed
+        nul = np.fromiter(("\x00" in line for line in lines), dtype=bool, count=len(lines))
+        bad[nul, 0] = True
     categoricals = table.iloc[:, numeric[-1] + 1 :].to_numpy(dtype=object)
     if categoricals.shape != (len(lines), NUM_CATEGORICAL_FEATURES):
         raise MalformedInputError(

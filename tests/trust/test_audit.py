@@ -31,6 +31,10 @@ HONEST = [
     ("secure-histogram", {}),
     ("secure-histogram", {"num_clients": 3}),
     ("secure-histogram", {"family": "skellam", "delta": 1e-5}),
+    ("tree-histogram", {}),
+    ("tree-histogram", {"public_scores": True}),
+    ("secure-tree-histogram", {}),
+    ("secure-tree-histogram", {"num_clients": 3}),
 ]
 GAUSSIAN_TYPE = {"paper-gaussian", "skellam"}
 

@@ -4,7 +4,6 @@ import pathlib
 import tempfile
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,10 +66,10 @@ def corrupted(draw, line: str):
         i = draw(st.integers(14, NUM_FIELDS - 1))
         fields[i] = draw(SAFE_TEXT)
         return "\t".join(fields), False
-    if kind == "nul":  # NUL bytes in numeric fields are accepted today: see the xfail below
-        i = draw(st.integers(14, NUM_FIELDS - 1))
+    if kind == "nul":  # a NUL byte anywhere makes the line malformed
+        i = draw(st.integers(0, NUM_FIELDS - 1))
         fields[i] = fields[i] + "\x00"
-        return "\t".join(fields), False
+        return "\t".join(fields), True
     cut = draw(st.integers(0, len(line)))
     return line[:cut], False
 
@@ -121,13 +120,6 @@ def test_corrupted_lines_are_skipped_and_reported_never_misread(case):
             assert len(strict_rows) == len(rows)
 
 
-@pytest.mark.xfail(
-    int(pd.__version__.split(".")[0]) < 3,
-    strict=True,
-    reason="with pandas < 3, data_prep.reader reads '5\\x00' as the integer 5 and '1\\x00' as "
-    "label 1 (pd.to_numeric accepts them; its docstring makes non-integer values malformed); "
-    "reported to the data helper",
-)
 def test_nul_bytes_in_numeric_fields_are_malformed(tmp_path):
     fields = valid_lines(0, 1)[0].split("\t")
     fields[0], fields[3] = "1\x00", "5\x00"
