@@ -3,9 +3,13 @@
 Score set: the paper-sized synthetic stand-in (458,407 examples, 117,317 positives, AUC
 0.7494; :func:`dpauc_tf.experiments.synthetic.paper_score_set`, epoch 0). Counting happens
 once per client (:func:`dpauc_tf.experiments.simulation.client_histograms`); the repeats are
-vectorised by :func:`dpauc_tf.experiments.simulation.simulate`, which draws every client's
-noise independently (``[R, K, nodes]`` in chunks) and sums over clients: the same
-distribution as ``R x K`` separate releases. Secure-aggregation mechanisms are simulated by
+vectorised (the paper's and flat rows by :func:`dpauc_tf.experiments.simulation.simulate`, the
+tree rows by :func:`_simulate_tree`): every client's noise is drawn independently
+(``[R, K, nodes]`` in chunks) and summed over clients, the same distribution as ``R x K``
+separate releases. Tree rows report the AUC of
+:meth:`dpauc_tf.hierarchical.TreeHistogram.estimate_auc` (least-squares leaves, no
+projection) and, in two more columns, the trapezoid AUC of the monotone curve of
+``to_confusion``. Secure-aggregation mechanisms are simulated by
 their exact aggregate (one release of the summed counts with the total noise: the sum of the
 ``K`` Polya shares *is* one discrete Laplace draw per node).
 
@@ -14,13 +18,14 @@ Rows (epsilon = 1, IID clients unless ``--table4``):
 * ``paper`` (DPAUC_Lap, the reference grid, |Theta| = 100), K = 10 and 1,000;
 * ``histogram`` (flat, local Laplace, TensorFlow grid, |Theta| = 100);
 * ``tree-histogram`` local (1,023 quantile thresholds), both classes noisy and with public
-  scores; ``secure-tree-histogram`` (both variants).
+  scores; ``secure-tree-histogram`` (both variants, and the Skellam family at delta = 1e-6).
 
 Usage::
 
-    python benchmarks/bench_utility.py            # the eps = 1 comparison (about 5 minutes)
-    python benchmarks/bench_utility.py --table4   # ratio to the paper for every Table 4 cell
+    python benchmarks/bench_utility.py            # the eps = 1 comparison (about 30 s)
+    python benchmarks/bench_utility.py --table4   # ratio to the paper, every Table 4 cell (~2 min)
     python benchmarks/bench_utility.py --design   # the variance table behind the defaults
+    python benchmarks/bench_utility.py --families # Laplace vs Skellam over n evaluations
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ import argparse
 import time
 
 import numpy as np
+import tensorflow as tf
 
-from dpauc_tf import partitions
+from dpauc_tf import noise, partitions
 from dpauc_tf.adaptive_thresholds import quantile_thresholds
+from dpauc_tf.curve import auc_from_confusion
 from dpauc_tf.experiments.simulation import client_histograms, simulate
 from dpauc_tf.experiments.synthetic import paper_score_set
 from dpauc_tf.hierarchical import (
@@ -45,12 +52,30 @@ from dpauc_tf.mechanisms import get_mechanism
 from dpauc_tf.thresholds import Thresholds
 
 FINE = 1023  # 1,024 buckets: a complete 4-ary tree
+MAX_CHUNK_ELEMENTS = 20_000_000  # noisy node values per chunk of repeats
 
 
 def _clients(scores, partition: str, clients: int, seed: int) -> np.ndarray:
     if partition == "iid":
         return partitions.iid_partition(scores.size, clients, seed=seed)
     return partitions.non_iid_partition(scores, clients)
+
+
+def _simulate_tree(mechanism, pos, neg, repeats, seed):
+    """``repeats`` releases of every client, summed: (direct AUC estimates, curve AUCs)."""
+    pos = tf.constant(pos, tf.float64)
+    neg = tf.constant(neg, tf.float64)
+    per_repeat = 2 * int(pos.shape[0]) * mechanism.layout.num_nodes
+    chunk = max(1, min(repeats, MAX_CHUNK_ELEMENTS // per_repeat))
+    sizes = [chunk] * (repeats // chunk) + ([repeats % chunk] if repeats % chunk else [])
+    seeds = noise.split_seed(noise.make_seed(seed), len(sizes))
+    direct, curve = [], []
+    for i, size in enumerate(sizes):
+        release = mechanism.release(pos, neg, seed=seeds[i], repeats=size)  # [r, K, nodes]
+        summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
+        direct.append(mechanism.estimate_auc(summed).numpy())
+        curve.append(auc_from_confusion(mechanism.to_confusion(summed)).numpy())
+    return np.concatenate(direct), np.concatenate(curve)
 
 
 def _run(label, mechanism, thresholds, data, partition, clients, repeats, seed, exact):
@@ -60,15 +85,16 @@ def _run(label, mechanism, thresholds, data, partition, clients, repeats, seed, 
         pos, neg = pos.sum(0, keepdims=True), neg.sum(0, keepdims=True)
         mechanism = mechanism.aggregate()
     start = time.time()
-    result = simulate(mechanism, pos, neg, seed=seed, repeats=repeats)
-    return {
-        "row": label,
-        "partition": partition,
-        "K": clients,
-        "bias": result.mean - exact,
-        "std": result.std,
-        "seconds": time.time() - start,
-    }
+    row = {"row": label, "partition": partition, "K": clients}
+    if isinstance(mechanism, TreeHistogram):
+        direct, curve = _simulate_tree(mechanism, pos, neg, repeats, seed)
+        row.update(bias=direct.mean() - exact, std=direct.std())
+        row.update(curve_bias=curve.mean() - exact, curve_std=curve.std())
+    else:
+        result = simulate(mechanism, pos, neg, seed=seed, repeats=repeats)
+        row.update(bias=result.mean - exact, std=result.std)
+    row["seconds"] = time.time() - start
+    return row
 
 
 def _settings(epsilon: float, clients: int, quantiles: Thresholds):
@@ -89,6 +115,11 @@ def _settings(epsilon: float, clients: int, quantiles: Thresholds):
         ("tree local, public scores", TreeHistogram(epsilon, FINE, public_scores=True), quantiles),
         ("secure tree", SecureTreeHistogram(epsilon, FINE, num_clients=clients), quantiles),
         (
+            "secure tree, Skellam (delta=1e-6)",
+            SecureTreeHistogram(epsilon, FINE, delta=1e-6, num_clients=clients, family="skellam"),
+            quantiles,
+        ),
+        (
             "secure tree, public scores",
             SecureTreeHistogram(epsilon, FINE, public_scores=True, num_clients=clients),
             quantiles,
@@ -97,12 +128,13 @@ def _settings(epsilon: float, clients: int, quantiles: Thresholds):
 
 
 def _print(rows):
-    print("| row | partition | K | bias | std | s |")
-    print("|---|---|---|---|---|---|")
+    print("| row | partition | K | bias | std | monotone-curve bias | monotone-curve std | s |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
+        curve = f"{r['curve_bias']:+.2e} | {r['curve_std']:.2e}" if "curve_bias" in r else "- | -"
         print(
             f"| {r['row']} | {r['partition']} | {r['K']} | {r['bias']:+.2e} | {r['std']:.2e} "
-            f"| {r['seconds']:.0f} |"
+            f"| {curve} | {r['seconds']:.0f} |"
         )
 
 
@@ -124,10 +156,10 @@ def table4(repeats: int, seed: int) -> None:
     exact = data.auc
     quantiles = Thresholds.explicit(quantile_thresholds(data.scores, FINE))
     print(
-        "| partition | K | eps | paper std | paper bias | secure tree std (ratio) | "
-        "local tree pub. std (ratio) | local tree pub. bias |"
+        "| partition | K | eps | paper std | paper bias | secure tree pub. std (ratio) | "
+        "secure tree pub. bias | local tree pub. std (ratio) | local tree pub. bias |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for partition in ("iid", "non-iid"):
         for clients in (10, 1000):
             for epsilon in (8.0, 4.0, 2.0, 1.0):
@@ -167,7 +199,7 @@ def table4(repeats: int, seed: int) -> None:
                 )
                 print(
                     f"| {partition} | {clients} | {epsilon:g} | {p['std']:.2e} | {p['bias']:+.2e} "
-                    f"| {s['std']:.2e} ({s['std'] / p['std']:.4f}) "
+                    f"| {s['std']:.2e} ({s['std'] / p['std']:.4f}) | {s['bias']:+.2e} "
                     f"| {t['std']:.2e} ({t['std'] / p['std']:.4f}) | {t['bias']:+.2e} |",
                     flush=True,
                 )
@@ -195,15 +227,35 @@ def design() -> None:
             print(f"  b={branching}: " + "; ".join(cells), flush=True)
 
 
+def families() -> None:
+    from dpauc_tf.noise_families import compare_noise_families
+
+    data = paper_score_set(0)
+    grid = Thresholds.explicit(quantile_thresholds(data.scores, FINE))
+    pos, neg = client_histograms(data.labels, data.scores, grid)
+    print("| evaluations | Laplace eps each (accountant) | Laplace AUC std | Skellam AUC std |")
+    print("|---|---|---|---|")
+    for n in (1, 3, 10, 100, 1000):
+        c = compare_noise_families(n, 1.0, 1e-6, pos[0], neg[0])
+        print(
+            f"| {n} | {c.laplace_epsilon:.4g} ({c.laplace_accountant}) | "
+            f"{c.laplace_auc_std:.2e} | {c.skellam_auc_std:.2e} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--table4", action="store_true")
     parser.add_argument("--design", action="store_true")
+    parser.add_argument("--families", action="store_true")
     args = parser.parse_args()
     if args.design:
         design()
+    elif args.families:
+        families()
     elif args.table4:
         table4(args.repeats, args.seed)
     else:

@@ -135,6 +135,17 @@ def _polya_difference_log_pmf(scale: float, shape_r: float, max_abs: int) -> np.
     return out
 
 
+def shortfall_unit_epsilon(scale: float, fraction: float) -> float:
+    """Epsilon per unit of L1 change when only ``fraction`` of the Polya shares arrive.
+
+    The sum of ``fraction * K`` shares sized for ``K`` is a difference of two Polya variates
+    of shape ``fraction``; its epsilon for a change of 1 is the largest log ratio of
+    neighbouring probabilities (at least ``1 / scale``, the full-noise value).
+    """
+    log_pmf = _polya_difference_log_pmf(scale, fraction, max_abs=200)
+    return max(float(np.max(log_pmf[:-1] - log_pmf[1:])), 1.0 / scale)
+
+
 @register_mechanism
 class SecureHistogram(CountMechanism):
     """Distributed discrete noise on the class histograms, for secure aggregation.
@@ -245,9 +256,7 @@ class SecureHistogram(CountMechanism):
         fraction = num_reporting / self.num_clients
         if self.family == "skellam":
             return skellam_epsilon(self.noise_scale * fraction, self.delta)
-        log_pmf = _polya_difference_log_pmf(self.noise_scale, fraction, max_abs=200)
-        per_count = max(float(np.max(log_pmf[:-1] - log_pmf[1:])), 1.0 / self.noise_scale)
-        return L1_SENSITIVITY * per_count
+        return L1_SENSITIVITY * shortfall_unit_epsilon(self.noise_scale, fraction)
 
     def statement(self) -> PrivacyStatement:
         if self.family == "skellam":

@@ -130,7 +130,8 @@ def build_server_curve(
     """``summed release -> {auc, fpr, tpr}`` at the server; no noise is added here.
 
     ``fpr``/``tpr`` are the (clipped) rates at each threshold, in threshold order; the AUC is
-    the trapezoid over the points sorted by FPR (:func:`dpauc_tf.curve.auc_from_confusion`).
+    the trapezoid over the points sorted by FPR (:func:`dpauc_tf.curve.auc_from_confusion`),
+    or the mechanism's own ``estimate_auc`` where it has one (the tree mechanisms).
     For ``rr`` the AUC is debiased (:func:`dpauc_tf.randomized_response.debias_auc`); the
     rates are those of the flipped labels.
     """
@@ -138,7 +139,8 @@ def build_server_curve(
     @tff.tensorflow.computation(release_type)
     def server_curve(release):
         confusion = mechanism.to_confusion(dict(release))
-        auc = auc_from_confusion(confusion)
+        estimate_auc = getattr(mechanism, "estimate_auc", None)  # tree mechanisms
+        auc = estimate_auc(dict(release)) if estimate_auc else auc_from_confusion(confusion)
         # Rates per threshold, unsorted: every threshold as its own one-point curve.
         per_threshold = roc_from_confusion(Confusion(*(c[:, tf.newaxis] for c in confusion)))
         if flip_epsilon is not None:

@@ -16,6 +16,7 @@ from dpauc_tf import noise
 from dpauc_tf import randomized_response as rr
 from dpauc_tf.distributed import SecureHistogram
 from dpauc_tf.federated import computations
+from dpauc_tf.hierarchical import SecureTreeHistogram
 from dpauc_tf.mechanisms import CountMechanism, NoNoise, PrivacyStatement, get_mechanism
 from dpauc_tf.thresholds import Thresholds
 
@@ -25,8 +26,11 @@ MECHANISMS = (
     "histogram",
     "histogram-public-scores",
     "secure-histogram",
+    "tree-histogram",
+    "secure-tree-histogram",
     "rr",
 )
+SECURE_MECHANISMS = (SecureHistogram.name, SecureTreeHistogram.name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +150,7 @@ def _make_mechanism(name, epsilon, num_thresholds, delta, num_shares, noise_fami
         return NoNoise(None, num_thresholds), float(epsilon)
     if name not in MECHANISMS:
         raise ValueError(f"unknown federated mechanism {name!r}; choose one of {MECHANISMS}")
-    if name == SecureHistogram.name:
+    if name in SECURE_MECHANISMS:
         return (
             get_mechanism(
                 name,
@@ -191,23 +195,31 @@ def evaluate(
       mechanism: ``"histogram"`` (Laplace(2/eps) per bucket count, local DP per client),
         ``"histogram-public-scores"`` (Laplace(1/eps) on positives; bucket totals exact),
         ``"paper"`` (DPAUC_Lap), ``"paper-gaussian"`` (needs ``delta``), ``"secure-histogram"``
-        (integer noise shares + secure sum; central-DP error) or ``"rr"`` (randomized
-        response on labels, debiased AUC). Local-DP mechanisms: every client's report is
+        (integer noise shares + secure sum; central-DP error), ``"tree-histogram"``
+        (Laplace noise on every node of a 4-ary tree over the class histograms, local DP per
+        client; least-squares leaves at the server), ``"secure-tree-histogram"`` (the tree
+        with integer noise shares + secure sum: central-DP error that does not grow with the
+        number of clients; best with a fine grid, e.g. ``num_thresholds=1023``; see
+        :mod:`dpauc_tf.hierarchical`) or ``"rr"`` (randomized response on labels, debiased
+        AUC). For the tree mechanisms the AUC is
+        :meth:`~dpauc_tf.hierarchical.TreeHistogram.estimate_auc` and the ROC points are the
+        monotone curve of ``to_confusion``. Local-DP mechanisms: every client's report is
         private on its own and the noise variance of the sum grows linearly with the number of
         reporting clients.
       epsilon: each client's label-DP budget for this evaluation; ``None`` = no noise (NOT
         private; equals ``tf.keras.metrics.AUC`` on the pooled data for the ``"tf"`` grid).
       num_thresholds: ``T``. threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
-      delta: for ``paper-gaussian`` and ``secure-histogram`` with ``noise_family="skellam"``.
+      delta: for ``paper-gaussian``, and for ``secure-histogram`` / ``secure-tree-histogram``
+        with ``noise_family="skellam"``.
       seed: ``None`` draws every client's seed from OS entropy; an int makes the run
         reproducible (per-client seeds derived from it are passed in as CLIENTS data).
       dropout: fraction of clients that do not report: ``floor(dropout * K)`` clients chosen
         at random. The result says how many reported. ``secure-histogram`` sizes its noise
         shares for the clients expected to report, so the total noise is as stated.
-      noise_family: ``"discrete-laplace"`` or ``"skellam"`` (``secure-histogram`` only).
+      noise_family: ``"discrete-laplace"`` or ``"skellam"`` (the two secure mechanisms only).
       secure_bitwidth: bitwidth of the modular secure sum (totals must fit in
         ``[-2^(b-1), 2^(b-1))``).
-      secure_shares: number of reports the ``secure-histogram`` noise shares are sized for
+      secure_shares: number of reports the secure mechanisms' noise shares are sized for
         (default: the clients expected to report). If fewer report, the total noise falls
         short and the result's ``epsilon`` is the (larger) epsilon actually achieved.
       batch_size: batch size used when turning arrays into client datasets.
@@ -248,7 +260,7 @@ def evaluate(
         num_expected if secure_shares is None else secure_shares,
         noise_family,
     )
-    secure = isinstance(count_mechanism, SecureHistogram)
+    secure = bool(getattr(count_mechanism, "integer_release", False))
 
     rng = np.random.default_rng(seed)
     if seed is not None:
@@ -296,6 +308,6 @@ def evaluate(
 def _spent(
     mechanism: CountMechanism, statement: PrivacyStatement, num_reporting: int
 ) -> tuple[float, float]:
-    if isinstance(mechanism, SecureHistogram):
+    if isinstance(mechanism, (SecureHistogram, SecureTreeHistogram)):
         return mechanism.achieved_epsilon(num_reporting), mechanism.delta
     return float(statement.epsilon), float(statement.delta)

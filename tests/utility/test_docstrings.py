@@ -5,7 +5,12 @@ import importlib
 
 import pytest
 
-MODULES = ["dpauc_tf.hierarchical", "dpauc_tf.postprocessing", "dpauc_tf.adaptive_thresholds"]
+MODULES = [
+    "dpauc_tf.hierarchical",
+    "dpauc_tf.postprocessing",
+    "dpauc_tf.adaptive_thresholds",
+    "dpauc_tf.noise_families",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -11,6 +11,7 @@ from dpauc_tf.postprocessing import (
     consistent_confusion,
     isotonic_regression,
     monotone_confusion,
+    pool_adjacent_violators,
 )
 
 
@@ -100,3 +101,13 @@ def test_auc_gradient_matches_finite_differences():
         bumped = neg.copy()
         bumped[b] += step
         assert abs((auc(pos, bumped) - auc(pos, neg)) / step - grad_neg[b]) < 1e-6
+
+
+def test_pool_adjacent_violators_and_the_graph_path_agree_with_the_reference():
+    rng = np.random.default_rng(7)
+    values = np.cumsum(rng.normal(-0.05, 1.0, size=(4, 200)), axis=-1)
+    numpy_fit = pool_adjacent_violators(values, increasing=False)
+    for row, fit in zip(values, numpy_fit, strict=True):
+        np.testing.assert_allclose(fit, -_pava(-row), atol=1e-10)
+    graph_fit = tf.function(lambda v: isotonic_regression(v, increasing=False))(tf.constant(values))
+    np.testing.assert_allclose(graph_fit.numpy(), numpy_fit, atol=1e-9)
