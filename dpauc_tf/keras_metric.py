@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import RocCurve, auc_from_roc, roc_from_confusion
+from dpauc_tf.curve import RocCurve, roc_from_confusion
 from dpauc_tf.mechanisms import CountMechanism, PrivacyStatement, get_mechanism
 from dpauc_tf.thresholds import Thresholds
 
@@ -39,8 +39,10 @@ class DPAUC(tf.keras.metrics.Metric):
         default). Ignored when ``thresholds`` is given.
       mechanism: ``"histogram"`` (default: Laplace(2/eps) on the class histograms),
         ``"histogram-public-scores"`` (Laplace(1/eps) on positives, exact score histogram),
-        ``"paper"`` (DPAUC_Lap of Sun et al. 2023), ``"paper-gaussian"`` (needs ``delta``).
-        See :mod:`dpauc_tf.mechanisms`.
+        ``"paper"`` (DPAUC_Lap of Sun et al. 2023), ``"paper-gaussian"`` (needs ``delta``),
+        ``"tree-histogram"`` (hierarchical histogram: fine buckets at almost no extra noise,
+        e.g. ``num_thresholds=1023``). See :mod:`dpauc_tf.mechanisms` and
+        :mod:`dpauc_tf.hierarchical`.
       delta: delta for Gaussian mechanisms; must be unset for Laplace ones.
       thresholds: an explicit ascending list of thresholds (``score > theta`` is positive).
       threshold_grid: ``"tf"`` (TensorFlow's list, ``>``) or ``"reference"`` (the paper's
@@ -162,19 +164,20 @@ class DPAUC(tf.keras.metrics.Metric):
     def _next_seed(self) -> tf.Tensor:
         return self._noise_generator.make_seeds(1)[:, 0]
 
-    def roc_curve(self) -> RocCurve:
-        """One noisy release as ROC points (sorted by FPR). Each call is a release."""
+    def _release(self):
         pos = tf.convert_to_tensor(self.positives)
         neg = tf.convert_to_tensor(self.negatives)
-        seed = None if self._config["epsilon"] is None else self._next_seed()
-        if seed is None:
-            release = {"pos": pos, "neg": neg}
-        else:
-            release = self._mechanism.release(pos, neg, seed=seed)
-        return roc_from_confusion(self._mechanism.to_confusion(release))
+        if self._config["epsilon"] is None:
+            return {"pos": pos, "neg": neg}
+        return self._mechanism.release(pos, neg, seed=self._next_seed())
+
+    def roc_curve(self) -> RocCurve:
+        """One noisy release as ROC points (sorted by FPR). Each call is a release."""
+        return roc_from_confusion(self._mechanism.to_confusion(self._release()))
 
     def result(self):
-        return auc_from_roc(self.roc_curve())
+        """One noisy release's AUC (the mechanism's estimator). Each call is a release."""
+        return self._mechanism.estimate_auc(self._release())
 
     def reset_state(self):
         for variable in (self.positives, self.negatives):

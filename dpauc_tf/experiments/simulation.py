@@ -164,7 +164,7 @@ def simulate(
         summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
         roc = roc_from_confusion(aggregate.to_confusion(summed))
         rocs.append(roc)
-        aucs.append(auc_from_roc(roc))
+        aucs.append(aggregate.estimate_auc(summed))
     return _collect(rocs, aucs, statement)
 
 

@@ -31,7 +31,7 @@ import tensorflow_federated as tff
 
 from dpauc_tf import randomized_response as rr
 from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import Confusion, auc_from_confusion, roc_from_confusion
+from dpauc_tf.curve import Confusion, roc_from_confusion
 from dpauc_tf.mechanisms import CountMechanism
 from dpauc_tf.thresholds import Thresholds
 
@@ -130,8 +130,8 @@ def build_server_curve(
     """``summed release -> {auc, fpr, tpr}`` at the server; no noise is added here.
 
     ``fpr``/``tpr`` are the (clipped) rates at each threshold, in threshold order; the AUC is
-    the trapezoid over the points sorted by FPR (:func:`dpauc_tf.curve.auc_from_confusion`),
-    or the mechanism's own ``estimate_auc`` where it has one (the tree mechanisms).
+    the mechanism's :meth:`~dpauc_tf.mechanisms.CountMechanism.estimate_auc` (the trapezoid
+    over the points sorted by FPR; the tree mechanisms' Mann-Whitney estimate).
     For ``rr`` the AUC is debiased (:func:`dpauc_tf.randomized_response.debias_auc`); the
     rates are those of the flipped labels.
     """
@@ -139,8 +139,7 @@ def build_server_curve(
     @tff.tensorflow.computation(release_type)
     def server_curve(release):
         confusion = mechanism.to_confusion(dict(release))
-        estimate_auc = getattr(mechanism, "estimate_auc", None)  # tree mechanisms
-        auc = estimate_auc(dict(release)) if estimate_auc else auc_from_confusion(confusion)
+        auc = mechanism.estimate_auc(dict(release))
         # Rates per threshold, unsorted: every threshold as its own one-point curve.
         per_threshold = roc_from_confusion(Confusion(*(c[:, tf.newaxis] for c in confusion)))
         if flip_epsilon is not None:

@@ -236,3 +236,23 @@ def test_mechanisms_are_the_library_mechanisms():
     metric = DPAUC(epsilon=1.0, num_thresholds=30, mechanism="histogram")
     library = get_mechanism("histogram", epsilon=1.0, num_thresholds=30)
     assert metric.privacy_statement() == library.statement()
+
+
+def test_tree_mechanism_with_options_in_the_metric():
+    _, y, scores, _ = _data(n=20000)
+    exact = DPAUC(epsilon=None, num_thresholds=1023)
+    exact.update_state(y, scores)
+    metric = DPAUC(
+        epsilon=1.0,
+        num_thresholds=1023,
+        mechanism="tree-histogram",
+        mechanism_options={"branching": 4, "public_scores": True},
+        seed=0,
+    )
+    metric.update_state(y, scores)
+    values = np.array([float(metric.result()) for _ in range(50)])
+    assert abs(values.mean() - float(exact.result())) < 5 * values.std() / np.sqrt(50) + 1e-4
+    assert 0 < values.std() < 0.01
+    clone = DPAUC.from_config(metric.get_config())
+    assert clone.get_config()["mechanism_options"] == {"branching": 4, "public_scores": True}
+    assert clone.mechanism.layout == metric.mechanism.layout
