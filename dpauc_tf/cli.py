@@ -40,10 +40,13 @@ MECHANISM_NAMES = (
     "histogram",
     "histogram-public-scores",
     "secure-histogram",
+    "tree-histogram",
+    "secure-tree-histogram",
     "rr",
     "score-noise",
     "none",
 )
+SECURE_MECHANISMS = ("secure-histogram", "secure-tree-histogram")
 PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
 
@@ -195,7 +198,7 @@ def _mechanism(args, num_clients: int):
             raise CommandError("score-noise is pure epsilon-DP; leave --delta unset")
         return ScoreNoise(args.epsilon)
     kwargs: dict[str, Any] = {}
-    if args.mechanism == "secure-histogram":
+    if args.mechanism in SECURE_MECHANISMS:
         kwargs["num_clients"] = num_clients
         if args.delta is not None:
             kwargs["family"] = "skellam"
@@ -318,7 +321,7 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
         if args.seed is None
         else np.random.SeedSequence(args.seed).generate_state(args.repeats).tolist()
     )
-    family = "skellam" if args.mechanism == "secure-histogram" and args.delta else None
+    family = "skellam" if args.mechanism in SECURE_MECHANISMS and args.delta else None
     extra = {"noise_family": family} if family else {}
     aucs, fprs, tprs, statement = [], [], [], None
     for seed in seeds:

@@ -243,6 +243,17 @@ class SecureHistogram(CountMechanism):
         eps = skellam_epsilon(self.noise_scale, delta, releases) if releases else 0.0
         return EpsilonSpent(basic=eps, pld=None, rdp=eps, delta=delta, count=releases)
 
+    def aggregate(self) -> SecureHistogram:
+        """The same mechanism with one share: its release of summed counts is distributed
+        exactly as the secure sum of ``num_clients`` clients' releases (for simulation)."""
+        return SecureHistogram(
+            epsilon=self.epsilon,
+            num_thresholds=self.num_thresholds,
+            delta=self.delta or None,
+            num_clients=1,
+            family=self.family,
+        )
+
     def achieved_epsilon(self, num_reporting: int) -> float:
         """Epsilon actually provided when ``num_reporting`` of the ``num_clients`` shares arrive.
 

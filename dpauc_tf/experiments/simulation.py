@@ -117,18 +117,12 @@ def _collect(rocs: list[RocCurve], aucs: list[tf.Tensor], statement) -> Simulati
 def aggregate_mechanism(mechanism: CountMechanism) -> CountMechanism:
     """The mechanism whose release of the *summed* counts equals the server's view of a sum.
 
-    For ``secure-histogram`` that is the same mechanism with one share (the full noise);
-    every other mechanism is returned unchanged (its clients' releases are simulated).
+    For the secure mechanisms (``secure-histogram``, ``secure-tree-histogram``) that is the
+    same mechanism with one share, the full noise (their ``aggregate()``); every other
+    mechanism is returned unchanged (its clients' releases are simulated).
     """
-    if getattr(mechanism, "name", None) == "secure-histogram":
-        return type(mechanism)(
-            epsilon=mechanism.epsilon,
-            num_thresholds=mechanism.num_thresholds,
-            delta=mechanism.delta or None,
-            num_clients=1,
-            family=mechanism.family,
-        )
-    return mechanism
+    aggregate = getattr(mechanism, "aggregate", None)
+    return aggregate() if aggregate is not None else mechanism
 
 
 def simulate(
