@@ -122,10 +122,8 @@ def bucket_counts(
     if from_logits:
         y_pred = tf.sigmoid(y_pred)
     num_buckets = thresholds.num_buckets
-    bucket = thresholds.bucketize(y_pred)
-    label = tf.cast(y_true, tf.int32)
     # Segment b holds positives of bucket b, segment (T + 1) + b the negatives.
-    segment = bucket + (1 - label) * num_buckets
+    segment = thresholds.segment_ids(y_pred, y_true)
     weights = tf.ones_like(y_true) if sample_weight is None else sample_weight
     groups = 1
     if group_ids is not None:

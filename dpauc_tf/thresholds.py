@@ -140,16 +140,33 @@ class Thresholds:
         """
         scores = tf.reshape(scores, [-1])
         if self.grid == "tf":
-            scores = tf.cast(scores, tf.float32)
-            inner = self.num_thresholds - 1
-            # TensorFlow's fast path: bucket = max(ceil(p * (T - 1)) - 1, 0) over T - 1 buckets
-            # of clipped predictions; +1 because bucket 0 (below theta_0 = -1e-7) is ours too.
-            clipped = tf.clip_by_value(scores, 0.0, 1.0)
-            tf_bucket = tf.maximum(tf.cast(tf.math.ceil(clipped * inner), tf.int32) - 1, 0)
-            return tf_bucket + 1
+            return tf.cast(self._tf_grid_bucket(scores), tf.int32)
         sorted_values = tf.constant(self.values, dtype=scores.dtype)
         side = "right" if self.inclusive else "left"
         return tf.searchsorted(sorted_values, scores, side=side, out_type=tf.int32)
+
+    def _tf_grid_bucket(self, scores: tf.Tensor) -> tf.Tensor:
+        """Float bucket ids on TensorFlow's grid: ``clip(ceil(p (T - 1)), 1, T - 1)``.
+
+        TensorFlow's fast path computes ``max(ceil(clip(p, 0, 1) (T - 1)) - 1, 0)`` over its
+        ``T - 1`` buckets in float32; ours is that plus one (our bucket 0, below ``-1e-7``,
+        is always empty), which is the same clip in fewer ops.
+        """
+        inner = float(self.num_thresholds - 1)
+        scaled = tf.math.ceil(tf.cast(scores, tf.float32) * inner)
+        return tf.clip_by_value(scaled, 1.0, inner)
+
+    def segment_ids(self, scores: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+        """int32 ``bucket + (1 - label) (T + 1)``: positives in ``[0, T]``, negatives after.
+
+        One fused float expression on the ``"tf"`` grid (the hot path of ``update_state``).
+        """
+        scores = tf.reshape(scores, [-1])
+        if self.grid == "tf":
+            negative = 1.0 - tf.cast(tf.reshape(labels, [-1]), tf.float32)
+            return tf.cast(self._tf_grid_bucket(scores) + negative * self.num_buckets, tf.int32)
+        negative = 1 - tf.cast(tf.reshape(labels, [-1]), tf.int32)
+        return self.bucketize(scores) + negative * self.num_buckets
 
     def describe(self) -> str:
         rule = ">=" if self.inclusive else ">"
