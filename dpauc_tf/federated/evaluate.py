@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -71,7 +72,7 @@ class FederatedEvaluation:
 
 
 _COMPUTATIONS: dict[tuple, tff.Computation] = {}
-_SECURE_CONTEXT = {"installed": False}
+_SECURE_CONTEXT: dict = {}  # the test context we installed, if any
 
 
 def _computation(mechanism, thresholds, flip_epsilon, secure_bitwidth) -> tff.Computation:
@@ -89,9 +90,13 @@ def install_secure_sum_context() -> None:
     It lowers the secure sum to an **ordinary sum**: the simulation checks the arithmetic of
     secure aggregation, not its cryptography.
     """
-    if not _SECURE_CONTEXT["installed"]:
+    stack = tff.framework.get_context_stack()
+    # Re-install when another context replaced ours (e.g. shutdown_tff_workers()).
+    installed = _SECURE_CONTEXT.get("context")
+    if installed is None or installed() is not stack.current:
         tff.backends.test.set_sync_test_cpp_execution_context()
-        _SECURE_CONTEXT["installed"] = True
+        # A weak reference: holding the context would keep its worker process alive.
+        _SECURE_CONTEXT["context"] = weakref.ref(stack.current)
 
 
 def _as_batched_dataset(item, batch_size: int) -> tf.data.Dataset:
