@@ -35,6 +35,7 @@ HONEST = [
     ("tree-histogram", {"public_scores": True}),
     ("secure-tree-histogram", {}),
     ("secure-tree-histogram", {"num_clients": 3}),
+    ("secure-tree-histogram", {"family": "skellam", "delta": 1e-5}),
 ]
 GAUSSIAN_TYPE = {"paper-gaussian", "skellam"}
 
