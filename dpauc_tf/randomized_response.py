@@ -25,7 +25,7 @@ clipped to [0, 1] (the reference code does not clip; values above 1 occur there)
 
 >>> round(flip_probability(1.0), 4)
 0.2689
->>> float(debias_auc(0.5, 50, 50, epsilon=1.0))  # a flipped AUC of 0.5 stays 0.5
+>>> round(float(debias_auc(0.5, 50, 50, epsilon=1.0)), 12)  # a flipped AUC of 0.5 stays 0.5
 0.5
 """
 
