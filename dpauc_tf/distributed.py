@@ -146,6 +146,21 @@ def shortfall_unit_epsilon(scale: float, fraction: float) -> float:
     return max(float(np.max(log_pmf[:-1] - log_pmf[1:])), 1.0 / scale)
 
 
+# The mechanisms whose clients add noise shares for secure aggregation (``num_clients``).
+SECURE_MECHANISMS = ("secure-histogram", "secure-tree-histogram")
+
+
+def check_shares(num_clients: int, family: str) -> int:
+    """Validates the share options of a secure mechanism; returns ``num_clients`` as an int."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown noise family {family!r}; choose one of {FAMILIES}")
+    if isinstance(num_clients, bool) or not isinstance(num_clients, (int, np.integer)):
+        raise TypeError(f"num_clients must be an int, got {num_clients!r}")
+    if num_clients < 1:
+        raise ValueError(f"num_clients must be >= 1, got {num_clients}")
+    return int(num_clients)
+
+
 @register_mechanism
 class SecureHistogram(CountMechanism):
     """Distributed discrete noise on the class histograms, for secure aggregation.
@@ -180,16 +195,10 @@ class SecureHistogram(CountMechanism):
         num_clients: int = 1,
         family: str = "discrete-laplace",
     ):
-        if family not in FAMILIES:
-            raise ValueError(f"unknown noise family {family!r}; choose one of {FAMILIES}")
-        if isinstance(num_clients, bool) or not isinstance(num_clients, (int, np.integer)):
-            raise TypeError(f"num_clients must be an int, got {num_clients!r}")
-        if num_clients < 1:
-            raise ValueError(f"num_clients must be >= 1, got {num_clients}")
+        self.num_clients = check_shares(num_clients, family)
         self.family = family
         self.requires_delta = family == "skellam"
         super().__init__(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta)
-        self.num_clients = int(num_clients)
 
     # -- noise parameters ----------------------------------------------------------------
     @property

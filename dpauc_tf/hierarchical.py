@@ -111,6 +111,7 @@ from dpauc_tf.accounting import EpsilonSpent
 from dpauc_tf.curve import Confusion, confusion_from_histogram
 from dpauc_tf.distributed import (
     _RDP_ORDERS,
+    check_shares,
     rdp_to_epsilon,
     shortfall_unit_epsilon,
     skellam_rdp,
@@ -716,16 +717,10 @@ class SecureTreeHistogram(TreeHistogram):
         num_clients: int = 1,
         family: str = "discrete-laplace",
     ):
-        if isinstance(num_clients, bool) or not isinstance(num_clients, (int, np.integer)):
-            raise TypeError(f"num_clients must be an int, got {num_clients!r}")
-        if num_clients < 1:
-            raise ValueError(f"num_clients must be >= 1, got {num_clients}")
-        if family not in FAMILIES:
-            raise ValueError(f"unknown noise family {family!r}; choose one of {FAMILIES}")
+        self.num_clients = check_shares(num_clients, family)
         self.family = family
         self.requires_delta = family == "skellam"
         super().__init__(epsilon, num_thresholds, delta, branching, budget, public_scores)
-        self.num_clients = int(num_clients)
         if family == "skellam":
             self.level_mus = skellam_tree_mus(
                 self.epsilon,

@@ -15,7 +15,7 @@ import tqdm
 
 from dpauc_tf import noise
 from dpauc_tf import randomized_response as rr
-from dpauc_tf.distributed import SecureHistogram
+from dpauc_tf.distributed import SECURE_MECHANISMS, SecureHistogram
 from dpauc_tf.federated import computations
 from dpauc_tf.hierarchical import SecureTreeHistogram
 from dpauc_tf.mechanisms import CountMechanism, NoNoise, PrivacyStatement, get_mechanism
@@ -31,7 +31,6 @@ MECHANISMS = (
     "secure-tree-histogram",
     "rr",
 )
-SECURE_MECHANISMS = (SecureHistogram.name, SecureTreeHistogram.name)
 
 
 @dataclasses.dataclass(frozen=True)
