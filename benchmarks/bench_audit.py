@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_audit.py [--samples 1000000] [--seed 0] [--json out.json]
 
 Each row audits one mechanism on the worst-case neighbouring pair of
-:func:`dpauc_tf.audit.worst_case_pair` (T = 2 thresholds unless stated) with ``--samples``
+:func:`dpauc_tf.analysis.audit.worst_case_pair` (T = 2 thresholds unless stated) with ``--samples``
 releases per neighbour. Negative controls (the flipped example given weight 2, i.e. the
 sensitivity under-counted by half) follow; their bound must exceed the claim.
 """
@@ -16,7 +16,7 @@ import time
 
 from tqdm.auto import tqdm
 
-from dpauc_tf.audit import auditable_mechanisms, format_table, run_audit
+from dpauc_tf.analysis.audit import auditable_mechanisms, format_table, run_audit
 
 EPSILONS = (0.5, 1.0, 2.0)
 DELTA = 1e-5

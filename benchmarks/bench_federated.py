@@ -11,7 +11,7 @@ Run: ``.venv/bin/python benchmarks/bench_federated.py > bench.log 2>&1; cat benc
    counts are computed once (``bucket_counts``); the 100 noisy releases of all K clients are
    drawn in one vectorised call per mechanism (``release(..., repeats=100)`` on the ``[K, T+1]``
    stack of client counts), summed over clients and turned into AUCs with the same
-   ``to_confusion`` / ``dpauc_tf.curve`` functions the TFF server runs. This is the TFF
+   ``to_confusion`` / ``dpauc_tf.core.curve`` functions the TFF server runs. This is the TFF
    computation's arithmetic without running it 100 times.
 """
 
@@ -24,14 +24,13 @@ import numpy as np
 import tensorflow as tf
 from scipy import stats
 
-from dpauc_tf import noise
-from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import auc_from_histogram, auc_from_roc, roc_from_confusion
-from dpauc_tf.distributed import SecureHistogram
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.curve import auc_from_histogram, auc_from_roc, roc_from_confusion
+from dpauc_tf.core.partitions import client_slices, iid_partition
+from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import client_data_from_partition, evaluate, register_atexit_shutdown
 from dpauc_tf.mechanisms import get_mechanism
-from dpauc_tf.partitions import client_slices, iid_partition
-from dpauc_tf.thresholds import Thresholds
+from dpauc_tf.noise.seeds import make_seed
 
 NUM_EXAMPLES, NUM_POSITIVES = 458_407, 117_317
 EPSILON, NUM_THRESHOLDS, REPEATS = 1.0, 100, 100
@@ -90,11 +89,10 @@ def auc_spread(scores, labels) -> None:
         pos = tf.stack([c[0] for c in counts])
         neg = tf.stack([c[1] for c in counts])
         for name in ("paper", "histogram", "histogram-public-scores", "secure-histogram"):
-            kwargs = {"num_clients": k} if name == SecureHistogram.name else {}
             mechanism = get_mechanism(
-                name, epsilon=EPSILON, num_thresholds=NUM_THRESHOLDS, **kwargs
+                name, epsilon=EPSILON, num_thresholds=NUM_THRESHOLDS, num_clients=k
             )
-            release = mechanism.release(pos, neg, seed=noise.make_seed(k), repeats=REPEATS)
+            release = mechanism.release(pos, neg, seed=make_seed(k), repeats=REPEATS)
             summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
             aucs = auc_from_roc(roc_from_confusion(mechanism.to_confusion(summed))).numpy()
             rows.setdefault(name, {})[k] = (aucs.mean(), aucs.std())

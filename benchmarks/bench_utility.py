@@ -7,7 +7,7 @@ vectorised (the paper's and flat rows by :func:`dpauc_tf.experiments.simulation.
 tree rows by :func:`_simulate_tree`): every client's noise is drawn independently
 (``[R, K, nodes]`` in chunks) and summed over clients, the same distribution as ``R x K``
 separate releases. Tree rows report the AUC of
-:meth:`dpauc_tf.hierarchical.TreeHistogram.estimate_auc` (least-squares leaves, no
+:meth:`dpauc_tf.mechanisms.tree.TreeHistogram.estimate_auc` (least-squares leaves, no
 projection) and, in two more columns, the trapezoid AUC of the monotone curve of
 ``to_confusion``. Secure-aggregation mechanisms are simulated by
 their exact aggregate (one release of the summed counts with the total noise: the sum of the
@@ -36,20 +36,17 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from dpauc_tf import noise, partitions
-from dpauc_tf.adaptive_thresholds import quantile_thresholds
-from dpauc_tf.curve import auc_from_confusion
+from dpauc_tf.analysis.tree_design import auc_variance
+from dpauc_tf.core import partitions
+from dpauc_tf.core.adaptive_thresholds import quantile_thresholds
+from dpauc_tf.core.curve import auc_from_confusion
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.core.tree import TreeLayout, auc_gradient
 from dpauc_tf.experiments.simulation import client_histograms, simulate
 from dpauc_tf.experiments.synthetic import paper_score_set
-from dpauc_tf.hierarchical import (
-    SecureTreeHistogram,
-    TreeHistogram,
-    TreeLayout,
-    auc_gradient,
-    auc_variance,
-)
 from dpauc_tf.mechanisms import get_mechanism
-from dpauc_tf.thresholds import Thresholds
+from dpauc_tf.mechanisms.tree import SecureTreeHistogram, TreeHistogram
+from dpauc_tf.noise.seeds import make_seed, split_seed
 
 FINE = 1023  # 1,024 buckets: a complete 4-ary tree
 MAX_CHUNK_ELEMENTS = 20_000_000  # noisy node values per chunk of repeats
@@ -68,7 +65,7 @@ def _simulate_tree(mechanism, pos, neg, repeats, seed):
     per_repeat = 2 * int(pos.shape[0]) * mechanism.layout.num_nodes
     chunk = max(1, min(repeats, MAX_CHUNK_ELEMENTS // per_repeat))
     sizes = [chunk] * (repeats // chunk) + ([repeats % chunk] if repeats % chunk else [])
-    seeds = noise.split_seed(noise.make_seed(seed), len(sizes))
+    seeds = split_seed(make_seed(seed), len(sizes))
     direct, curve = [], []
     for i, size in enumerate(sizes):
         release = mechanism.release(pos, neg, seed=seeds[i], repeats=size)  # [r, K, nodes]
@@ -228,7 +225,7 @@ def design() -> None:
 
 
 def families() -> None:
-    from dpauc_tf.noise_families import compare_noise_families
+    from dpauc_tf.analysis.noise_families import compare_noise_families
 
     data = paper_score_set(0)
     grid = Thresholds.explicit(quantile_thresholds(data.scores, FINE))

@@ -1,52 +1,103 @@
 """dpauc_tf: AUC and ROC curves with label differential privacy, for Keras and TFF.
 
+The top level holds what a Keras user needs; everything else lives in the layers
+(``core``, ``noise``, ``privacy``, ``mechanisms``, ``keras``, ``federated``, ``cli``,
+``analysis``, ``experiments``). Names are loaded on first use, so ``import dpauc_tf``
+does not import TensorFlow.
+
 >>> from dpauc_tf import DPAUC
 >>> metric = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
+>>> "histogram" in list_mechanisms()
+True
 """
 
-from dpauc_tf.accounting import EpsilonSpent, composed_epsilon
-from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import (
-    Confusion,
-    RocCurve,
-    auc_from_confusion,
-    auc_from_histogram,
-    auc_from_roc,
-    confusion_from_histogram,
-    roc_from_confusion,
-)
-from dpauc_tf.keras_metric import DPAUC
-from dpauc_tf.ledger import BudgetExceededError, DPAUCBudgetCallback, PrivacyLedger
-from dpauc_tf.mechanisms import (
-    MECHANISMS,
-    CountMechanism,
-    PrivacyStatement,
-    get_mechanism,
-    private_auc,
-)
-from dpauc_tf.thresholds import Thresholds
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
 
-__all__ = [
-    "DPAUC",
-    "MECHANISMS",
-    "BudgetExceededError",
-    "Confusion",
-    "CountMechanism",
-    "DPAUCBudgetCallback",
-    "EpsilonSpent",
-    "PrivacyLedger",
-    "PrivacyStatement",
-    "RocCurve",
-    "Thresholds",
-    "auc_from_confusion",
-    "auc_from_histogram",
-    "auc_from_roc",
-    "bucket_counts",
-    "composed_epsilon",
-    "confusion_from_histogram",
-    "get_mechanism",
-    "private_auc",
-    "roc_from_confusion",
-]
+__version__ = "0.2.0"
+
+# name -> module that defines it (loaded lazily by __getattr__)
+_PUBLIC = {
+    "DPAUC": "dpauc_tf.keras.metric",
+    "DPAUCBudgetCallback": "dpauc_tf.keras.callbacks",
+    "PrivacyLedger": "dpauc_tf.privacy.ledger",
+    "BudgetExceededError": "dpauc_tf.privacy.ledger",
+    "get_mechanism": "dpauc_tf.mechanisms.registry",
+    "list_mechanisms": "dpauc_tf.mechanisms.registry",
+}
+
+# Names that were top-level in 0.1 and where they live now.
+_MOVED_NAMES = {
+    "MECHANISMS": "dpauc_tf.mechanisms.registry",
+    "CountMechanism": "dpauc_tf.mechanisms.base",
+    "private_auc": "dpauc_tf.mechanisms.base",
+    "PrivacyStatement": "dpauc_tf.privacy.statement",
+    "EpsilonSpent": "dpauc_tf.privacy.accounting",
+    "composed_epsilon": "dpauc_tf.privacy.accounting",
+    "bucket_counts": "dpauc_tf.core.counts",
+    "Thresholds": "dpauc_tf.core.thresholds",
+    "Confusion": "dpauc_tf.core.curve",
+    "RocCurve": "dpauc_tf.core.curve",
+    "auc_from_confusion": "dpauc_tf.core.curve",
+    "auc_from_histogram": "dpauc_tf.core.curve",
+    "auc_from_roc": "dpauc_tf.core.curve",
+    "confusion_from_histogram": "dpauc_tf.core.curve",
+    "roc_from_confusion": "dpauc_tf.core.curve",
+}
+
+# Modules of 0.1 and where their contents live now (0.2 moved them into the layers).
+MOVED_MODULES = {
+    "dpauc_tf.thresholds": "dpauc_tf.core.thresholds",
+    "dpauc_tf.counts": "dpauc_tf.core.counts",
+    "dpauc_tf.curve": "dpauc_tf.core.curve",
+    "dpauc_tf.postprocessing": "dpauc_tf.core.postprocessing",
+    "dpauc_tf.partitions": "dpauc_tf.core.partitions",
+    "dpauc_tf.adaptive_thresholds": "dpauc_tf.core.adaptive_thresholds",
+    "dpauc_tf.exact_noise": "dpauc_tf.noise.exact",
+    "dpauc_tf.accounting": "dpauc_tf.privacy.accounting",
+    "dpauc_tf.ledger": "dpauc_tf.privacy.ledger (the callback: dpauc_tf.keras.callbacks)",
+    "dpauc_tf.distributed": "dpauc_tf.mechanisms.secure_histogram",
+    "dpauc_tf.hierarchical": "dpauc_tf.mechanisms.tree and dpauc_tf.core.tree",
+    "dpauc_tf.randomized_response": "dpauc_tf.mechanisms.randomized_response",
+    "dpauc_tf.score_noise": "dpauc_tf.mechanisms.score_noise",
+    "dpauc_tf.keras_metric": "dpauc_tf.keras.metric",
+    "dpauc_tf.audit": "dpauc_tf.analysis.audit",
+    "dpauc_tf.noise_families": "dpauc_tf.analysis.noise_families",
+}
+
+__all__ = [*sorted(_PUBLIC), "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    if name in _MOVED_NAMES:
+        raise AttributeError(
+            f"dpauc_tf.{name} moved in 0.2: use `from {_MOVED_NAMES[name]} import {name}` "
+            "(see docs/changelog.md)"
+        )
+    raise AttributeError(f"module 'dpauc_tf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*__all__, *globals()])
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder):
+    """Turns an import of a 0.1 module path into an error that names its new home."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in MOVED_MODULES:
+            raise ModuleNotFoundError(
+                f"{fullname} moved in 0.2 to {MOVED_MODULES[fullname]} (see docs/changelog.md)",
+                name=fullname,
+            )
+        return None
+
+
+if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModuleFinder())

@@ -40,6 +40,17 @@ def _csv(kind):
     return parse
 
 
+def _mechanism_list(text: str) -> list[str]:
+    from dpauc_tf.mechanisms.registry import list_mechanisms
+
+    names = _csv(str)(text)
+    usable = list_mechanisms(private=True, federated=True)
+    unknown = [name for name in names if name not in usable]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown or unusable {unknown}; choose from {usable}")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m dpauc_tf.demo",
@@ -52,7 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-thresholds", type=int, default=100)
     parser.add_argument("--clients", type=_csv(int), default=[10, 100])
     parser.add_argument(
-        "--mechanisms", type=_csv(str), default=["paper", "histogram", "secure-histogram"]
+        "--mechanisms",
+        type=_mechanism_list,
+        default="paper,histogram,secure-histogram",
+        help="comma-separated names from the registry that run in TFF (default: %(default)s)",
     )
     parser.add_argument("--repeats", type=int, default=50, help="releases per point in plots")
     parser.add_argument(
@@ -78,10 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import tqdm
 
-    from dpauc_tf import Thresholds, confusion_from_histogram, roc_from_confusion
+    from dpauc_tf.core.curve import confusion_from_histogram, roc_from_confusion
+    from dpauc_tf.core.partitions import partition
+    from dpauc_tf.core.thresholds import Thresholds
     from dpauc_tf.experiments import plots
     from dpauc_tf.experiments.simulation import client_histograms, simulate
-    from dpauc_tf.partitions import partition
     from models.train import TrainConfig, load_scores, train
 
     _section(f"1/3 Data and Wide & Deep training ({args.data}, {args.epochs} epochs)")
@@ -199,19 +214,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _noise_free_auc(pos, neg) -> float:
-    from dpauc_tf import auc_from_histogram
+    from dpauc_tf.core.curve import auc_from_histogram
 
     return float(auc_from_histogram(pos, neg))
 
 
 def _mechanism(name: str, epsilon: float, num_thresholds: int, num_clients: int):
-    from dpauc_tf import get_mechanism
+    from dpauc_tf.mechanisms import get_mechanism
 
-    if name in ("secure-histogram", "secure-tree-histogram"):
-        return get_mechanism(
-            name, epsilon=epsilon, num_thresholds=num_thresholds, num_clients=num_clients
-        )
-    return get_mechanism(name, epsilon=epsilon, num_thresholds=num_thresholds)
+    return get_mechanism(
+        name, epsilon=epsilon, num_thresholds=num_thresholds, num_clients=num_clients
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Noise-free reference AUCs of a score set: scikit-learn's exact AUC and TensorFlow's.
 
-``tf_auc`` is computed as :func:`dpauc_tf.curve.auc_from_histogram` of the counts on the
+``tf_auc`` is computed as :func:`dpauc_tf.core.curve.auc_from_histogram` of the counts on the
 ``"tf"`` threshold grid: NOTES.md records (and ``tests/core`` checks) that this reproduces
 ``tf.keras.metrics.AUC(num_thresholds=T)`` to float precision, and it takes one pass over
 the data instead of a Keras metric update.
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import auc_from_histogram
-from dpauc_tf.thresholds import Thresholds
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.curve import auc_from_histogram
+from dpauc_tf.core.thresholds import Thresholds
 
 
 def exact_auc(labels, scores) -> float:

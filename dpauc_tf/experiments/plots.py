@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from dpauc_tf.mechanisms import mechanism_class
+
 _FPR_GRID = np.linspace(0.0, 1.0, 201)
 
 
@@ -194,8 +196,8 @@ def table_plots(
     )
     for _, _, name, setting, result in candidates:
         label = f"{name}, K={setting.clients}"
-        if name == "rr":
-            label += " (flipped-label curve)"
+        if mechanism_class(name).roc_note:
+            label += " (" + mechanism_class(name).roc_note.split(";")[0] + ")"
         if not any(key.startswith(f"{name},") for key in bands):
             bands[label] = (result.fpr, result.tpr)
     if bands:
@@ -207,6 +209,8 @@ def table_plots(
                 title=f"ROC curves, epoch {epoch}, epsilon = 1, IID clients",
             )
         )
+    from dpauc_tf.experiments.tables import PROJECT_MECHANISMS as project
+
     panels = {}
     few = [
         r
@@ -214,7 +218,7 @@ def table_plots(
         if r["epoch"] == epoch
         and r["setting"] == "IID"
         and r["clients"] == 10
-        and (r["table"] == 4 or r["mechanism"] in ("rr", "score-noise"))
+        and (r["table"] == 4 or (r["table"] in (1, 3) and r["mechanism"] not in project))
     ]
     if few:
         panels["10 IID clients (tables 1, 3, 4)"] = few

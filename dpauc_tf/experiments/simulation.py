@@ -1,27 +1,27 @@
 """Federated evaluation simulated centrally: count once per client, release all repeats at once.
 
 ``R`` repeats of a DP evaluation must not mean ``R`` passes over the data. The data are
-bucketed once per client (:func:`client_histograms`, one :func:`dpauc_tf.counts.bucket_counts`
+bucketed once per client (:func:`client_histograms`, one :func:`dpauc_tf.core.counts.bucket_counts`
 pass with the client as group id); a mechanism's ``release(..., repeats=R)`` then draws the
 noise of all ``R`` repeats for all ``K`` clients in one vectorised call (``[R, K, ...]``
 tensors, in chunks of repeats to bound memory); the server's sum over clients, the confusion
-counts, the ROC and the AUC are the library's own functions (:mod:`dpauc_tf.curve`). Every
+counts, the ROC and the AUC are the library's own functions (:mod:`dpauc_tf.core.curve`). Every
 repeat and every client gets independent noise, so the result has exactly the distribution of
 ``R`` separate evaluations with ``K`` separate client releases each
 (``tests/experiments/test_simulation.py`` checks this against one-at-a-time releases).
 
-Two mechanisms are simulated through an exactly equivalent aggregate:
-
-* ``secure-histogram``: the server only ever sees the secure sum, and the module guarantees
-  that the sum of ``K`` clients' shares is one draw of the total noise; the sum is simulated
-  as one release of the summed counts with the full noise (``num_clients=1``).
-* ``rr`` (randomized response): flipping every label independently with probability ``p``
-  makes the flipped-positive count of a bucket ``Binomial(pos, 1 - p) + Binomial(neg, p)``;
-  that is drawn per client and bucket instead of per example. The AUC of the flipped counts is
-  debiased by :func:`dpauc_tf.randomized_response.debias_auc`.
+Secure mechanisms are simulated through their exactly equivalent aggregate
+(``mechanism.aggregate()``): the server only ever sees the secure sum, and the sum of ``K``
+clients' shares is one draw of the total noise, so the sum is simulated as one release of
+the summed counts with the full noise. Mechanisms that transform the data before counting
+(capability ``transforms_data``, e.g. ``score-noise``) need a pass over the examples per
+release: :func:`simulate_examples` does that in chunks of repeats, one counting pass per
+chunk with (repeat, client) as the group id; for every other mechanism it counts once and
+calls :func:`simulate`.
 
 >>> import numpy as np
->>> from dpauc_tf import Thresholds, get_mechanism
+>>> from dpauc_tf import get_mechanism
+>>> from dpauc_tf.core.thresholds import Thresholds
 >>> rng = np.random.default_rng(0)
 >>> labels, scores = rng.integers(0, 2, 1000), rng.random(1000)
 >>> pos, neg = client_histograms(labels, scores, Thresholds.make(20), rng.integers(0, 4, 1000), 4)
@@ -39,16 +39,16 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from dpauc_tf import noise
-from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import (
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.curve import (
     RocCurve,
-    auc_from_roc,
-    confusion_from_histogram,
     roc_from_confusion,
 )
-from dpauc_tf.mechanisms import CountMechanism, PrivacyStatement
-from dpauc_tf.thresholds import Thresholds
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.experiments.score_files import ScoreSet
+from dpauc_tf.mechanisms import CountMechanism
+from dpauc_tf.noise.seeds import make_seed, split_seed
+from dpauc_tf.privacy.statement import PrivacyStatement
 
 # Noisy values per chunk ([repeats, clients, released values]), to bound memory (~ 80 MB).
 MAX_CHUNK_ELEMENTS = 10_000_000
@@ -80,13 +80,13 @@ class SimulationResult:
 def client_histograms(
     labels, scores, thresholds: Thresholds, client_ids=None, num_clients: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-client bucket counts ``pos, neg`` of shape ``[K, T + 1]`` (float32), one pass."""
-    labels = np.asarray(labels, np.float32).ravel()
-    scores = np.asarray(scores, np.float32).ravel()
+    """Per-client bucket counts ``pos, neg`` of shape ``[K, T + 1]`` (float64), one pass."""
+    labels = np.asarray(labels, np.float64).ravel()
+    scores = np.asarray(scores, np.float64).ravel()
     if client_ids is None:
         client_ids = np.zeros(labels.size, np.int32)
     pos, neg = bucket_counts(
-        labels, scores, thresholds, group_ids=client_ids, num_groups=num_clients
+        labels, scores, thresholds, group_ids=client_ids, num_groups=num_clients, dtype=tf.float64
     )
     return pos.numpy(), neg.numpy()
 
@@ -101,7 +101,7 @@ def _chunks(repeats: int, per_repeat: int, seed) -> list[tuple[int, tf.Tensor]]:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     chunk = max(1, min(repeats, MAX_CHUNK_ELEMENTS // max(per_repeat, 1)))
     sizes = [chunk] * (repeats // chunk) + ([repeats % chunk] if repeats % chunk else [])
-    seeds = noise.split_seed(noise.make_seed(seed), len(sizes))
+    seeds = split_seed(make_seed(seed), len(sizes))
     return [(size, seeds[i]) for i, size in enumerate(sizes)]
 
 
@@ -114,17 +114,6 @@ def _collect(rocs: list[RocCurve], aucs: list[tf.Tensor], statement) -> Simulati
     )
 
 
-def aggregate_mechanism(mechanism: CountMechanism) -> CountMechanism:
-    """The mechanism whose release of the *summed* counts equals the server's view of a sum.
-
-    For the secure mechanisms (``secure-histogram``, ``secure-tree-histogram``) that is the
-    same mechanism with one share, the full noise (their ``aggregate()``); every other
-    mechanism is returned unchanged (its clients' releases are simulated).
-    """
-    aggregate = getattr(mechanism, "aggregate", None)
-    return aggregate() if aggregate is not None else mechanism
-
-
 def simulate(
     mechanism: CountMechanism,
     pos: np.ndarray,
@@ -135,19 +124,25 @@ def simulate(
 ) -> SimulationResult:
     """``repeats`` evaluations: every client of ``pos, neg [K, T + 1]`` releases, the server sums.
 
-    Returns the AUC and ROC of every repeat. ``secure-histogram`` is simulated by its exact
-    aggregate (see the module docstring).
+    Returns the AUC and ROC of every repeat. Secure mechanisms are simulated by their exact
+    aggregate (see the module docstring). Mechanisms that transform the data before
+    counting cannot be simulated from counts: use :func:`simulate_examples`.
     """
-    pos = tf.convert_to_tensor(np.asarray(pos, np.float32))
-    neg = tf.convert_to_tensor(np.asarray(neg, np.float32))
+    pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
+    neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
     if pos.shape.rank != 2 or pos.shape != neg.shape:
         raise ValueError("pos and neg must both have shape [num_clients, T + 1]")
     if pos.shape[1] != mechanism.num_buckets:
         raise ValueError(
             f"counts have {pos.shape[1]} buckets but the mechanism expects {mechanism.num_buckets}"
         )
+    if mechanism.capabilities.transforms_data:
+        raise ValueError(
+            f"{mechanism.name} transforms the examples before counting; "
+            "simulate it from the examples (simulate_examples)"
+        )
     statement = mechanism.statement()
-    aggregate = aggregate_mechanism(mechanism)
+    aggregate = mechanism.aggregate()
     if aggregate is not mechanism:
         pos = tf.reduce_sum(pos, axis=0, keepdims=True)
         neg = tf.reduce_sum(neg, axis=0, keepdims=True)
@@ -162,48 +157,53 @@ def simulate(
     return _collect(rocs, aucs, statement)
 
 
-def simulate_randomized_response(
-    epsilon: float,
-    pos: np.ndarray,
-    neg: np.ndarray,
+def simulate_examples(
+    mechanism: CountMechanism,
+    labels,
+    scores,
+    thresholds: Thresholds,
+    client_ids=None,
+    num_clients: int = 1,
     *,
     seed: int | tf.Tensor | None = None,
     repeats: int = 1,
 ) -> SimulationResult:
-    """``repeats`` randomized-response evaluations of per-client counts ``[K, T + 1]``.
+    """``repeats`` evaluations of examples held by ``num_clients`` clients (any mechanism).
 
-    Each example's label is flipped with probability ``p = 1 / (1 + e^eps)``, drawn per client
-    and bucket as binomials (see the module docstring). AUCs are debiased; the ROC points are
-    those of the flipped labels (the debiasing acts on the AUC only).
+    Counts once and calls :func:`simulate` unless the mechanism transforms the data before
+    counting; then every chunk of repeats transforms all examples (one independent draw per
+    repeat and example) and counts them in one pass, grouped by (repeat, client).
     """
-    from dpauc_tf import randomized_response as rr
-
-    p = rr.flip_probability(epsilon)
-    pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
-    neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
+    checked = ScoreSet.checked(labels, scores)  # one-line errors for bad labels or scores
+    labels = checked.labels.astype(np.float64)
+    scores = checked.scores
+    grid = mechanism.count_thresholds(thresholds)
+    if client_ids is None:
+        client_ids = np.zeros(labels.size, np.int64)
+    client_ids = np.asarray(client_ids, np.int64).ravel()
+    if not mechanism.capabilities.transforms_data:
+        pos, neg = client_histograms(labels, scores, grid, client_ids, num_clients)
+        return simulate(mechanism, pos, neg, seed=seed, repeats=repeats)
+    statement = mechanism.statement()
+    aggregate = mechanism.aggregate()
     rocs, aucs = [], []
-    for size, chunk_seed in _chunks(repeats, 2 * int(np.prod(pos.shape)), seed):
-        kept_seed, flipped_seed = tf.unstack(noise.split_seed(chunk_seed, 2))
-        shape = tf.concat([[size], tf.shape(pos)], 0)
-        keep_prob = tf.constant(1.0 - p, tf.float64)
-        flip_prob = tf.constant(p, tf.float64)
-        stay = tf.random.stateless_binomial(
-            shape, kept_seed, counts=pos, probs=keep_prob, output_dtype=tf.float64
+    for size, chunk_seed in _chunks(repeats, 4 * labels.size, seed):
+        tiled_labels = np.tile(labels, size)
+        _, noisy = mechanism.transform(tiled_labels, np.tile(scores, size), chunk_seed)
+        groups = np.repeat(np.arange(size), labels.size) * num_clients + np.tile(client_ids, size)
+        pos, neg = bucket_counts(
+            tiled_labels,
+            noisy,
+            grid,
+            validate=False,  # checked by the caller; noisy scores leave [0, 1] by design
+            group_ids=groups,
+            num_groups=size * num_clients,
+            dtype=tf.float64,
         )
-        come = tf.random.stateless_binomial(
-            shape, flipped_seed, counts=neg, probs=flip_prob, output_dtype=tf.float64
-        )
-        flipped_pos = tf.reduce_sum(stay + come, axis=1)
-        flipped_neg = tf.reduce_sum(pos + neg, axis=0) - flipped_pos
-        roc = roc_from_confusion(confusion_from_histogram(flipped_pos, flipped_neg))
-        auc_flipped = auc_from_roc(roc)
-        rocs.append(roc)
-        aucs.append(
-            rr.debias_auc(
-                auc_flipped,
-                tf.reduce_sum(flipped_pos, axis=-1),
-                tf.reduce_sum(flipped_neg, axis=-1),
-                epsilon,
-            )
-        )
-    return _collect(rocs, aucs, rr.statement(epsilon))
+        pos = tf.reshape(pos, [size, num_clients, -1])
+        neg = tf.reshape(neg, [size, num_clients, -1])
+        release = aggregate.release(pos, neg, seed=chunk_seed)
+        summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
+        rocs.append(roc_from_confusion(aggregate.to_confusion(summed)))
+        aucs.append(aggregate.estimate_auc(summed))
+    return _collect(rocs, aucs, statement)

@@ -44,17 +44,17 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.curve import confusion_from_histogram, roc_from_confusion
+from dpauc_tf.core.curve import confusion_from_histogram, roc_from_confusion
+from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.ground_truth import exact_auc, tf_auc
 from dpauc_tf.experiments.score_files import ScoreFileError, ScoreSet
 from dpauc_tf.experiments.simulation import (
     SimulationResult,
     client_histograms,
     simulate,
-    simulate_randomized_response,
+    simulate_examples,
 )
-from dpauc_tf.mechanisms import get_mechanism
-from dpauc_tf.thresholds import Thresholds
+from dpauc_tf.mechanisms import get_mechanism, mechanism_class
 
 TABLES = ("table1", "table2", "table3", "table4", "table5")
 PROJECT_MECHANISMS = ("histogram", "histogram-public-scores", "secure-histogram")
@@ -159,7 +159,7 @@ class TableRunner:
     # -- cached pieces --------------------------------------------------------------------
     def client_ids(self, epoch: int, partition: str, clients: int) -> np.ndarray:
         """Client id per example: IID (seeded) or non-IID (sorted by score), cached."""
-        from dpauc_tf import partitions
+        from dpauc_tf.core import partitions
 
         key = (epoch, partition, clients)
         if key not in self._client_ids:
@@ -219,43 +219,38 @@ class TableRunner:
     # -- running --------------------------------------------------------------------------
     def run_setting(self, epoch: int, setting: Setting, seed: int) -> SimulationResult:
         """``repeats`` releases of one setting on one epoch's scores."""
-        if setting.mechanism == "score-noise":
-            from dpauc_tf.score_noise import ScoreNoise
-
-            data = self.score_sets[epoch]
-            out = ScoreNoise(setting.epsilon).evaluate(
-                data.labels, data.scores, seed=seed, repeats=self.repeats
-            )
-            return SimulationResult(
-                out.aucs, out.fpr, out.tpr, ScoreNoise(setting.epsilon).statement()
-            )
-        pos, neg = self.histograms(epoch, setting)
-        if setting.mechanism == "rr":
-            return simulate_randomized_response(
-                setting.epsilon, pos, neg, seed=seed, repeats=self.repeats
-            )
-        kwargs = {"num_clients": setting.clients} if setting.mechanism == "secure-histogram" else {}
         mechanism = get_mechanism(
             setting.mechanism,
             epsilon=setting.epsilon,
             num_thresholds=setting.num_thresholds,
-            **kwargs,
+            num_clients=setting.clients,
         )
+        if mechanism.capabilities.transforms_data:
+            data = self.score_sets[epoch]
+            ids = self.client_ids(epoch, setting.partition, setting.clients)
+            return simulate_examples(
+                mechanism,
+                data.labels,
+                data.scores,
+                Thresholds.make(setting.num_thresholds, setting.threshold_grid),
+                ids,
+                setting.clients,
+                seed=seed,
+                repeats=self.repeats,
+            )
+        pos, neg = self.histograms(epoch, setting)
         return simulate(mechanism, pos, neg, seed=seed, repeats=self.repeats)
 
     def row(self, epoch: int, setting: Setting, result: SimulationResult) -> dict[str, Any]:
-        tf_thresholds = 1000 if setting.mechanism == "score-noise" else setting.num_thresholds
+        own_grid = mechanism_class(setting.mechanism).capabilities.transforms_data
+        tf_thresholds = 1000 if own_grid else setting.num_thresholds
         return {
             "table": setting.table,
             "epoch": epoch,
             "setting": SETTING_NAMES[setting.partition],
             "clients": setting.clients,
-            "num_thresholds": setting.num_thresholds
-            if setting.mechanism != "score-noise"
-            else None,
-            "threshold_grid": setting.threshold_grid
-            if setting.mechanism != "score-noise"
-            else None,
+            "num_thresholds": setting.num_thresholds if not own_grid else None,
+            "threshold_grid": setting.threshold_grid if not own_grid else None,
             "epsilon": setting.epsilon,
             "mechanism": setting.mechanism,
             "repeats": self.repeats,

@@ -3,13 +3,12 @@
 The federated round (one evaluation) is
 
 ``(client datasets of {score, label} batches, client seeds) @CLIENTS``
-  -> client: per-bucket counts (:func:`dpauc_tf.counts.bucket_counts`), then the mechanism's
-     client-side release (:meth:`dpauc_tf.mechanisms.CountMechanism.release`), or for ``rr``
-     labels flipped first (:func:`dpauc_tf.randomized_response.flip_labels`) and exact counts;
+  -> client: per-bucket counts (:func:`dpauc_tf.core.counts.bucket_counts`), then the mechanism's
+     client-side release (:meth:`dpauc_tf.mechanisms.base.CountMechanism.release`);
   -> ``tff.federated_sum`` of the releases (``tff.federated_secure_sum_bitwidth`` of integer
-     releases for ``secure-histogram``), and of a 1 per client (the number that reported);
-  -> server: cumulative counts (:meth:`~dpauc_tf.mechanisms.CountMechanism.to_confusion`),
-     ROC points and AUC (:mod:`dpauc_tf.curve`), debiased for ``rr``.
+     releases for secure mechanisms), and of a 1 per client (the number that reported);
+  -> server: cumulative counts (:meth:`~dpauc_tf.mechanisms.base.CountMechanism.to_confusion`),
+     ROC points and the mechanism's AUC estimate, without new noise.
 
 Randomness comes only from each client's own seed (CLIENTS data): stateless ops, never
 op-level seeds (those gave identical noise to several TFF clients).
@@ -29,11 +28,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from dpauc_tf import randomized_response as rr
-from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import Confusion, roc_from_confusion
-from dpauc_tf.mechanisms import CountMechanism
-from dpauc_tf.thresholds import Thresholds
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.curve import Confusion, roc_from_confusion
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.base import CountMechanism
 
 COUNT_DTYPE = tf.float64
 SEED_TYPE = tff.TensorType(np.int64, [2])
@@ -45,26 +43,23 @@ DATASET_TYPE = tff.SequenceType(BATCH_TYPE)
 DEFAULT_BITWIDTH = 32
 
 
-def client_counts(dataset: tf.data.Dataset, thresholds: Thresholds, flip_epsilon=None, seed=None):
-    """Per-bucket ``(pos, neg)`` counts of one client's dataset (float64, ``[T + 1]`` each).
-
-    With ``flip_epsilon`` the labels of each batch are first flipped by randomized response,
-    batch ``i`` with the seed ``fold_in(seed, i)``.
-    """
+def client_counts(dataset: tf.data.Dataset, thresholds: Thresholds, integer_weights: bool = False):
+    """Per-bucket ``(pos, neg)`` counts of one client's dataset (float64, ``[T + 1]`` each)."""
     num_buckets = thresholds.num_buckets
     zeros = tf.zeros([num_buckets], COUNT_DTYPE)
 
     def add_batch(state, batch):
-        pos, neg, index = state
-        labels = batch["label"]
-        if flip_epsilon is not None:
-            batch_seed = tf.random.experimental.stateless_fold_in(seed, index)
-            labels = rr.flip_labels(labels, flip_epsilon, batch_seed)
-        batch_pos, batch_neg = bucket_counts(labels, batch["score"], thresholds, dtype=COUNT_DTYPE)
-        return pos + batch_pos, neg + batch_neg, index + 1
+        pos, neg = state
+        batch_pos, batch_neg = bucket_counts(
+            batch["label"],
+            batch["score"],
+            thresholds,
+            dtype=COUNT_DTYPE,
+            integer_weights=integer_weights,
+        )
+        return pos + batch_pos, neg + batch_neg
 
-    pos, neg, _ = dataset.reduce((zeros, zeros, tf.constant(0, tf.int64)), add_batch)
-    return pos, neg
+    return dataset.reduce((zeros, zeros), add_batch)
 
 
 def _release_type(mechanism: CountMechanism, thresholds: Thresholds) -> tff.Type:
@@ -83,15 +78,13 @@ def _release_type(mechanism: CountMechanism, thresholds: Thresholds) -> tff.Type
 def _client_release_fn(
     mechanism: CountMechanism,
     thresholds: Thresholds,
-    flip_epsilon: float | None,
     secure_bitwidth: int | None,
 ):
-    """The Python body of the client step: counts, (labels flipped,) release, (modular)."""
+    """The Python body of the client step: counts, release, (modular for a secure sum)."""
 
     def client_release(dataset, seed):
-        count_seed, noise_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
-        pos, neg = client_counts(dataset, thresholds, flip_epsilon, count_seed)
-        release = mechanism.release(pos, neg, seed=noise_seed)
+        pos, neg = client_counts(dataset, thresholds, mechanism.capabilities.integer_counts)
+        release = mechanism.release(pos, neg, seed=seed)
         release = collections.OrderedDict(sorted(release.items()))
         if secure_bitwidth is not None:
             modulus = tf.constant(2**secure_bitwidth, tf.int64)
@@ -108,7 +101,6 @@ def build_client_release(
     mechanism: CountMechanism,
     thresholds: Thresholds,
     *,
-    flip_epsilon: float | None = None,
     secure_bitwidth: int | None = None,
 ) -> tff.Computation:
     """``(dataset, seed) -> release`` run on each client (a ``tff.tensorflow.computation``).
@@ -116,7 +108,7 @@ def build_client_release(
     With ``secure_bitwidth`` the release is rounded to int64 and reduced modulo
     ``2^secure_bitwidth`` (the input a secure sum of that bitwidth expects).
     """
-    body = _client_release_fn(mechanism, thresholds, flip_epsilon, secure_bitwidth)
+    body = _client_release_fn(mechanism, thresholds, secure_bitwidth)
     return tff.tensorflow.computation(body, DATASET_TYPE, SEED_TYPE)
 
 
@@ -124,16 +116,11 @@ def build_server_curve(
     mechanism: CountMechanism,
     thresholds: Thresholds,
     release_type,
-    *,
-    flip_epsilon: float | None = None,
 ) -> tff.Computation:
     """``summed release -> {auc, fpr, tpr}`` at the server; no noise is added here.
 
     ``fpr``/``tpr`` are the (clipped) rates at each threshold, in threshold order; the AUC is
-    the mechanism's :meth:`~dpauc_tf.mechanisms.CountMechanism.estimate_auc` (the trapezoid
-    over the points sorted by FPR; the tree mechanisms' Mann-Whitney estimate).
-    For ``rr`` the AUC is debiased (:func:`dpauc_tf.randomized_response.debias_auc`); the
-    rates are those of the flipped labels.
+    the mechanism's :meth:`~dpauc_tf.mechanisms.base.CountMechanism.estimate_auc`.
     """
 
     @tff.tensorflow.computation(release_type)
@@ -142,10 +129,6 @@ def build_server_curve(
         auc = mechanism.estimate_auc(dict(release))
         # Rates per threshold, unsorted: every threshold as its own one-point curve.
         per_threshold = roc_from_confusion(Confusion(*(c[:, tf.newaxis] for c in confusion)))
-        if flip_epsilon is not None:
-            num_pos = tf.maximum(confusion.tp[0] + confusion.fn[0], 0.0)
-            num_neg = tf.maximum(confusion.fp[0] + confusion.tn[0], 0.0)
-            auc = rr.debias_auc(auc, num_pos, num_neg, flip_epsilon)
         return collections.OrderedDict(
             auc=tf.cast(auc, tf.float64),
             fpr=tf.cast(per_threshold.fpr[:, 0], tf.float64),
@@ -191,7 +174,6 @@ def build_federated_evaluation(
     mechanism: CountMechanism,
     thresholds: Thresholds,
     *,
-    flip_epsilon: float | None = None,
     secure_bitwidth: int | None = None,
 ) -> tff.Computation:
     """The whole round as a ``tff.federated_computation``.
@@ -203,12 +185,8 @@ def build_federated_evaluation(
     ``tff.federated_secure_sum_bitwidth`` (needs the test execution context in simulation).
     """
     _check_bitwidth(secure_bitwidth)
-    client_release = build_client_release(
-        mechanism, thresholds, flip_epsilon=flip_epsilon, secure_bitwidth=secure_bitwidth
-    )
-    server_curve = build_server_curve(
-        mechanism, thresholds, _release_type(mechanism, thresholds), flip_epsilon=flip_epsilon
-    )
+    client_release = build_client_release(mechanism, thresholds, secure_bitwidth=secure_bitwidth)
+    server_curve = build_server_curve(mechanism, thresholds, _release_type(mechanism, thresholds))
     signed = (
         build_signed_from_modular(client_release.type_signature.result, secure_bitwidth)
         if secure_bitwidth is not None
@@ -238,7 +216,6 @@ def build_mapreduce_evaluation(
     mechanism: CountMechanism,
     thresholds: Thresholds,
     *,
-    flip_epsilon: float | None = None,
     secure_bitwidth: int | None = None,
 ) -> tff.Computation:
     """The round in the ``(state@SERVER, data@CLIENTS) -> <state, output>@SERVER`` shape.
@@ -252,7 +229,7 @@ def build_mapreduce_evaluation(
     client_data_type = tff.StructWithPythonType(
         [("data", DATASET_TYPE), ("seed", SEED_TYPE)], collections.OrderedDict
     )
-    body = _client_release_fn(mechanism, thresholds, flip_epsilon, secure_bitwidth)
+    body = _client_release_fn(mechanism, thresholds, secure_bitwidth)
 
     @tff.tensorflow.computation(client_data_type)
     def client_release(client_data):
@@ -262,7 +239,7 @@ def build_mapreduce_evaluation(
 
     release_type = client_release.type_signature.result
     float_type = _release_type(mechanism, thresholds)
-    server_curve = build_server_curve(mechanism, thresholds, float_type, flip_epsilon=flip_epsilon)
+    server_curve = build_server_curve(mechanism, thresholds, float_type)
 
     @tff.tensorflow.computation(release_type)
     def finish(total):

@@ -13,24 +13,11 @@ import tensorflow as tf
 import tensorflow_federated as tff
 import tqdm
 
-from dpauc_tf import noise
-from dpauc_tf import randomized_response as rr
-from dpauc_tf.distributed import SECURE_MECHANISMS, SecureHistogram
+from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import computations
-from dpauc_tf.hierarchical import SecureTreeHistogram
-from dpauc_tf.mechanisms import CountMechanism, NoNoise, PrivacyStatement, get_mechanism
-from dpauc_tf.thresholds import Thresholds
-
-MECHANISMS = (
-    "paper",
-    "paper-gaussian",
-    "histogram",
-    "histogram-public-scores",
-    "secure-histogram",
-    "tree-histogram",
-    "secure-tree-histogram",
-    "rr",
-)
+from dpauc_tf.mechanisms.registry import get_mechanism, require
+from dpauc_tf.noise.seeds import make_seed, split_seed
+from dpauc_tf.privacy.statement import PrivacyStatement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,11 +61,11 @@ _COMPUTATIONS: dict[tuple, tff.Computation] = {}
 _SECURE_CONTEXT: dict = {}  # the test context we installed, if any
 
 
-def _computation(mechanism, thresholds, flip_epsilon, secure_bitwidth) -> tff.Computation:
-    key = (type(mechanism).__name__, repr(mechanism), thresholds, flip_epsilon, secure_bitwidth)
+def _computation(mechanism, thresholds, secure_bitwidth) -> tff.Computation:
+    key = (type(mechanism).__name__, repr(mechanism), thresholds, secure_bitwidth)
     if key not in _COMPUTATIONS:
         _COMPUTATIONS[key] = computations.build_federated_evaluation(
-            mechanism, thresholds, flip_epsilon=flip_epsilon, secure_bitwidth=secure_bitwidth
+            mechanism, thresholds, secure_bitwidth=secure_bitwidth
         )
     return _COMPUTATIONS[key]
 
@@ -138,35 +125,11 @@ def _as_batched_dataset(item, batch_size: int) -> tf.data.Dataset:
 def client_data_from_partition(
     scores: np.ndarray, labels: np.ndarray, client_ids: np.ndarray, num_clients: int
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(scores, labels)`` of every client from a partition (see :mod:`dpauc_tf.partitions`)."""
-    from dpauc_tf.partitions import client_slices
+    """``(scores, labels)`` of every client from a partition (see :mod:`dpauc_tf.core.partitions`)."""
+    from dpauc_tf.core.partitions import client_slices
 
     scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()
     return [(scores[idx], labels[idx]) for idx in client_slices(client_ids, num_clients)]
-
-
-def _make_mechanism(name, epsilon, num_thresholds, delta, num_shares, noise_family):
-    if epsilon is None:
-        return NoNoise(None, num_thresholds), None
-    if name == rr.NAME:
-        if delta is not None:
-            raise ValueError("rr is pure epsilon-DP; leave delta unset")
-        return NoNoise(None, num_thresholds), float(epsilon)
-    if name not in MECHANISMS:
-        raise ValueError(f"unknown federated mechanism {name!r}; choose one of {MECHANISMS}")
-    if name in SECURE_MECHANISMS:
-        return (
-            get_mechanism(
-                name,
-                epsilon=epsilon,
-                num_thresholds=num_thresholds,
-                delta=delta,
-                num_clients=num_shares,
-                family=noise_family,
-            ),
-            None,
-        )
-    return get_mechanism(name, epsilon=epsilon, num_thresholds=num_thresholds, delta=delta), None
 
 
 def evaluate(
@@ -179,7 +142,7 @@ def evaluate(
     threshold_grid: str | Sequence[float] = "tf",
     seed: int | None = None,
     dropout: float = 0.0,
-    noise_family: str = "discrete-laplace",
+    noise_family: str | None = None,
     secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
     secure_shares: int | None = None,
     batch_size: int = 4096,
@@ -189,27 +152,21 @@ def evaluate(
 
     Each client counts its examples per score bucket, applies the mechanism's client-side
     noise (or, for ``rr``, flips its labels first) and reports; the server sums the reports
-    (``tff.federated_sum``; ``tff.federated_secure_sum_bitwidth`` for ``secure-histogram``)
+    (``tff.federated_sum``; ``tff.federated_secure_sum_bitwidth`` for secure mechanisms)
     and computes the ROC points and the AUC without adding noise.
 
     Args:
       client_data: one item per client: a ``tf.data.Dataset`` of ``(score, label)`` pairs or
         ``{"score", "label"}`` dicts (scalars or batches), or a ``(scores, labels)`` pair of
         arrays. Clients may be empty. Scores in [0, 1], labels 0/1.
-      mechanism: ``"histogram"`` (Laplace(2/eps) per bucket count, local DP per client),
-        ``"histogram-public-scores"`` (Laplace(1/eps) on positives; bucket totals exact),
-        ``"paper"`` (DPAUC_Lap), ``"paper-gaussian"`` (needs ``delta``), ``"secure-histogram"``
-        (integer noise shares + secure sum; central-DP error), ``"tree-histogram"``
-        (Laplace noise on every node of a 4-ary tree over the class histograms, local DP per
-        client; least-squares leaves at the server), ``"secure-tree-histogram"`` (the tree
-        with integer noise shares + secure sum: central-DP error that does not grow with the
-        number of clients; best with a fine grid, e.g. ``num_thresholds=1023``; see
-        :mod:`dpauc_tf.hierarchical`) or ``"rr"`` (randomized response on labels, debiased
-        AUC). For the tree mechanisms the AUC is
-        :meth:`~dpauc_tf.hierarchical.TreeHistogram.estimate_auc` and the ROC points are the
-        monotone curve of ``to_confusion``. Local-DP mechanisms: every client's report is
-        private on its own and the noise variance of the sum grows linearly with the number of
-        reporting clients.
+      mechanism: a registered name usable here
+        (``dpauc_tf.list_mechanisms(federated=True)``). Local mechanisms (``histogram``,
+        ``tree-histogram``, ``paper``, ``rr``, ...): every client's report is private on its
+        own and the noise variance of the sum grows linearly with the number of reporting
+        clients. Secure mechanisms (``secure-histogram``, ``secure-tree-histogram``):
+        integer noise shares + a secure sum, central-DP error whatever the number of
+        clients. The AUC is the mechanism's estimate, the ROC points its curve
+        (``docs/mechanisms.md``).
       epsilon: each client's label-DP budget for this evaluation; ``None`` = no noise (NOT
         private; equals ``tf.keras.metrics.AUC`` on the pooled data for the ``"tf"`` grid).
       num_thresholds: ``T``. threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
@@ -220,7 +177,8 @@ def evaluate(
       dropout: fraction of clients that do not report: ``floor(dropout * K)`` clients chosen
         at random. The result says how many reported. ``secure-histogram`` sizes its noise
         shares for the clients expected to report, so the total noise is as stated.
-      noise_family: ``"discrete-laplace"`` or ``"skellam"`` (the two secure mechanisms only).
+      noise_family: ``"discrete-laplace"`` or ``"skellam"`` (secure mechanisms only; default:
+        Skellam when ``delta`` is given, discrete Laplace otherwise).
       secure_bitwidth: bitwidth of the modular secure sum (totals must fit in
         ``[-2^(b-1), 2^(b-1))``).
       secure_shares: number of reports the secure mechanisms' noise shares are sized for
@@ -249,28 +207,28 @@ def evaluate(
         raise ValueError("need at least one client")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-    if mechanism == "none" and epsilon is not None:
-        raise ValueError("mechanism 'none' adds no noise: pass epsilon=None with it")
     thresholds = Thresholds.make(num_thresholds, threshold_grid)
     num_dropped = math.floor(dropout * num_clients)
     num_expected = num_clients - num_dropped
     if num_expected < 1:
         raise ValueError(f"dropout={dropout} leaves no client to report")
-    count_mechanism, flip_epsilon = _make_mechanism(
+    options = {} if noise_family is None else {"family": noise_family}
+    count_mechanism = get_mechanism(
         mechanism,
-        epsilon,
-        thresholds.num_thresholds,
-        delta,
-        num_expected if secure_shares is None else secure_shares,
-        noise_family,
+        epsilon=epsilon,
+        num_thresholds=thresholds.num_thresholds,
+        delta=delta,
+        num_clients=num_expected if secure_shares is None else secure_shares,
+        **(options if epsilon is not None else {}),
     )
-    secure = bool(getattr(count_mechanism, "integer_release", False))
+    require(count_mechanism, "federated")
+    secure = count_mechanism.capabilities.secure
 
     rng = np.random.default_rng(seed)
     if seed is not None:
-        seeds = noise.split_seed(noise.make_seed(seed), num_clients).numpy()
+        seeds = split_seed(make_seed(seed), num_clients).numpy()
     else:
-        seeds = np.stack([noise.make_seed(None).numpy() for _ in range(num_clients)])
+        seeds = np.stack([make_seed(None).numpy() for _ in range(num_clients)])
     reporting = np.sort(rng.choice(num_clients, size=num_expected, replace=False))
 
     datasets = [
@@ -279,39 +237,23 @@ def evaluate(
     ]
     if secure:
         install_secure_sum_context()
-    computation = _computation(
-        count_mechanism, thresholds, flip_epsilon, secure_bitwidth if secure else None
-    )
+    computation = _computation(count_mechanism, thresholds, secure_bitwidth if secure else None)
     out = computation(datasets, [seeds[k] for k in reporting])
     curve = out["curve"]
     fpr, tpr = np.asarray(curve["fpr"]), np.asarray(curve["tpr"])
-    order = np.lexsort((tpr, fpr))  # by FPR, then TPR: the order of dpauc_tf.curve
+    order = np.lexsort((tpr, fpr))  # by FPR, then TPR: the order of dpauc_tf.core.curve
     roc = RocPoints(fpr=fpr[order], tpr=tpr[order], thresholds=thresholds.as_array()[order])
     num_reporting = int(out["num_reporting"])
 
-    if flip_epsilon is not None:
-        statement = rr.statement(flip_epsilon)
-        spent_epsilon, spent_delta, name = flip_epsilon, 0.0, rr.NAME
-    else:
-        statement = count_mechanism.statement()
-        spent_epsilon, spent_delta = _spent(count_mechanism, statement, num_reporting)
-        name = count_mechanism.name
+    statement = count_mechanism.statement()
     return FederatedEvaluation(
         auc=float(curve["auc"]),
         roc=roc,
-        mechanism=name,
-        epsilon=spent_epsilon,
-        delta=spent_delta,
+        mechanism=count_mechanism.name,
+        epsilon=count_mechanism.achieved_epsilon(num_reporting),
+        delta=float(statement.delta),
         statement=statement,
         num_clients=num_clients,
         num_reporting=num_reporting,
         noisy_counts={key: np.asarray(value) for key, value in out["release"].items()},
     )
-
-
-def _spent(
-    mechanism: CountMechanism, statement: PrivacyStatement, num_reporting: int
-) -> tuple[float, float]:
-    if isinstance(mechanism, (SecureHistogram, SecureTreeHistogram)):
-        return mechanism.achieved_epsilon(num_reporting), mechanism.delta
-    return float(statement.epsilon), float(statement.delta)

@@ -12,18 +12,18 @@ see. :func:`build_dpauc_metrics_aggregation_process` instead returns a
   ``tf.random.Generator.from_non_deterministic_state()``, since ``build_fed_eval`` gives
   clients no identity to seed from), and whose
 * server finalizer for DPAUC computes the AUC from the already-noisy sums **without new
-  noise** (clip at 0, ROC, trapezoid: :func:`dpauc_tf.curve.auc_from_histogram`).
+  noise** (clip at 0, ROC, trapezoid: :func:`dpauc_tf.core.curve.auc_from_histogram`).
 
 All other metrics keep TFF's default: exact sums, finalized by their own ``result()``.
 Each call of the evaluation process's ``next`` costs every participating client one
 release (``epsilon`` of its DPAUC metric); the "total_rounds" metrics are sums of released
 values (post-processing, no further cost).
 
-Supported DPAUC mechanisms: ``histogram``, ``histogram-public-scores`` (their releases are
-per-bucket histograms and fit DPAUC's variables) and ``epsilon=None`` (no noise). ``paper``
-and ``paper-gaussian`` release ``4T`` cumulative counts, which do not fit the ``T + 1``
-bucket variables: use :func:`dpauc_tf.federated.evaluate` for those. ``secure-histogram``
-needs a secure sum and a known number of clients: also :func:`~dpauc_tf.federated.evaluate`.
+Supported DPAUC mechanisms: those with the ``fed_eval`` capability
+(``dpauc_tf.list_mechanisms(fed_eval=True)``: their releases are per-bucket histograms and
+fit DPAUC's variables) and ``epsilon=None`` (no noise). The others (``paper`` releases
+``4T`` cumulative counts, the secure mechanisms need a secure sum) are refused with the
+registry's message: use :func:`dpauc_tf.federated.evaluate` for those.
 
 Example (``model_fn`` returns ``tff.learning.models.from_keras_model(..., metrics=[
 DPAUC(epsilon=1.0, num_thresholds=100), tf.keras.metrics.BinaryAccuracy()])``):
@@ -45,11 +45,10 @@ from collections.abc import Callable, Mapping
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from dpauc_tf.curve import auc_from_histogram
-from dpauc_tf.keras_metric import DPAUC
-from dpauc_tf.mechanisms import CountMechanism, Release
-
-SUPPORTED_MECHANISMS = ("histogram", "histogram-public-scores", "none")
+from dpauc_tf.core.curve import auc_from_histogram
+from dpauc_tf.keras.metric import DPAUC
+from dpauc_tf.mechanisms.base import CountMechanism, Release
+from dpauc_tf.mechanisms.registry import require
 
 
 def histogram_from_release(release: Release) -> tuple[tf.Tensor, tf.Tensor]:
@@ -62,12 +61,10 @@ def histogram_from_release(release: Release) -> tuple[tf.Tensor, tf.Tensor]:
 
 
 def _check_mechanism(name: str, mechanism: CountMechanism) -> None:
-    if mechanism.name not in SUPPORTED_MECHANISMS:
-        raise ValueError(
-            f"DPAUC metric {name!r} uses mechanism {mechanism.name!r}; client-side noise in "
-            f"build_fed_eval supports {SUPPORTED_MECHANISMS} (use dpauc_tf.federated.evaluate "
-            "for the others)"
-        )
+    try:
+        require(mechanism, "fed_eval")
+    except ValueError as error:
+        raise ValueError(f"DPAUC metric {name!r}: {error}") from None
 
 
 def noise_free_dpauc_finalizer(report_noisy_counts: bool = False) -> Callable:

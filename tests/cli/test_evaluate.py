@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 from sklearn.metrics import roc_auc_score
 
-from dpauc_tf.cli import MECHANISM_NAMES, main
+from dpauc_tf.cli import main
+from dpauc_tf.mechanisms import list_mechanisms
 
 N = 2000
 T = 50
@@ -45,7 +46,7 @@ def mechanism_args(name):
     return ["--epsilon", "1"]
 
 
-@pytest.mark.parametrize("name", MECHANISM_NAMES)
+@pytest.mark.parametrize("name", list_mechanisms())
 def test_every_mechanism_json(capsys, csv_path, score_frame, name):
     out = run_json(
         capsys,

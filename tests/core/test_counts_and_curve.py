@@ -3,15 +3,15 @@ import pytest
 import tensorflow as tf
 from sklearn.metrics import roc_auc_score
 
-from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import (
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.curve import (
     Confusion,
     auc_from_confusion,
     auc_from_histogram,
     confusion_from_histogram,
     roc_from_confusion,
 )
-from dpauc_tf.thresholds import Thresholds
+from dpauc_tf.core.thresholds import Thresholds
 
 
 def _data(n=3000, seed=0):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dpauc_tf.thresholds import Thresholds, reference_thresholds, tf_default_thresholds
+from dpauc_tf.core.thresholds import Thresholds, reference_thresholds, tf_default_thresholds
 
 
 @pytest.mark.parametrize("num_thresholds", [2, 3, 10, 200, 1000])

@@ -5,15 +5,15 @@ import pytest
 import tensorflow as tf
 from scipy import stats
 
-from dpauc_tf import get_mechanism, randomized_response
-from dpauc_tf.counts import bucket_counts
-from dpauc_tf.curve import auc_from_confusion, auc_from_histogram
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.curve import auc_from_confusion, auc_from_histogram
+from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.simulation import (
     client_histograms,
     simulate,
-    simulate_randomized_response,
 )
-from dpauc_tf.thresholds import Thresholds
+from dpauc_tf.mechanisms import get_mechanism
+from dpauc_tf.mechanisms.randomized_response import debias_auc, flip_probability
 
 T = 20
 K = 4
@@ -97,16 +97,18 @@ def test_randomized_response_counts_match_per_example_flips(data):
     epsilon = 1.0
     grid = Thresholds.make(T)
     pos, neg = client_histograms(labels, scores, grid, clients, K)
-    vectorised = simulate_randomized_response(epsilon, pos, neg, seed=7, repeats=R).aucs
+    mechanism = get_mechanism("rr", epsilon=epsilon, num_thresholds=T)
+    vectorised = simulate(mechanism, pos, neg, seed=7, repeats=R).aucs
     one_by_one = []
-    for r in range(R):
-        flipped = randomized_response.flip_labels(
-            labels.astype(np.float32), epsilon, seed=50_000 + r
-        )
+    rng = np.random.default_rng(50_000)
+    p = flip_probability(epsilon)
+    for _ in range(R):
+        flips = rng.random(labels.size) < p
+        flipped = np.where(flips, 1 - labels, labels).astype(np.float64)
         fpos, fneg = bucket_counts(flipped, scores, grid)
         one_by_one.append(
             float(
-                randomized_response.debias_auc(
+                debias_auc(
                     auc_from_histogram(fpos, fneg),
                     tf.reduce_sum(fpos),
                     tf.reduce_sum(fneg),

@@ -13,7 +13,9 @@ tff = pytest.importorskip("tensorflow_federated")
 import tensorflow as tf  # noqa: E402
 
 from dpauc_tf import DPAUC  # noqa: E402
-from dpauc_tf.counts import bucket_counts  # noqa: E402
+from dpauc_tf.core.counts import bucket_counts  # noqa: E402
+from dpauc_tf.core.partitions import iid_partition, non_iid_partition  # noqa: E402
+from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
 from dpauc_tf.federated import (  # noqa: E402
     build_dpauc_metrics_aggregation_process,
     client_data_from_partition,
@@ -21,8 +23,6 @@ from dpauc_tf.federated import (  # noqa: E402
     evaluate,
 )
 from dpauc_tf.mechanisms import get_mechanism  # noqa: E402
-from dpauc_tf.partitions import iid_partition, non_iid_partition  # noqa: E402
-from dpauc_tf.thresholds import Thresholds  # noqa: E402
 
 pytestmark = pytest.mark.federated
 

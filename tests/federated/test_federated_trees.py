@@ -9,11 +9,11 @@ tff = pytest.importorskip("tensorflow_federated")
 
 import tensorflow as tf  # noqa: E402
 
-from dpauc_tf.counts import bucket_counts  # noqa: E402
+from dpauc_tf.core.counts import bucket_counts  # noqa: E402
+from dpauc_tf.core.partitions import iid_partition, non_iid_partition  # noqa: E402
+from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
 from dpauc_tf.federated import client_data_from_partition, evaluate  # noqa: E402
-from dpauc_tf.hierarchical import SecureTreeHistogram  # noqa: E402
-from dpauc_tf.partitions import iid_partition, non_iid_partition  # noqa: E402
-from dpauc_tf.thresholds import Thresholds  # noqa: E402
+from dpauc_tf.mechanisms.tree import SecureTreeHistogram  # noqa: E402
 
 pytestmark = pytest.mark.federated
 

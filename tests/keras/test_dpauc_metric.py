@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dpauc_tf import DPAUC, get_mechanism, private_auc
-from dpauc_tf.keras_metric import KERAS_MAJOR
+from dpauc_tf import DPAUC, get_mechanism
+from dpauc_tf.keras.metric import KERAS_MAJOR
+from dpauc_tf.mechanisms import private_auc
 
 
 def _data(n=2000, seed=0):

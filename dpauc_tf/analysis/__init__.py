@@ -1,0 +1,1 @@
+"""Tools about the mechanisms: the empirical audit, noise-family and tree design comparisons."""

@@ -1,0 +1,447 @@
+"""Empirical privacy audit: a statistical lower bound on the epsilon a mechanism really has.
+
+A mechanism that claims (epsilon, delta)-DP promises, for neighbouring inputs ``D`` and
+``D'`` and every event ``E``: ``P[M(D) in E] <= e^epsilon P[M(D') in E] + delta``. The audit
+(in the style of Jagielski et al. 2020 and Nasr et al. 2021) runs the mechanism many times
+on a worst-case pair, picks an event, and turns the observed frequencies into a lower bound
+that holds with 95% confidence:
+
+``epsilon_lb = log((p_A_lower - delta) / p_B_upper)``
+
+where ``p_A_lower`` and ``p_B_upper`` are one-sided 97.5% Clopper-Pearson bounds (jointly
+95%) on the event's probability under the two neighbours. If ``epsilon_lb`` exceeds the
+claimed epsilon, the claim is false (up to the 5% error); an honest mechanism's bound stays
+below its claim, and the gap shows how tight the claim is for this pair and sample size.
+
+How the pieces are chosen:
+
+* **Worst-case neighbours** (:func:`worst_case_pair`): a tiny test set (the target example
+  plus one positive and one negative) whose target example sits on a threshold, so its label
+  moves a unit of weight between ``pos[b]`` and ``neg[b]`` of its bucket and, for the
+  paper's cumulative release, changes ``2T`` counts. Counts come from
+  :func:`dpauc_tf.core.counts.bucket_counts`.
+* **Coordinates that the flip touches** are found without looking inside the mechanism: the
+  two neighbours are released with the *same* seed, and the mean difference of the outputs
+  is the shift ``d`` (exact for additive-noise mechanisms). Midpoints are the medians of the
+  two neighbours' outputs on the selection half.
+* **Test statistics**: the likelihood-ratio statistic for Laplace-type noise,
+  ``sum_i clip(sign(d_i) (x_i - m_i), -|d_i|/2, |d_i|/2)``, and the one for Gaussian-type
+  noise, ``sum_i d_i (x_i - m_i)``. Both are oriented so that ``D'`` tends to be larger.
+* **The event** ``{S >= c}`` or ``{S <= c}`` (statistic, direction, threshold ``c``, which
+  neighbour is ``A``) is chosen on one half of the samples; the bound is computed on the
+  other, independent half, so the selection does not bias it.
+
+Negative control: ``flip_weight=2`` gives the flipped example weight 2, which the mechanisms
+forbid (their sensitivity assumes weights in [0, 1]): "sensitivity under-counted". Its
+audited bound must then exceed the claim, which shows that the audit can detect a violation.
+
+>>> result = run_audit("histogram", epsilon=1.0, samples=20_000, seed=0)
+>>> result.epsilon_lower_bound <= result.claimed_epsilon
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import tensorflow as tf
+from scipy import stats
+from tqdm.auto import tqdm
+
+from dpauc_tf.analysis.audit_cli import DEFAULT_NUM_THRESHOLDS, DEFAULT_SAMPLES
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.base import CountMechanism, Release
+from dpauc_tf.mechanisms.registry import get_mechanism, list_mechanisms
+
+CONFIDENCE = 0.95
+_CHUNK = 100_000
+_DIRECTION_REPEATS = 512
+_NUM_CANDIDATE_THRESHOLDS = 400
+_SELECTION_ALPHA = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class NeighbouringPair:
+    """Bucket counts of two test sets that differ in the label of one example.
+
+    ``pos, neg``: the target example is positive; ``pos_prime, neg_prime``: it is negative.
+    """
+
+    pos: np.ndarray
+    neg: np.ndarray
+    pos_prime: np.ndarray
+    neg_prime: np.ndarray
+    bucket: int
+    description: str
+
+
+def worst_case_pair(
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS, flip_weight: float = 1.0
+) -> NeighbouringPair:
+    """The audit's neighbours: a 3-example test set whose target label is flipped.
+
+    The target example's score is placed on a threshold (for ``T > 2``; with ``T = 2`` every
+    score in (0, 1] shares one bucket), next to one positive and one negative example.
+    ``flip_weight > 1`` breaks the mechanisms' sensitivity assumption (negative control).
+
+    >>> pair = worst_case_pair(5)
+    >>> (pair.pos - pair.pos_prime).tolist(), (pair.neg_prime - pair.neg).tolist()
+    ([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    """
+    thresholds = Thresholds.make(num_thresholds)
+    values = thresholds.as_array()
+    target_score = float(values[num_thresholds // 2]) if num_thresholds > 2 else 0.5
+    scores = [target_score, 0.9, 0.1]
+    weights = [flip_weight, 1.0, 1.0]
+    validate = flip_weight <= 1.0
+
+    def counts(target_label: int) -> tuple[np.ndarray, np.ndarray]:
+        pos, neg = bucket_counts(
+            [target_label, 1, 0],
+            scores,
+            thresholds,
+            sample_weight=weights,
+            dtype=tf.float64,
+            validate=validate,
+        )
+        return pos.numpy(), neg.numpy()
+
+    pos, neg = counts(1)
+    pos_prime, neg_prime = counts(0)
+    bucket = int(np.flatnonzero(pos != pos_prime)[0])
+    return NeighbouringPair(
+        pos,
+        neg,
+        pos_prime,
+        neg_prime,
+        bucket,
+        f"3 examples, T={num_thresholds}; the example at score {target_score:.4g} "
+        f"(bucket {bucket}, weight {flip_weight:g}) is positive in D, negative in D'",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditResult:
+    """Outcome of one audit.
+
+    Attributes:
+      mechanism: the mechanism's name.
+      epsilon, delta: the parameters it was built with.
+      claimed_epsilon: the epsilon of one release that the library states
+        (``statement().epsilon``; for ``paper`` the tight ``epsilon / 2``).
+      source_claimed_epsilon: what the source (the paper) claims, when that differs.
+      epsilon_lower_bound: the audited 95% lower bound (0 when nothing is shown).
+      plug_in_epsilon: the same ratio from the raw frequencies (no confidence margin).
+      samples: releases per neighbour (half select the event, half evaluate it).
+      statistic, event: the chosen test.
+      rate_a, rate_b: observed event frequencies under the favoured and the other neighbour.
+      rate_a_lower, rate_b_upper: their Clopper-Pearson bounds.
+      num_thresholds, flip_weight, pair: the neighbours audited.
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    claimed_epsilon: float
+    source_claimed_epsilon: float | None
+    epsilon_lower_bound: float
+    plug_in_epsilon: float
+    samples: int
+    statistic: str
+    event: str
+    rate_a: float
+    rate_b: float
+    rate_a_lower: float
+    rate_b_upper: float
+    confidence: float
+    num_thresholds: int
+    flip_weight: float
+    pair: str
+
+    @property
+    def violated(self) -> bool:
+        """True when the audit disproves the claim (lower bound above the claimed epsilon)."""
+        return self.epsilon_lower_bound > self.claimed_epsilon
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["violated"] = self.violated
+        return out
+
+
+def clopper_pearson_lower(successes: np.ndarray, trials: int, alpha: float) -> np.ndarray:
+    """One-sided ``1 - alpha`` Clopper-Pearson lower bound on a binomial proportion."""
+    k = np.asarray(successes, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bound = stats.beta.ppf(alpha, k, trials - k + 1)
+    return np.where(k <= 0, 0.0, bound)
+
+
+def clopper_pearson_upper(successes: np.ndarray, trials: int, alpha: float) -> np.ndarray:
+    """One-sided ``1 - alpha`` Clopper-Pearson upper bound on a binomial proportion."""
+    k = np.asarray(successes, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bound = stats.beta.ppf(1.0 - alpha, k + 1, trials - k)
+    return np.where(k >= trials, 1.0, bound)
+
+
+def epsilon_from_counts(
+    count_a: np.ndarray, count_b: np.ndarray, trials: int, delta: float, alpha: float
+) -> np.ndarray:
+    """``log((p_A_lower - delta) / p_B_upper)``; ``-inf`` where ``p_A_lower <= delta``."""
+    lower = clopper_pearson_lower(count_a, trials, alpha)
+    upper = clopper_pearson_upper(count_b, trials, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.log((lower - delta) / upper)
+    return np.where(lower > delta, eps, -np.inf)
+
+
+def _flatten(release: Release) -> np.ndarray:
+    """A release (dict of ``[R, ...]`` tensors) as one ``[R, C]`` float64 array."""
+    parts = [
+        np.asarray(release[key], dtype=np.float64).reshape(np.shape(release[key])[0], -1)
+        for key in sorted(release)
+    ]
+    return np.concatenate(parts, axis=1)
+
+
+def _release_matrix(mechanism, pos, neg, seed: int, repeats: int) -> np.ndarray:
+    """``repeats`` releases as a ``[R, C]`` array.
+
+    A mechanism with ``num_clients = K > 1`` (distributed noise, where :meth:`release` is one
+    client's share) is released as the sum of ``K`` reports: the client holding the test set
+    and ``K - 1`` clients with no examples, so the total carries one full draw of the noise.
+    """
+    num_clients = int(getattr(mechanism, "num_clients", 1))
+    seeds = np.random.SeedSequence(seed).generate_state(num_clients, dtype=np.uint64)
+    total = None
+    for client, client_seed in enumerate(seeds):
+        scale = 1.0 if client == 0 else 0.0
+        release = mechanism.release(
+            tf.constant(scale * pos, tf.float64),
+            tf.constant(scale * neg, tf.float64),
+            seed=int(client_seed) % (2**63 - 1),
+            repeats=repeats,
+        )
+        flat = _flatten({key: value.numpy() for key, value in release.items()})
+        total = flat if total is None else total + flat
+    return total
+
+
+def _shift(mechanism, pair: NeighbouringPair, seed: int) -> np.ndarray:
+    """Mean output difference ``D' - D`` under common random numbers (the same seed)."""
+    out = _release_matrix(mechanism, pair.pos, pair.neg, seed, _DIRECTION_REPEATS)
+    out_prime = _release_matrix(mechanism, pair.pos_prime, pair.neg_prime, seed, _DIRECTION_REPEATS)
+    return (out_prime - out).mean(axis=0)
+
+
+def _touched_samples(mechanism, pos, neg, columns, seeds, progress, label) -> np.ndarray:
+    parts = []
+    for seed, size in tqdm(seeds, desc=label, disable=not progress, leave=False):
+        parts.append(_release_matrix(mechanism, pos, neg, seed, size)[:, columns])
+    return np.concatenate(parts, axis=0)
+
+
+def _statistics(x: np.ndarray, shift: np.ndarray, middle: np.ndarray) -> dict[str, np.ndarray]:
+    centred = (x - middle) * np.sign(shift)
+    half = np.abs(shift) / 2.0
+    return {
+        "laplace-lr": np.clip(centred, -half, half).sum(axis=1),
+        "linear": (centred * np.abs(shift)).sum(axis=1),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Event:
+    statistic: str
+    upper: bool  # {S >= c} (favours D') or {S <= c} (favours D)
+    threshold: float
+
+    def count(self, values: np.ndarray) -> int:
+        hits = values >= self.threshold if self.upper else values <= self.threshold
+        return int(np.count_nonzero(hits))
+
+    def describe(self) -> str:
+        op, favoured = (">=", "D'") if self.upper else ("<=", "D")
+        return f"{self.statistic} statistic {op} {self.threshold:.6g} (favours {favoured})"
+
+
+def _select_event(stats_d, stats_prime, delta: float, alpha: float) -> _Event:
+    """The event with the largest lower bound on the selection half.
+
+    ``alpha`` here is deliberately smaller than the evaluation's: among hundreds of
+    candidate events, a rare one whose frequency ratio looks large by luck would otherwise
+    win (the winner's curse) and then evaluate poorly on the other half.
+    """
+    best, best_eps = None, -np.inf
+    for name in stats_d:
+        values_d = np.sort(stats_d[name])
+        values_prime = np.sort(stats_prime[name])
+        n = values_d.size
+        pooled = np.concatenate([values_d, values_prime])
+        levels = np.concatenate(
+            [
+                np.linspace(0.0, 1.0, _NUM_CANDIDATE_THRESHOLDS),
+                np.geomspace(1e-6, 0.05, 60),
+                1.0 - np.geomspace(1e-6, 0.05, 60),
+            ]
+        )
+        candidates = np.unique(np.quantile(pooled, np.clip(levels, 0, 1), method="nearest"))
+        # {S >= c}: favours D' (A = D', B = D)
+        ge_prime = n - np.searchsorted(values_prime, candidates, side="left")
+        ge_d = n - np.searchsorted(values_d, candidates, side="left")
+        # {S <= c}: favours D (A = D, B = D')
+        le_d = np.searchsorted(values_d, candidates, side="right")
+        le_prime = np.searchsorted(values_prime, candidates, side="right")
+        for upper, count_a, count_b in ((True, ge_prime, ge_d), (False, le_d, le_prime)):
+            eps = epsilon_from_counts(count_a, count_b, n, delta, alpha)
+            i = int(np.argmax(eps))
+            if eps[i] > best_eps:
+                best_eps, best = eps[i], _Event(name, upper, float(candidates[i]))
+    if best is None:  # every candidate event has p_A_lower <= delta
+        best = _Event("linear", True, float(np.median(stats_prime["linear"])))
+    return best
+
+
+def _seed_plan(seed: int | None, samples: int, chunk: int) -> list[list[tuple[int, int]]]:
+    """Independent chunk seeds for (D selection, D' selection, D evaluation, D' evaluation)."""
+    half = samples // 2
+    sizes = [chunk] * (half // chunk) + ([half % chunk] if half % chunk else [])
+    sequence = np.random.SeedSequence(seed)  # None: operating-system entropy
+    states = sequence.generate_state(4 * len(sizes) + 1, dtype=np.uint64)
+    seeds = [int(s) % (2**63 - 1) for s in states]
+    plans = [
+        [(seeds[1 + part * len(sizes) + i], size) for i, size in enumerate(sizes)]
+        for part in range(4)
+    ]
+    return [[(seeds[0], _DIRECTION_REPEATS)], *plans]
+
+
+def run_audit(
+    mechanism: str | CountMechanism,
+    epsilon: float | None = None,
+    *,
+    delta: float | None = None,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int | None = None,
+    flip_weight: float = 1.0,
+    confidence: float = CONFIDENCE,
+    progress: bool = False,
+    **mechanism_kwargs,
+) -> AuditResult:
+    """Audits one mechanism on :func:`worst_case_pair` and returns the 95% lower bound.
+
+    Args:
+      mechanism: a registered name (built with ``epsilon``, ``num_thresholds``, ``delta`` and
+        ``mechanism_kwargs``) or a built :class:`CountMechanism` (its own settings are used).
+      samples: releases per neighbour; half choose the event, half evaluate it.
+      seed: ``None`` for OS entropy, an int for a reproducible audit.
+      flip_weight: weight of the flipped example (> 1 only as a negative control).
+      confidence: joint confidence of the bound (each Clopper-Pearson side gets half the
+        error).
+      progress: show a progress bar.
+    """
+    if isinstance(mechanism, str):
+        mechanism = get_mechanism(
+            mechanism,
+            epsilon=epsilon,
+            num_thresholds=num_thresholds,
+            delta=delta,
+            **mechanism_kwargs,
+        )
+    elif epsilon is not None or delta is not None or mechanism_kwargs:
+        raise ValueError("pass epsilon/delta/options only with a mechanism name")
+    if mechanism.epsilon is None:
+        raise ValueError("the 'none' mechanism adds no noise: there is nothing to audit")
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 200:
+        raise ValueError(f"samples must be an int >= 200, got {samples!r}")
+    if not 0.5 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0.5, 1), got {confidence}")
+    if not (flip_weight > 0 and math.isfinite(flip_weight)):
+        raise ValueError(f"flip_weight must be finite and > 0, got {flip_weight}")
+    alpha = (1.0 - confidence) / 2.0
+    statement = mechanism.statement()
+    delta_claimed = float(statement.delta)
+    pair = worst_case_pair(mechanism.num_thresholds, flip_weight)
+
+    direction_plan, *plans = _seed_plan(seed, samples, _CHUNK)
+    shift = _shift(mechanism, pair, direction_plan[0][0])
+    columns = np.flatnonzero(np.abs(shift) > 1e-9)
+    if columns.size == 0:
+        raise ValueError(
+            f"{mechanism.name}: the release does not change when the label flips; "
+            "the audit cannot find the coordinates it touches"
+        )
+    shift = shift[columns]
+    inputs = [(pair.pos, pair.neg), (pair.pos_prime, pair.neg_prime)] * 2
+    labels = ["D select", "D' select", "D evaluate", "D' evaluate"]
+    sampled = [
+        _touched_samples(mechanism, *inputs[i], columns, plans[i], progress, labels[i])
+        for i in range(4)
+    ]
+    select_d, select_prime, eval_d, eval_prime = sampled
+    middle = (np.median(select_d, axis=0) + np.median(select_prime, axis=0)) / 2.0
+    event = _select_event(
+        _statistics(select_d, shift, middle),
+        _statistics(select_prime, shift, middle),
+        delta_claimed,
+        _SELECTION_ALPHA,
+    )
+    n = eval_d.shape[0]
+    count_d = event.count(_statistics(eval_d, shift, middle)[event.statistic])
+    count_prime = event.count(_statistics(eval_prime, shift, middle)[event.statistic])
+    count_a, count_b = (count_prime, count_d) if event.upper else (count_d, count_prime)
+    bound = float(epsilon_from_counts(count_a, count_b, n, delta_claimed, alpha))
+    rate_a, rate_b = count_a / n, count_b / n
+    plug_in = (
+        math.log((rate_a - delta_claimed) / rate_b)
+        if rate_a > delta_claimed and rate_b > 0
+        else (math.inf if rate_a > delta_claimed else 0.0)
+    )
+    return AuditResult(
+        mechanism=mechanism.name,
+        epsilon=float(mechanism.epsilon),
+        delta=float(mechanism.delta),
+        claimed_epsilon=float(statement.epsilon),
+        source_claimed_epsilon=statement.claimed_epsilon,
+        epsilon_lower_bound=max(bound, 0.0),
+        plug_in_epsilon=plug_in,
+        samples=2 * n,
+        statistic=event.statistic,
+        event=event.describe(),
+        rate_a=rate_a,
+        rate_b=rate_b,
+        rate_a_lower=float(clopper_pearson_lower(count_a, n, alpha)),
+        rate_b_upper=float(clopper_pearson_upper(count_b, n, alpha)),
+        confidence=confidence,
+        num_thresholds=mechanism.num_thresholds,
+        flip_weight=flip_weight,
+        pair=pair.description,
+    )
+
+
+def auditable_mechanisms() -> list[str]:
+    """Names of every registered mechanism that adds noise to counts (from the registry)."""
+    return list_mechanisms(private=True, transforms_data=False)
+
+
+def format_table(results: Sequence[AuditResult]) -> str:
+    """A plain-text table: claimed epsilon vs audited lower bound per mechanism."""
+    header = (
+        f"{'mechanism':<26} {'eps':>6} {'delta':>8} {'claimed':>8} {'lower bd':>9} "
+        f"{'plug-in':>8} {'samples':>9}  statistic   verdict"
+    )
+    lines = [header, "-" * len(header)]
+    for r in results:
+        verdict = "VIOLATED" if r.violated else "ok"
+        lines.append(
+            f"{r.mechanism:<26} {r.epsilon:>6.3g} {r.delta:>8.2g} {r.claimed_epsilon:>8.4g} "
+            f"{r.epsilon_lower_bound:>9.4f} {r.plug_in_epsilon:>8.4f} {r.samples:>9d}  "
+            f"{r.statistic:<11} {verdict}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,112 @@
+"""``dpauc audit``: the command-line face of :mod:`dpauc_tf.analysis.audit`.
+
+Building the parser imports neither TensorFlow nor dp-accounting; running it does.
+
+>>> import argparse
+>>> parser = argparse.ArgumentParser()
+>>> _ = register_cli(parser.add_subparsers(dest="command"))
+>>> parser.parse_args(["audit", "--mechanism", "histogram", "--epsilon", "1"]).samples
+200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+
+DEFAULT_SAMPLES = 200_000
+DEFAULT_NUM_THRESHOLDS = 2
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text}")
+    return value
+
+
+def register_cli(subparsers) -> argparse.ArgumentParser:
+    """Adds ``audit`` to an ``argparse`` sub-command set; the handler is ``args.func(args)``.
+
+    ``dpauc audit --mechanism NAME|all --epsilon E [--delta D] [--samples N] [--seed S]
+    [--num-thresholds T] [--flip-weight W] [--format table|json]``; the exit status is 0, or
+    3 when a bound exceeds its claim.
+    """
+    parser = subparsers.add_parser(
+        "audit",
+        help="empirical privacy audit: a 95%% lower bound on a mechanism's epsilon",
+        description="Empirical privacy audit: a statistical lower bound on a mechanism's epsilon.",
+    )
+    parser.add_argument(
+        "--mechanism", required=True, help="a mechanism name, or 'all' for every registered one"
+    )
+    parser.add_argument("--epsilon", type=_positive_float, required=True)
+    parser.add_argument("--delta", type=float, default=None, help="for Gaussian mechanisms")
+    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="per neighbour")
+    parser.add_argument("--seed", type=int, default=None, help="default: OS entropy")
+    parser.add_argument("--num-thresholds", type=int, default=DEFAULT_NUM_THRESHOLDS)
+    parser.add_argument(
+        "--flip-weight",
+        type=_positive_float,
+        default=1.0,
+        help="weight of the flipped example; > 1 is a negative control that must be caught",
+    )
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.set_defaults(func=run_cli)
+    return parser
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Runs the ``audit`` sub-command; returns the exit status (2 for bad arguments).
+
+    Gaussian-type mechanisms get ``delta = 1e-5`` unless ``--delta`` is given; with
+    ``--mechanism all``, ``--delta`` applies to those only.
+    """
+    try:
+        from dpauc_tf.analysis.audit import auditable_mechanisms, format_table, run_audit
+        from dpauc_tf.mechanisms.registry import mechanism_class
+
+        names = auditable_mechanisms() if args.mechanism == "all" else [args.mechanism]
+        results = []
+        for name in names:
+            needs_delta = mechanism_class(name).requires_delta
+            delta = args.delta
+            if needs_delta and delta is None:
+                delta = 1e-5
+            elif not needs_delta and args.mechanism == "all":
+                delta = None
+            results.append(
+                run_audit(
+                    name,
+                    epsilon=args.epsilon,
+                    delta=delta,
+                    num_thresholds=args.num_thresholds,
+                    samples=args.samples,
+                    seed=args.seed,
+                    flip_weight=args.flip_weight,
+                    progress=sys.stderr.isatty(),
+                )
+            )
+    except (ValueError, TypeError) as error:
+        print(f"dpauc audit: error: {error}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps([r.to_dict() for r in results], indent=1))
+    else:
+        print(format_table(results))
+    return 3 if any(r.violated for r in results) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dpauc_tf.analysis.audit_cli ...`` (the same options as ``dpauc audit``)."""
+    parser = argparse.ArgumentParser(prog="python -m dpauc_tf.analysis.audit_cli")
+    register_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["audit", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,397 @@
+"""The ``dpauc`` command line (also ``python -m dpauc_tf``).
+
+Subcommands:
+
+* ``dpauc evaluate --scores FILE --mechanism NAME --epsilon E ...``: the private AUC of a
+  file of scores (CSV or Parquet with ``score``, ``label`` and optionally ``client``
+  columns), ``--repeats`` times, with the exact (scikit-learn) and TensorFlow AUCs beside it.
+* ``dpauc reproduce {table1,...,table5,all} --scores synthetic|DIR``: the DPAUC paper's
+  tables with the paper's settings, plus rows for the project's mechanisms
+  (:mod:`dpauc_tf.experiments.tables`).
+* ``dpauc audit ...``: the empirical privacy audit (:mod:`dpauc_tf.analysis.audit`).
+
+Bad input (a missing file or column, labels other than 0/1, scores outside [0, 1], NaN, an
+empty file, more clients than examples, an impossible mechanism setting) prints one line,
+``dpauc: error: ...``, on stderr and exits with status 2.
+
+Example::
+
+    dpauc evaluate --scores scores.csv --mechanism histogram --epsilon 1 \\
+        --num-thresholds 100 --repeats 100 --seed 0 --format json
+    dpauc reproduce table4 --scores synthetic --seeds 100 --plot plots/
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpauc_tf.mechanisms.registry import list_mechanisms, mechanism_spec
+
+PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
+REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
+
+
+class CommandError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+# -- argument parsing -------------------------------------------------------------------------
+def _int_at_least(minimum: int):
+    """An argparse type: an integer >= ``minimum``, with a one-line error otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_non_negative_int = _int_at_least(0)
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage dump), exit status 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CommandError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``dpauc`` argument parser (subcommands ``evaluate``, ``reproduce``, maybe ``audit``)."""
+    parser = _OneLineParser(
+        prog="dpauc", description="AUC and ROC curves with label differential privacy."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+    sub.required = True
+
+    ev = sub.add_parser("evaluate", help="private AUC of a file of scores")
+    ev.add_argument("--scores", required=True, help="CSV or Parquet file of scores and labels")
+    ev.add_argument("--score-column", default="score")
+    ev.add_argument("--label-column", default="label")
+    ev.add_argument(
+        "--client-column", default="client", help="client ids, used when present (default: client)"
+    )
+    ev.add_argument("--mechanism", required=True, choices=list_mechanisms())
+    ev.add_argument("--epsilon", type=_finite_float, help="total epsilon of one release")
+    ev.add_argument("--delta", type=_finite_float, help="delta (paper-gaussian, skellam)")
+    ev.add_argument("--num-thresholds", type=_positive_int, default=100)
+    ev.add_argument("--threshold-grid", choices=("tf", "reference"), default="tf")
+    ev.add_argument(
+        "--clients", type=_positive_int, help="split the examples among K clients (--partition)"
+    )
+    ev.add_argument("--partition", choices=tuple(PARTITION_NAMES), default="iid")
+    ev.add_argument("--repeats", type=_positive_int, default=1)
+    ev.add_argument(
+        "--seed", type=_non_negative_int, help="integer seed (reproducible); default: OS entropy"
+    )
+    ev.add_argument("--format", choices=("table", "json"), default="table")
+    ev.add_argument("--plot", help="write the ROC band to this PNG")
+    ev.add_argument(
+        "--backend",
+        choices=("simulate", "tff"),
+        default="simulate",
+        help="simulate (default; no TFF needed) or tff (dpauc_tf.federated.evaluate)",
+    )
+    ev.set_defaults(func=run_evaluate)
+
+    rp = sub.add_parser("reproduce", help="the DPAUC paper's tables, next to the project's")
+    rp.add_argument("target", choices=REPRODUCE_TARGETS)
+    rp.add_argument(
+        "--scores",
+        required=True,
+        help="'synthetic' or a directory with scores_epoch<N>.parquet|csv (models.train)",
+    )
+    rp.add_argument("--seeds", type=_positive_int, default=100, help="repeats per setting")
+    rp.add_argument("--seed", type=_non_negative_int, default=0, help="base seed")
+    rp.add_argument(
+        "--threshold-grid",
+        choices=("tf", "reference"),
+        default="reference",
+        help="grid of the paper's rows (default: the reference code's)",
+    )
+    rp.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown")
+    rp.add_argument("--plot", help="directory for PNG plots")
+    rp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rp.set_defaults(func=run_reproduce)
+
+    from dpauc_tf.analysis import audit_cli
+
+    audit_cli.register_cli(sub)
+    return parser
+
+
+# -- evaluate ---------------------------------------------------------------------------------
+def _client_ids(data, args) -> tuple[np.ndarray, int]:
+    from dpauc_tf.core import partitions
+
+    if args.clients is not None:
+        if args.clients > data.num_examples:
+            raise CommandError(
+                f"--clients {args.clients} exceeds the number of examples ({data.num_examples})"
+            )
+        kind = PARTITION_NAMES[args.partition]
+        ids = partitions.partition(kind, data.scores, data.labels, args.clients, seed=args.seed)
+        return np.asarray(ids, np.int64), args.clients
+    if data.clients is not None:
+        return data.clients, data.num_file_clients
+    return np.zeros(data.num_examples, np.int64), 1
+
+
+def _mechanism(args, num_clients: int):
+    from dpauc_tf.mechanisms import get_mechanism
+
+    private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
+    if not private and args.epsilon is not None:
+        raise CommandError(f"mechanism {args.mechanism!r} adds no noise: leave --epsilon unset")
+    if private and args.epsilon is None:
+        raise CommandError(f"mechanism {args.mechanism!r} needs --epsilon")
+    return get_mechanism(
+        args.mechanism,
+        epsilon=args.epsilon,
+        num_thresholds=args.num_thresholds,
+        delta=args.delta,
+        num_clients=num_clients,
+    )
+
+
+def evaluate_scores(args) -> dict[str, Any]:
+    """Runs ``dpauc evaluate`` and returns the JSON-ready result."""
+    from dpauc_tf.core.thresholds import Thresholds
+    from dpauc_tf.experiments.ground_truth import exact_auc, tf_auc
+    from dpauc_tf.experiments.score_files import read_score_file
+    from dpauc_tf.experiments.simulation import client_histograms, simulate_examples
+
+    data = read_score_file(
+        args.scores,
+        score_column=args.score_column,
+        label_column=args.label_column,
+        client_column=args.client_column,
+    )
+    client_ids, num_clients = _client_ids(data, args)
+    mechanism = _mechanism(args, num_clients)
+    thresholds = Thresholds.make(args.num_thresholds, args.threshold_grid)
+    if args.backend == "tff":
+        result = _evaluate_with_tff(args, data, client_ids, num_clients)
+    else:
+        result = simulate_examples(
+            mechanism,
+            data.labels,
+            data.scores,
+            thresholds,
+            client_ids,
+            num_clients,
+            seed=args.seed,
+            repeats=args.repeats,
+        )
+    statement = result.statement
+    output = {
+        "exact_auc": exact_auc(data.labels, data.scores),
+        "tf_auc": tf_auc(data.labels, data.scores, args.num_thresholds),
+        "mechanism": args.mechanism,
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "guaranteed_epsilon": _finite_or_none(None if statement is None else statement.epsilon),
+        "guaranteed_delta": None if statement is None else statement.delta,
+        "privacy": None if statement is None else str(statement),
+        "num_examples": data.num_examples,
+        "num_positives": data.num_positives,
+        "num_clients": num_clients,
+        "partition": (PARTITION_NAMES[args.partition] if args.clients else None),
+        "num_thresholds": args.num_thresholds,
+        "threshold_grid": args.threshold_grid,
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "backend": args.backend,
+        "auc_mean": float(np.mean(result.aucs)),
+        "auc_std": float(np.std(result.aucs)),
+        "aucs": [float(a) for a in result.aucs],
+        "roc": {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
+    }
+    if mechanism.roc_note:
+        output["roc_note"] = mechanism.roc_note
+    if args.plot:
+        from dpauc_tf.experiments import plots
+
+        exact = client_histograms(data.labels, data.scores, Thresholds.make(1000))
+        plots.roc_band(
+            _exact_roc(*exact),
+            {args.mechanism: (result.fpr, result.tpr)},
+            args.plot,
+            title=f"{args.mechanism}, epsilon={args.epsilon}, {num_clients} client(s), "
+            f"{args.repeats} repeat(s)",
+        )
+        output["plot"] = str(args.plot)
+    return output
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """JSON has no infinity: the ``none`` mechanism's epsilon becomes ``null``."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _exact_roc(pos, neg) -> tuple[np.ndarray, np.ndarray]:
+    from dpauc_tf.core.curve import confusion_from_histogram, roc_from_confusion
+
+    roc = roc_from_confusion(confusion_from_histogram(pos.sum(0), neg.sum(0)))
+    return roc.fpr.numpy(), roc.tpr.numpy()
+
+
+def _evaluate_with_tff(args, data, client_ids, num_clients):
+    """``--backend tff``: :func:`dpauc_tf.federated.evaluate`, one TFF evaluation per repeat."""
+    if importlib.util.find_spec("tensorflow_federated") is None:
+        raise CommandError("--backend tff needs tensorflow-federated (the .venv environment)")
+    from dpauc_tf import federated
+    from dpauc_tf.experiments.simulation import SimulationResult
+
+    evaluate = getattr(federated, "evaluate", None)
+    if evaluate is None:
+        raise CommandError("--backend tff: dpauc_tf.federated.evaluate is not available")
+    clients = federated.client_data_from_partition(
+        data.scores, data.labels, client_ids, num_clients
+    )
+    seeds = (
+        [None] * args.repeats
+        if args.seed is None
+        else np.random.SeedSequence(args.seed).generate_state(args.repeats).tolist()
+    )
+    aucs, fprs, tprs, statement = [], [], [], None
+    for seed in seeds:
+        out = evaluate(
+            clients,
+            mechanism=args.mechanism,
+            epsilon=args.epsilon,
+            num_thresholds=args.num_thresholds,
+            delta=args.delta,
+            threshold_grid=args.threshold_grid,
+            seed=None if seed is None else int(seed),
+        )
+        aucs.append(float(out.auc))
+        fprs.append(np.asarray(out.roc.fpr))
+        tprs.append(np.asarray(out.roc.tpr))
+        statement = out.statement
+    return SimulationResult(np.asarray(aucs), np.stack(fprs), np.stack(tprs), statement)
+
+
+def _format_evaluation(result: dict[str, Any]) -> str:
+    lines = [
+        f"mechanism        {result['mechanism']}",
+        f"privacy          {result['privacy']}",
+        f"examples         {result['num_examples']} ({result['num_positives']} positive), "
+        f"{result['num_clients']} client(s)",
+        f"thresholds       {result['num_thresholds']} ({result['threshold_grid']} grid)",
+        f"exact AUC        {result['exact_auc']:.6f} (scikit-learn)",
+        f"TensorFlow AUC   {result['tf_auc']:.6f} (num_thresholds={result['num_thresholds']})",
+        f"private AUC      {result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
+        f"over {result['repeats']} repeat(s)",
+    ]
+    if "plot" in result:
+        lines.append(f"plot             {result['plot']}")
+    return "\n".join(lines)
+
+
+def run_evaluate(args) -> int:
+    result = evaluate_scores(args)
+    if args.format == "json":
+        print(json.dumps(result))
+    else:
+        print(_format_evaluation(result))
+    return 0
+
+
+# -- reproduce --------------------------------------------------------------------------------
+def load_score_sets(source: str) -> dict:
+    """``{epoch: ScoreSet}`` from ``"synthetic"`` or a directory of ``scores_epoch<N>`` files."""
+    from dpauc_tf.experiments.score_files import epoch_files, read_score_file
+
+    if source == "synthetic":
+        from dpauc_tf.experiments.synthetic import paper_score_sets
+
+        return paper_score_sets()
+    return {epoch: read_score_file(path) for epoch, path in epoch_files(source).items()}
+
+
+def run_reproduce(args) -> int:
+    from dpauc_tf.experiments import tables
+
+    targets = list(tables.TABLES) if args.target == "all" else [args.target]
+    score_sets = load_score_sets(args.scores)
+    runner = tables.TableRunner(score_sets, repeats=args.seeds, seed=args.seed)
+    last_epoch = max(score_sets)
+    rows = runner.run(
+        targets,
+        paper_grid=args.threshold_grid,
+        progress=not args.no_progress,
+        keep=(lambda table, epoch, setting: epoch == last_epoch) if args.plot else None,
+    )
+    formatter = {
+        "markdown": tables.format_markdown,
+        "csv": tables.format_csv,
+        "json": tables.format_json,
+    }[args.format]
+    print(formatter(rows))
+    if args.plot:
+        from dpauc_tf.experiments import plots
+
+        written = plots.table_plots(runner, rows, Path(args.plot), epoch=last_epoch)
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+# -- entry point ------------------------------------------------------------------------------
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip()
+    if hasattr(error, "message") and isinstance(error.message, str):  # tf.errors.OpError
+        text = error.message.strip()
+    first = text.splitlines()[0] if text else type(error).__name__
+    return first
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs ``dpauc``; returns the exit status (0 ok, 2 bad input)."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        return int(args.func(args) or 0)
+    except CommandError as error:
+        print(f"dpauc: error: {_one_line(error)}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, KeyError, OSError) as error:
+        print(f"dpauc: error: {_one_line(error)}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        import tensorflow as tf
+
+        if isinstance(error, tf.errors.OpError):
+            print(f"dpauc: error: {_one_line(error)}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

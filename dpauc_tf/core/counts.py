@@ -1,0 +1,206 @@
+"""Scores and labels -> per-bucket positive and negative counts (the only pass over the data).
+
+``bucket_counts`` is O(n + T): one bucket id per example (see
+:meth:`dpauc_tf.core.thresholds.Thresholds.bucketize`) and one ``unsorted_segment_sum`` over
+``2 (T + 1)`` segments. It validates its input, because a wrong label or an out-of-range
+weight would silently break the sensitivity bound that every mechanism relies on:
+
+* labels must be 0 or 1 (booleans are accepted);
+* scores must be finite and in [0, 1] (with ``from_logits=True``: not NaN, then a sigmoid);
+* sample weights must be finite and in [0, 1] (with ``integer_weights=True``, for the
+  integer-noise mechanisms: 0 or 1, since a fraction would show through integer noise);
+* one score and one label per example: shapes ``[N]``, ``[N, 1]`` or scalars. One-hot labels
+  or several outputs per example (``[N, 2]``) are refused: they would count every example
+  several times and multiply the sensitivity.
+
+Counts are accumulated in float64 whatever the caller's dtype: a float32 sum stops counting
+at ``2^24`` per bucket (and a label flip then moves it by more than the stated sensitivity);
+float64 counts are exact integers up to ``2^53``.
+
+Eagerly and in ``tf.function`` graphs a violation raises ``tf.errors.InvalidArgumentError``
+with a message that names it. Under XLA (``jit_compile``) assertions are dropped by the
+compiler, so the counts are additionally poisoned with NaN: the AUC then comes out as NaN
+instead of a wrong number.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from dpauc_tf.core.thresholds import Thresholds
+
+
+def validate_batch(
+    y_true: tf.Tensor,
+    y_pred: tf.Tensor,
+    sample_weight: tf.Tensor | None = None,
+    *,
+    from_logits: bool = False,
+    integer_weights: bool = False,
+) -> tf.Tensor:
+    """Asserts that a batch is valid and returns a scalar bool ``bad`` (for the XLA path).
+
+    All arguments must already be flat float tensors of equal length (weights may be None).
+    """
+    label_ok = tf.logical_or(tf.equal(y_true, 0.0), tf.equal(y_true, 1.0))
+    if from_logits:
+        score_ok = tf.logical_not(tf.math.is_nan(y_pred))
+        score_msg = "DPAUC: logits must not be NaN."
+    else:
+        # NaN fails both comparisons, so it is caught here too.
+        score_ok = tf.logical_and(tf.greater_equal(y_pred, 0.0), tf.less_equal(y_pred, 1.0))
+        score_msg = (
+            "DPAUC: predictions must be finite and in [0, 1] (use from_logits=True for logits)."
+        )
+    checks = [(label_ok, "DPAUC: labels must be 0 or 1."), (score_ok, score_msg)]
+    if sample_weight is not None:
+        weight_ok = tf.logical_and(
+            tf.greater_equal(sample_weight, 0.0), tf.less_equal(sample_weight, 1.0)
+        )
+        checks.append(
+            (
+                weight_ok,
+                "DPAUC: sample weights must be in [0, 1]; larger weights break the sensitivity "
+                "bound of the privacy guarantee.",
+            )
+        )
+        if integer_weights:
+            checks.append(
+                (
+                    tf.equal(sample_weight, tf.round(sample_weight)),
+                    "DPAUC: this mechanism adds integer noise and needs sample weights of 0 or "
+                    "1; a fractional weight would show through the noise (epsilon = infinity).",
+                )
+            )
+    all_ok = checks[0][0]
+    for cond, _ in checks[1:]:
+        all_ok = tf.logical_and(all_ok, cond)
+    bad = tf.logical_not(tf.reduce_all(all_ok))
+
+    def explain():  # only runs when something is wrong: name the first violated rule
+        for cond, message in checks:
+            tf.debugging.Assert(tf.reduce_all(cond), [message])
+        return bad
+
+    return tf.cond(bad, explain, lambda: bad)
+
+
+def _one_per_example(tensor: tf.Tensor, what: str) -> tf.Tensor:
+    """``[N]`` from ``[N]``, ``[N, 1]`` or a scalar; one-hot / multi-output shapes refused."""
+    shape = tensor.shape
+    if shape.rank is not None and shape.rank >= 2:
+        trailing = shape[1:]
+        if shape.rank > 2 or (trailing[0] is not None and trailing[0] != 1):
+            raise ValueError(
+                f"DPAUC: {what} of shape {shape} hold more than one value per example; "
+                "DPAUC counts one score and one 0/1 label per example (shape [N] or [N, 1]). "
+                "One-hot labels or several outputs would count each example several times and "
+                "multiply the privacy cost."
+            )
+        if trailing[0] is None:
+            check = tf.debugging.assert_equal(
+                tf.shape(tensor)[1], 1, message=f"DPAUC: {what} must have shape [N] or [N, 1]"
+            )
+            with tf.control_dependencies([check]):
+                tensor = tf.identity(tensor)
+    return tf.reshape(tensor, [-1])
+
+
+def _flatten_inputs(y_true, y_pred, sample_weight, dtype):
+    y_pred = _one_per_example(tf.cast(tf.convert_to_tensor(y_pred), dtype), "predictions")
+    y_true = _one_per_example(tf.cast(tf.convert_to_tensor(y_true), dtype), "labels")
+    if y_true.shape[0] is not None and y_pred.shape[0] is not None:
+        if y_true.shape[0] != y_pred.shape[0]:
+            raise ValueError(f"DPAUC: {y_true.shape[0]} labels but {y_pred.shape[0]} predictions")
+    else:
+        check = tf.debugging.assert_equal(
+            tf.size(y_true), tf.size(y_pred), message="DPAUC: as many labels as predictions"
+        )
+        with tf.control_dependencies([check]):
+            y_true = tf.identity(y_true)
+    if sample_weight is not None:
+        sample_weight = tf.cast(tf.convert_to_tensor(sample_weight), dtype)
+        if sample_weight.shape.rank is not None and sample_weight.shape.rank >= 1:
+            sample_weight = _one_per_example(sample_weight, "sample weights")
+        sample_weight = tf.broadcast_to(sample_weight, tf.shape(y_true))
+    return y_true, y_pred, sample_weight
+
+
+def bucket_counts(
+    y_true,
+    y_pred,
+    thresholds: Thresholds,
+    sample_weight=None,
+    *,
+    from_logits: bool = False,
+    dtype: tf.DType = tf.float64,
+    validate: bool = True,
+    integer_weights: bool = False,
+    group_ids=None,
+    num_groups: int | None = None,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Counts (weighted) positives and negatives per score bucket.
+
+    Args:
+      y_true: labels in {0, 1}, any shape.
+      y_pred: scores in [0, 1] (or logits with ``from_logits=True``), same number of elements.
+      thresholds: the grid that defines the ``T + 1`` buckets.
+      sample_weight: optional weights in [0, 1], broadcastable to ``y_true``.
+      from_logits: apply a sigmoid to ``y_pred`` first.
+      dtype: float dtype of the returned counts; the sums are always taken in float64.
+      validate: check labels, scores and weights (see the module docstring).
+      integer_weights: also require weights of 0 or 1 (integer-noise mechanisms).
+      group_ids: optional int group (e.g. client) id in ``[0, num_groups)`` per example: count
+        every group separately in the same single pass.
+      num_groups: the number of groups; required with ``group_ids``.
+
+    Returns:
+      ``(pos, neg)``, each of shape ``[T + 1]`` (``[num_groups, T + 1]`` with ``group_ids``):
+      ``pos[b]`` is the weighted number of positive examples whose score falls in bucket ``b``.
+
+    >>> t = Thresholds.make(num_thresholds=3)
+    >>> pos, neg = bucket_counts([1, 0, 1], [0.9, 0.2, 0.4], t)
+    >>> pos.numpy().tolist(), neg.numpy().tolist()
+    ([0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+    """
+    out_dtype = dtype
+    dtype = tf.float64  # exact integer counts up to 2^53 (float32 stops at 2^24)
+    y_true, y_pred, sample_weight = _flatten_inputs(y_true, y_pred, sample_weight, dtype)
+    bad = (
+        validate_batch(
+            y_true,
+            y_pred,
+            sample_weight,
+            from_logits=from_logits,
+            integer_weights=integer_weights,
+        )
+        if validate
+        else None
+    )
+    if from_logits:
+        y_pred = tf.sigmoid(y_pred)
+    num_buckets = thresholds.num_buckets
+    # Segment b holds positives of bucket b, segment (T + 1) + b the negatives.
+    segment = thresholds.segment_ids(y_pred, y_true)
+    weights = tf.ones_like(y_true) if sample_weight is None else sample_weight
+    groups = 1
+    if group_ids is not None:
+        if num_groups is None or num_groups < 1:
+            raise ValueError("group_ids needs num_groups >= 1")
+        groups = int(num_groups)
+        group_ids = tf.reshape(tf.cast(group_ids, tf.int32), [-1])
+        tf.debugging.assert_equal(tf.size(group_ids), tf.size(segment), "one group id per example")
+        tf.debugging.assert_non_negative(group_ids, "group ids must be >= 0")
+        tf.debugging.assert_less(group_ids, groups, "group ids must be < num_groups")
+        segment = segment + group_ids * (2 * num_buckets)
+    counts = tf.math.unsorted_segment_sum(weights, segment, 2 * num_buckets * groups)
+    if bad is not None:
+        counts = counts + tf.where(bad, tf.constant(np.nan, dtype), tf.constant(0.0, dtype))
+    counts = tf.cast(counts, out_dtype)
+    if group_ids is not None:
+        counts = tf.reshape(counts, [groups, 2, num_buckets])
+        return counts[:, 0], counts[:, 1]
+    pos = counts[:num_buckets]
+    neg = counts[num_buckets:]
+    return pos, neg

@@ -1,0 +1,220 @@
+"""The mechanism protocol: what every label-DP (or score-DP) release of a curve implements.
+
+A mechanism turns the per-bucket counts ``pos[b], neg[b]`` of one data holder (or one
+client) into a *release* (a dict of tensors), and turns a release, or the sum of many
+clients' releases, into cumulative confusion counts and an AUC estimate (post-processing,
+no privacy cost). Releases are additive, so a federated server may sum clients' releases.
+
+The client-side step is ``transform`` (labels and scores before counting; the identity
+except for ``score-noise``), counting on ``count_thresholds`` (the metric's grid except for
+``score-noise``), then ``release``. Every mechanism is vectorised over a leading "repeat"
+axis: ``release(..., repeats=R)`` draws ``R`` independent releases of the same counts.
+
+What a mechanism can take is stated once, in its :class:`Capabilities`; callers (the Keras
+metric, the command line, the simulation, TFF, the audit) ask the registry
+(:mod:`dpauc_tf.mechanisms.registry`), which refuses what a mechanism cannot do.
+
+>>> from dpauc_tf.mechanisms import get_mechanism
+>>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
+>>> m.capabilities.integer_counts, m.capabilities.releases
+(False, 'curve')
+>>> release = m.release(tf.constant([0., 5., 3., 0.]), tf.constant([0., 4., 1., 0.]), seed=0)
+>>> sorted(release)
+['neg', 'pos']
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+from typing import ClassVar
+
+import dp_accounting
+import tensorflow as tf
+
+from dpauc_tf.core.curve import Confusion, RocCurve, auc_from_roc, roc_from_confusion
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.noise.seeds import make_seed
+from dpauc_tf.privacy.accounting import EpsilonSpent, composed_epsilon
+from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_delta, check_epsilon
+
+Release = dict[str, tf.Tensor]
+
+
+class CountMechanism(abc.ABC):
+    """A mechanism on bucket counts ``pos, neg`` of shape ``[..., T + 1]``.
+
+    Subclasses set ``name`` and implement :meth:`_noisy_release`, :meth:`to_confusion`,
+    :meth:`dp_event`, :meth:`statement` and :attr:`noise_stddev`; their summary and
+    :class:`Capabilities` are stated once, in the registry entry that names them
+    (:mod:`dpauc_tf.mechanisms.registry`). An option that changes a capability (for example
+    exact integer noise) sets ``self._capabilities``. Construction validates ``epsilon`` and
+    ``delta``.
+    """
+
+    _capabilities: Capabilities | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this mechanism can take (the registry's entry, or an option's override)."""
+        if self._capabilities is not None:
+            return self._capabilities
+        from dpauc_tf.mechanisms.registry import capabilities_of
+
+        return capabilities_of(type(self))
+
+    name: ClassVar[str]
+    neighbouring: ClassVar[str] = LABEL_DP
+    requires_delta: ClassVar[bool] = False
+    # What the released ROC curve is, when it is not the curve of the true labels.
+    roc_note: ClassVar[str] = ""
+
+    def __init__(self, epsilon: float, num_thresholds: int, delta: float | None = None):
+        epsilon = check_epsilon(epsilon)
+        if epsilon is None:
+            raise ValueError(f"{self.name} needs an epsilon; use the 'none' mechanism for no noise")
+        _check_num_thresholds(num_thresholds)
+        self.epsilon = epsilon
+        self.delta = check_delta(delta, required=self.requires_delta)
+        self.num_thresholds = int(num_thresholds)
+
+    @property
+    def num_buckets(self) -> int:
+        return self.num_thresholds + 1
+
+    # -- the client-side step -------------------------------------------------------------
+    def count_thresholds(self, thresholds: Thresholds) -> Thresholds:
+        """The grid the client counts on (the caller's, except for score-noise)."""
+        return thresholds
+
+    def transform(self, labels: tf.Tensor, scores: tf.Tensor, seed: tf.Tensor):
+        """Labels and scores as the client counts them (identity unless transforms_data)."""
+        del seed
+        return labels, scores
+
+    def release(
+        self,
+        pos: tf.Tensor,
+        neg: tf.Tensor,
+        seed: int | tf.Tensor | None = None,
+        repeats: int | None = None,
+    ) -> Release:
+        """Noisy release of the counts; with ``repeats=R`` every tensor gets a leading ``R`` axis."""
+        pos = tf.convert_to_tensor(pos)
+        neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
+        if not pos.dtype.is_floating:
+            pos, neg = tf.cast(pos, tf.float64), tf.cast(neg, tf.float64)
+        if repeats is not None:
+            if repeats < 1:
+                raise ValueError(f"repeats must be >= 1, got {repeats}")
+            pos = tf.broadcast_to(pos, tf.concat([[repeats], tf.shape(pos)], 0))
+            neg = tf.broadcast_to(neg, tf.concat([[repeats], tf.shape(neg)], 0))
+        return self._noisy_release(pos, neg, make_seed(seed))
+
+    @abc.abstractmethod
+    def _noisy_release(self, pos: tf.Tensor, neg: tf.Tensor, seed: tf.Tensor) -> Release:
+        """Adds noise to counts whose leading axes are already the output's."""
+
+    # -- the server-side step (post-processing) -------------------------------------------
+    def aggregate(self) -> CountMechanism:
+        """The mechanism whose release of *summed* counts is distributed as the server's sum
+        of all clients' releases: itself, except for secure mechanisms (one full share)."""
+        return self
+
+    @abc.abstractmethod
+    def to_confusion(self, release: Release) -> Confusion:
+        """Cumulative counts at every threshold from a (summed) release; no noise added."""
+
+    def estimate_auc(self, release: Release) -> tf.Tensor:
+        """The AUC of a (summed) release: by default the trapezoid under :meth:`to_confusion`'s
+        curve (clipped at 0, sorted by FPR, as in the reference code). No noise is added."""
+        return auc_from_roc(roc_from_confusion(self.to_confusion(release)))
+
+    # -- the guarantee --------------------------------------------------------------------
+    @abc.abstractmethod
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """One release as a dp-accounting event (with the tight sensitivity)."""
+
+    @abc.abstractmethod
+    def statement(self) -> PrivacyStatement:
+        """Neighbouring relation, sensitivity, noise and the (epsilon, delta) of one release."""
+
+    @property
+    @abc.abstractmethod
+    def noise_stddev(self) -> float:
+        """Standard deviation of the noise on one released count."""
+
+    def privacy_spent(self, releases: int = 1, delta: float | None = None) -> EpsilonSpent:
+        """Epsilon of ``releases`` releases (see :func:`dpauc_tf.privacy.accounting.composed_epsilon`)."""
+        return composed_epsilon(self.dp_event(), releases, self.delta if delta is None else delta)
+
+    def achieved_epsilon(self, num_reporting: int) -> float:
+        """Epsilon of one release when ``num_reporting`` clients reported: the statement's
+        (each local report is private on its own); secure mechanisms override it."""
+        del num_reporting
+        return float(self.statement().epsilon)
+
+    def options(self) -> dict:
+        """Constructor options beyond ``epsilon``, ``num_thresholds`` and ``delta``."""
+        return {}
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {key}={value!r}" for key, value in self.options().items())
+        return (
+            f"{type(self).__name__}(epsilon={self.epsilon!r}, "
+            f"num_thresholds={self.num_thresholds!r}, delta={self.delta or None!r}{extra})"
+        )
+
+
+def _check_num_thresholds(num_thresholds: int) -> None:
+    if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, int):
+        try:
+            import numpy as np
+
+            if isinstance(num_thresholds, np.integer):
+                return _check_num_thresholds(int(num_thresholds))
+        except ImportError:  # pragma: no cover
+            pass
+        raise TypeError(f"num_thresholds must be an int, got {num_thresholds!r}")
+    if num_thresholds < 2:
+        raise ValueError(f"need at least 2 thresholds, got {num_thresholds}")
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivateAUC:
+    """The outcome of noisy releases: AUC (``[R]`` or scalar), the ROC points and the cost."""
+
+    auc: tf.Tensor
+    roc: RocCurve
+    statement: PrivacyStatement
+
+
+def private_auc(
+    mechanism: CountMechanism,
+    pos: tf.Tensor,
+    neg: tf.Tensor,
+    *,
+    seed: int | tf.Tensor | None = None,
+    repeats: int | None = None,
+) -> PrivateAUC:
+    """Releases counts through ``mechanism`` and computes the AUC and ROC of each release.
+
+    >>> from dpauc_tf.mechanisms import get_mechanism
+    >>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
+    >>> out = private_auc(m, tf.constant([0., 50., 30., 0.]), tf.constant([0., 40., 10., 0.]),
+    ...                   seed=0, repeats=5)
+    >>> out.auc.shape.as_list()
+    [5]
+    """
+    release = mechanism.release(pos, neg, seed=seed, repeats=repeats)
+    roc = roc_from_confusion(mechanism.to_confusion(release))
+    auc = mechanism.estimate_auc(release)
+    return PrivateAUC(auc=auc, roc=roc, statement=mechanism.statement())
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """JSON has no infinity: a non-private epsilon becomes ``None``."""
+    return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,57 @@
+"""What a mechanism can take and where it can run: read by every caller through the registry.
+
+Pure Python (no TensorFlow, no dp-accounting), so that the command line can list the
+mechanisms and their capabilities without loading either.
+
+>>> Capabilities(secure=True, integer_counts=True).summary()
+'protects labels, releases the curve, secure aggregation (noise shares), integer weights only'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a mechanism can take and where it can run (read by every caller, via the registry).
+
+    Attributes:
+      protects: ``"labels"`` (label DP), ``"scores"`` (score DP, labels exact) or
+        ``"nothing"`` (no noise).
+      secure: a release is one client's *share*; only the secure sum of ``num_clients``
+        shares carries the stated noise (takes ``num_clients`` and ``family``).
+      integer_counts: integer noise on integer counts: fractional sample weights are refused
+        (the fraction would show through the noise).
+      xla: the release runs under XLA (``jit_compile``).
+      keras_metric: usable as ``DPAUC(mechanism=...)`` (the release needs only bucket counts).
+      fed_eval: the release is a per-bucket histogram (fits ``DPAUC``'s variables), so
+        client-side noise in ``build_fed_eval`` works.
+      federated: usable in :func:`dpauc_tf.federated.evaluate` (TFF).
+      transforms_data: the client step changes labels or scores before counting, so every
+        release needs a pass over the data (no release from counts alone).
+      releases: ``"curve"`` (a ROC curve and its AUC) or ``"auc"`` (only the AUC).
+    """
+
+    protects: str = "labels"
+    secure: bool = False
+    integer_counts: bool = False
+    xla: bool = True
+    keras_metric: bool = True
+    fed_eval: bool = False
+    federated: bool = True
+    transforms_data: bool = False
+    releases: str = "curve"
+
+    def summary(self) -> str:
+        """One line for help texts and the docs table."""
+        parts = [f"protects {self.protects}", f"releases the {self.releases}"]
+        if self.secure:
+            parts.append("secure aggregation (noise shares)")
+        if self.integer_counts:
+            parts.append("integer weights only")
+        if not self.xla:
+            parts.append("no XLA")
+        if not self.keras_metric:
+            parts.append("not a Keras metric")
+        return ", ".join(parts)

@@ -1,0 +1,52 @@
+"""``none``: the exact counts, for ground truth and tests. Not private.
+
+>>> NoNoise(None, 3).statement().epsilon
+inf
+"""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+
+from dpauc_tf.core.curve import confusion_from_histogram
+from dpauc_tf.mechanisms.base import CountMechanism, _check_num_thresholds
+from dpauc_tf.privacy.statement import PrivacyStatement
+
+
+class NoNoise(CountMechanism):
+    """No noise at all: the exact counts. **Not private**; for ground truth and tests."""
+
+    name = "none"
+
+    def __init__(self, epsilon: float | None = None, num_thresholds: int = 200, delta=None):
+        if epsilon is not None:
+            raise ValueError("the 'none' mechanism adds no noise; leave epsilon unset (None)")
+        _check_num_thresholds(num_thresholds)
+        self.epsilon = None
+        self.delta = 0.0
+        self.num_thresholds = int(num_thresholds)
+
+    @property
+    def noise_stddev(self) -> float:
+        return 0.0
+
+    def _noisy_release(self, pos, neg, seed):
+        return {"pos": pos, "neg": neg}
+
+    def to_confusion(self, release):
+        return confusion_from_histogram(release["pos"], release["neg"])
+
+    def dp_event(self):
+        return dp_accounting.NonPrivateDpEvent()
+
+    def statement(self):
+        return PrivacyStatement(
+            mechanism=self.name,
+            neighbouring="-",
+            sensitivity="-",
+            noise="none: NOT differentially private",
+            epsilon=math.inf,
+            delta=0.0,
+        )

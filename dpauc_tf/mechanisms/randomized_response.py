@@ -1,0 +1,153 @@
+"""Randomized response on labels (the paper's DPAUC_RR baseline) and its debiased AUC.
+
+Mechanism (Warner 1965; used for AUC by the DPAUC paper, debiasing by Menon et al. 2015):
+
+* **Neighbouring relation**: label DP: two test sets are neighbours when they differ only in
+  the label of one example (the scores are not protected and are counted exactly).
+* **Noise**: every label is flipped independently with probability ``p = 1 / (1 + e^eps)``.
+* **Sensitivity**: one label is one input of one randomized response; the likelihood ratio of
+  any flipped label is ``(1 - p) / p = e^eps``.
+* **Epsilon**: ``eps``-label-DP (``delta = 0``) for the flipped labels *and everything computed
+  from them*. Every release here flips afresh (so each release costs ``eps``); composition
+  is accounted with dp-accounting's ``RandomizedResponseDpEvent`` (PLD), basic sum otherwise.
+
+As a mechanism on counts: flipping every label of a bucket independently makes the flipped
+positive count ``Binomial(pos[b], 1 - p) + Binomial(neg[b], p)``, so :meth:`release` draws
+exactly that from the bucket counts: the same distribution as flipping each example's
+label and counting (integer counts only: fractional weights are refused).
+
+The server sees exact counts of the *flipped* labels and debiases (DESIGN.md, Menon et al.),
+with ``q = p``:
+
+``P^ = (N~+ (1 - q) - N~- q) / (1 - p - q)``, ``pi = P^ / n``,
+``alpha = (1 - pi) q / (pi (1 - p) + (1 - pi) q)``, ``beta = pi p / (pi p + (1 - pi)(1 - q))``,
+``AUC = (AUC~ - (alpha + beta) / 2) / (1 - alpha - beta)``,
+
+clipped to [0, 1] (the reference code does not clip; values above 1 occur there).
+
+>>> round(flip_probability(1.0), 4)
+0.2689
+>>> round(float(debias_auc(0.5, 50, 50, epsilon=1.0)), 12)  # a flipped AUC of 0.5 stays 0.5
+0.5
+"""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import tensorflow as tf
+from dp_accounting import dp_event
+
+from dpauc_tf.core.curve import auc_from_roc, confusion_from_histogram, roc_from_confusion
+from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.noise.seeds import split_seed
+from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_epsilon
+
+
+def flip_probability(epsilon: float) -> float:
+    """``p = 1 / (1 + e^eps)``: the probability that randomized response flips a label."""
+    epsilon = check_epsilon(epsilon)
+    if epsilon is None:
+        raise ValueError("randomized response needs an epsilon > 0")
+    return 1.0 / (1.0 + math.exp(epsilon))
+
+
+def debias_auc(auc_flipped, num_positive_flipped, num_negative_flipped, epsilon: float):
+    """Menon et al.'s unbiased AUC estimate from the AUC on flipped labels, clipped to [0, 1].
+
+    Args:
+      auc_flipped: AUC computed with the flipped labels (any shape).
+      num_positive_flipped: number of examples whose *flipped* label is 1 (``N~+``).
+      num_negative_flipped: number whose flipped label is 0 (``N~-``).
+      epsilon: the epsilon the labels were flipped with.
+
+    Returns:
+      A float64 tensor of the shape of ``auc_flipped``.
+    """
+    p = flip_probability(epsilon)
+    q = p
+    auc_flipped = tf.cast(auc_flipped, tf.float64)
+    pos = tf.cast(num_positive_flipped, tf.float64)
+    neg = tf.cast(num_negative_flipped, tf.float64)
+    n = pos + neg
+    positives_hat = (pos * (1 - q) - neg * q) / (1 - p - q)
+    pi = tf.clip_by_value(tf.math.divide_no_nan(positives_hat, n), 0.0, 1.0)
+    alpha = tf.math.divide_no_nan((1 - pi) * q, pi * (1 - p) + (1 - pi) * q)
+    beta = tf.math.divide_no_nan(pi * p, pi * p + (1 - pi) * (1 - q))
+    debiased = tf.math.divide_no_nan(auc_flipped - (alpha + beta) / 2, 1 - alpha - beta)
+    return tf.clip_by_value(debiased, 0.0, 1.0)
+
+
+class RandomizedResponse(CountMechanism):
+    """Randomized response on every label (the paper's DPAUC_RR), drawn from bucket counts.
+
+    See the module docstring for the guarantee. The release is the flipped labels' bucket
+    counts ``pos``/``neg`` (their totals equal the exact bucket totals: scores are not
+    protected); :meth:`estimate_auc` debiases the flipped curve's AUC (Menon et al.).
+
+    >>> m = RandomizedResponse(epsilon=1.0, num_thresholds=3)
+    >>> r = m.release(tf.constant([0., 50., 30., 0.]), tf.constant([0., 40., 10., 0.]), seed=0)
+    >>> [float(x) for x in r["pos"] + r["neg"]]
+    [0.0, 90.0, 40.0, 0.0]
+    """
+
+    name = "rr"
+    roc_note = "ROC of the flipped labels; only the AUC is debiased"
+
+    @property
+    def flip_probability(self) -> float:
+        return flip_probability(self.epsilon)
+
+    @property
+    def noise_stddev(self) -> float:
+        """Standard deviation of the flipped count of a bucket holding one example."""
+        p = self.flip_probability
+        return math.sqrt(p * (1.0 - p))
+
+    def _noisy_release(self, pos, neg, seed):
+        p = self.flip_probability
+        kept_seed, flipped_seed = tf.unstack(split_seed(seed, 2))
+        shape = tf.shape(pos)
+        stay = tf.random.stateless_binomial(
+            shape,
+            kept_seed,
+            counts=pos,
+            probs=tf.constant(1.0 - p, pos.dtype),
+            output_dtype=pos.dtype,
+        )
+        come = tf.random.stateless_binomial(
+            shape, flipped_seed, counts=neg, probs=tf.constant(p, pos.dtype), output_dtype=pos.dtype
+        )
+        flipped = stay + come
+        return {"pos": flipped, "neg": pos + neg - flipped}
+
+    def to_confusion(self, release):
+        """The flipped labels' cumulative counts (the ROC is not debiased, only the AUC)."""
+        return confusion_from_histogram(release["pos"], release["neg"])
+
+    def estimate_auc(self, release):
+        flipped_auc = auc_from_roc(roc_from_confusion(self.to_confusion(release)))
+        return debias_auc(
+            flipped_auc,
+            tf.reduce_sum(release["pos"], axis=-1),
+            tf.reduce_sum(release["neg"], axis=-1),
+            self.epsilon,
+        )
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """Randomized response over 2 buckets: a random output with probability ``2p``."""
+        return dp_event.RandomizedResponseDpEvent(
+            noise_parameter=2.0 * self.flip_probability, num_buckets=2
+        )
+
+    def statement(self) -> PrivacyStatement:
+        p = self.flip_probability
+        return PrivacyStatement(
+            mechanism=self.name,
+            neighbouring=LABEL_DP + "; scores counted exactly",
+            sensitivity="one label per example (likelihood ratio (1-p)/p = e^eps)",
+            noise=f"each label flipped with probability p = 1/(1+e^eps) = {p:.4g}",
+            epsilon=self.epsilon,
+            delta=0.0,
+        )

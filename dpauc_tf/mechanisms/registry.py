@@ -1,0 +1,255 @@
+"""The one registry of mechanisms: every name, where its class lives, and what it can take.
+
+Every caller (the Keras metric, the command line, the simulation, TFF, the audit, the demo,
+the docs table) reads this registry: :func:`list_mechanisms` for choices,
+:func:`get_mechanism` to build one, :func:`require` to refuse what a mechanism's
+:class:`~dpauc_tf.mechanisms.capabilities.Capabilities` exclude, with one message per
+capability. The entries are plain data and the classes load on first use, so listing the
+mechanisms (``dpauc --help``) imports neither TensorFlow nor dp-accounting.
+
+Adding a mechanism means one new module and one :class:`MechanismSpec` line in
+:data:`BUILTIN_MECHANISMS` (or :func:`register_mechanism` from outside the package).
+
+>>> "histogram" in list_mechanisms()
+True
+>>> list_mechanisms(secure=True)
+['secure-histogram', 'secure-tree-histogram']
+>>> get_mechanism("histogram", epsilon=1.0, num_thresholds=10).noise_scale
+2.0
+>>> require(get_mechanism("score-noise", epsilon=1.0, num_thresholds=10), "keras_metric")
+Traceback (most recent call last):
+...
+ValueError: mechanism 'score-noise' cannot be used as a Keras metric (DPAUC): it adds noise to every score before counting, not to counts
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dpauc_tf.mechanisms.capabilities import Capabilities
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpauc_tf.mechanisms.base import CountMechanism
+
+
+@dataclasses.dataclass(frozen=True)
+class MechanismSpec:
+    """One registry entry: the name, the class (``"module:Class"`` or the class itself), a
+    one-line summary and the capabilities."""
+
+    name: str
+    target: Any
+    summary: str
+    capabilities: Capabilities = dataclasses.field(default_factory=Capabilities)
+
+    def load(self) -> type[CountMechanism]:
+        if isinstance(self.target, str):
+            module, _, attribute = self.target.partition(":")
+            return getattr(importlib.import_module(module), attribute)
+        return self.target
+
+
+_M = "dpauc_tf.mechanisms."
+BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
+    MechanismSpec(
+        "histogram",
+        _M + "histogram:HistogramLaplace",
+        "Laplace(2/eps) on the positive and negative counts of every score bucket",
+        Capabilities(fed_eval=True),
+    ),
+    MechanismSpec(
+        "histogram-public-scores",
+        _M + "histogram:HistogramPublicScores",
+        "Laplace(1/eps) on the positive counts; the score histogram is published",
+        Capabilities(fed_eval=True),
+    ),
+    MechanismSpec(
+        "tree-histogram",
+        _M + "tree:TreeHistogram",
+        "Laplace noise on every node of a 4-ary tree of class counts (fine grids)",
+    ),
+    MechanismSpec(
+        "secure-histogram",
+        _M + "secure_histogram:SecureHistogram",
+        "integer counts + discrete Laplace (or Skellam) shares, summed by secure aggregation",
+        Capabilities(secure=True, integer_counts=True),
+    ),
+    MechanismSpec(
+        "secure-tree-histogram",
+        _M + "tree:SecureTreeHistogram",
+        "the tree with integer noise shares, summed by secure aggregation",
+        Capabilities(secure=True, integer_counts=True),
+    ),
+    MechanismSpec(
+        "paper",
+        _M + "paper:PaperLaplace",
+        "DPAUC_Lap as published: Laplace(4T/eps) on each of 4T cumulative counts",
+    ),
+    MechanismSpec(
+        "paper-gaussian",
+        _M + "paper:PaperGaussian",
+        "the paper's 4T counts with Gaussian noise, for (eps, delta)",
+    ),
+    MechanismSpec(
+        "rr",
+        _M + "randomized_response:RandomizedResponse",
+        "randomized response on every label (flip with p = 1/(1+e^eps)), debiased AUC",
+        Capabilities(integer_counts=True, xla=False),
+    ),
+    MechanismSpec(
+        "score-noise",
+        _M + "score_noise:ScoreNoise",
+        "Laplace(1/eps) on every score, exact labels: score DP, labels NOT protected",
+        Capabilities(protects="scores", transforms_data=True, keras_metric=False, federated=False),
+    ),
+    MechanismSpec(
+        "none",
+        _M + "none:NoNoise",
+        "no noise: the exact counts, NOT private (ground truth)",
+        Capabilities(protects="nothing", fed_eval=True),
+    ),
+)
+
+MECHANISMS: dict[str, MechanismSpec] = {spec.name: spec for spec in BUILTIN_MECHANISMS}
+
+# Why a capability is missing, per capability (the one place such refusals are worded).
+_REFUSALS = {
+    "keras_metric": (
+        "be used as a Keras metric (DPAUC)",
+        "it adds noise to every score before counting, not to counts",
+    ),
+    "federated": (
+        "run in dpauc_tf.federated.evaluate",
+        "its client step is not a release of bucket counts",
+    ),
+    "fed_eval": (
+        "add client-side noise in build_fed_eval",
+        "its release does not fit DPAUC's per-bucket variables or needs a secure sum; "
+        "use dpauc_tf.federated.evaluate",
+    ),
+    "xla": (
+        "run under XLA (jit_compile)",
+        "its noise is sampled by an op XLA cannot compile",
+    ),
+}
+
+
+def register_mechanism(
+    cls: type[CountMechanism], *, summary: str, capabilities: Capabilities | None = None
+) -> type[CountMechanism]:
+    """Makes a mechanism class available by its ``name``, with its summary and capabilities.
+
+    The class must subclass :class:`~dpauc_tf.mechanisms.base.CountMechanism`; a name that
+    is taken raises.
+    """
+    from dpauc_tf.mechanisms.base import CountMechanism
+
+    if not (isinstance(cls, type) and issubclass(cls, CountMechanism)):
+        raise TypeError(f"{cls!r} is not a CountMechanism subclass")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{cls.__name__} needs a class attribute 'name'")
+    capabilities = Capabilities() if capabilities is None else capabilities
+    if not isinstance(capabilities, Capabilities):
+        raise TypeError("capabilities must be a Capabilities instance")
+    if name in MECHANISMS and MECHANISMS[name].load() is not cls:
+        raise ValueError(f"a mechanism named {name!r} is already registered")
+    MECHANISMS[name] = MechanismSpec(name, cls, summary, capabilities)
+    return cls
+
+
+def unregister_mechanism(name: str) -> None:
+    """Removes a mechanism registered with :func:`register_mechanism` (built-ins stay)."""
+    if any(spec.name == name for spec in BUILTIN_MECHANISMS):
+        raise ValueError(f"{name!r} is built in and cannot be unregistered")
+    MECHANISMS.pop(name, None)
+
+
+def mechanism_spec(name: str) -> MechanismSpec:
+    """The registry entry of ``name``; ``ValueError`` naming the choices otherwise."""
+    if name not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {name!r}; choose one of {list_mechanisms()}")
+    return MECHANISMS[name]
+
+
+def mechanism_class(name: str) -> type[CountMechanism]:
+    """The class registered under ``name`` (imported on first use)."""
+    return mechanism_spec(name).load()
+
+
+def capabilities_of(cls: type) -> Capabilities:
+    """The registered capabilities of a mechanism class (by its ``name``)."""
+    return mechanism_spec(cls.name).capabilities
+
+
+def list_mechanisms(*, private: bool | None = None, **capabilities: Any) -> list[str]:
+    """Registered names, sorted, optionally only those with the given capability values.
+
+    ``private=True`` leaves out ``none``; keyword arguments filter on
+    :class:`~dpauc_tf.mechanisms.capabilities.Capabilities` fields (``keras_metric=True``).
+    """
+    fields = {f.name for f in dataclasses.fields(Capabilities)}
+    unknown = set(capabilities) - fields
+    if unknown:
+        raise TypeError(f"unknown capabilities {sorted(unknown)}; known: {sorted(fields)}")
+    names = []
+    for name, spec in MECHANISMS.items():
+        caps = spec.capabilities
+        if private is not None and (caps.protects != "nothing") != private:
+            continue
+        if all(getattr(caps, key) == value for key, value in capabilities.items()):
+            names.append(name)
+    return sorted(names)
+
+
+def get_mechanism(
+    name: str,
+    *,
+    epsilon: float | None,
+    num_thresholds: int,
+    delta: float | None = None,
+    num_clients: int | None = None,
+    **options: Any,
+) -> CountMechanism:
+    """Builds a mechanism by name; ``epsilon=None`` always means no noise (``none``).
+
+    ``num_clients`` is the number of shares for secure mechanisms and ignored by the others
+    (every caller may pass it); a secure mechanism given a ``delta`` and no ``family`` uses
+    the Skellam family. Other ``options`` go to the constructor. Raises ``ValueError`` for
+    an unknown name: nothing falls back to "no noise".
+    """
+    from dpauc_tf.privacy.statement import check_epsilon
+
+    spec = mechanism_spec(name)
+    if check_epsilon(epsilon) is None:
+        if options:
+            raise ValueError(f"options {sorted(options)} need a noisy mechanism (epsilon given)")
+        return mechanism_class("none")(None, num_thresholds)
+    if spec.capabilities.protects == "nothing":
+        raise ValueError(f"mechanism {name!r} adds no noise: pass epsilon=None with it")
+    if spec.capabilities.secure:
+        if num_clients is not None:
+            options.setdefault("num_clients", num_clients)
+        if delta is not None:
+            options.setdefault("family", "skellam")
+    return spec.load()(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, **options)
+
+
+def require(mechanism: CountMechanism, capability: str) -> CountMechanism:
+    """Returns ``mechanism`` if it has ``capability``; raises ``ValueError`` saying why not."""
+    if capability not in _REFUSALS:
+        raise ValueError(f"unknown capability {capability!r}; known: {sorted(_REFUSALS)}")
+    if not getattr(mechanism.capabilities, capability):
+        action, reason = _REFUSALS[capability]
+        raise ValueError(f"mechanism {mechanism.name!r} cannot {action}: {reason}")
+    return mechanism
+
+
+def describe_mechanisms() -> list[dict[str, Any]]:
+    """One dict per registered mechanism: name, summary and capabilities (docs, CLI help)."""
+    return [
+        {"name": name, "summary": spec.summary, **dataclasses.asdict(spec.capabilities)}
+        for name, spec in sorted(MECHANISMS.items())
+    ]

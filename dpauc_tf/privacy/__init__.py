@@ -1,0 +1,1 @@
+"""Privacy statements, accounting (dp-accounting), Skellam Renyi bounds, calibration, ledger."""
