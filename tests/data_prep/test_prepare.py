@@ -142,3 +142,21 @@ def test_real_criteo_every_raw_file(criteo_raw_dir):
         for key, rows in expected.items():
             if key in path.name:
                 assert len(chunk) == rows, path.name
+
+
+def test_undecodable_categories_get_distinct_ids(tmp_path, write_undecodable):
+    path = tmp_path / "bad_bytes.txt"
+    UNDECODABLE = write_undecodable(path, repeat=30)
+    meta = prepare_criteo(path, tmp_path / "out", seed=0, test_fraction=0.2)
+    assert meta["read_report"]["malformed_lines"] == 0
+    ids = np.concatenate(
+        [load_split_arrays(tmp_path / "out", s)["cat_ids"] for s in ("train", "test")]
+    )
+    pairs = set(zip(ids[:, 1].tolist(), ids[:, 0].tolist(), strict=True))  # (C2 tag, C1)
+    assert 0 not in {c1 for _, c1 in pairs}
+    assert len(pairs) == len({c1 for _, c1 in pairs}) == len(UNDECODABLE)
+    raw = (tmp_path / "out" / "vocabularies.json").read_bytes()
+    vocab = json.loads(raw.decode("utf-8"))
+    assert len(vocab["C1"]) == len(UNDECODABLE)
+    for value in vocab["C1"]:
+        value.encode("utf-8")  # strict UTF-8: no lone surrogates in the file
