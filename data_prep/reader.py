@@ -362,7 +362,9 @@ def parse_lines(
         rejected.append(MalformedLine(first_line_number + position, reason, text[:_EXCERPT_CHARS]))
 
     for position, line in enumerate(lines):
-        text = escape_undecodable(line.rstrip("\r\n"))
+        text = line.rstrip("\r\n")
+        if not text.isascii():  # O(1); Criteo lines are ASCII
+            text = escape_undecodable(text)
         count = text.count(sep) + 1
         if count == expected:
             good_lines.append(text)
