@@ -9,12 +9,21 @@ A prepared directory holds::
 
 NumPy shards need no extra dependency, load at memory speed and feed ``tf.data`` through
 :func:`load_tf_dataset` (TensorFlow is imported only there).
+
+A directory is written whole or not at all (:func:`replacing_directory`): a failed run leaves
+the previous one as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +45,8 @@ METADATA_FILE = "metadata.json"
 VOCABULARIES_FILE = "vocabularies.json"
 FORMAT_VERSION = 1
 ARRAY_KEYS = (LABEL_KEY, INTEGER_FEATURES_KEY, CATEGORICAL_IDS_KEY)
+# The names a prepared directory may hold (write_json's ".tmp" names included).
+_PREPARED_NAME = re.compile(r"(?:train|test)-\d{5,}\.npz|(?:metadata|vocabularies)\.json(?:\.tmp)?")
 
 
 class ShardWriter:
@@ -88,6 +99,77 @@ def write_json(path: str | os.PathLike, payload: Any) -> None:
         json.dump(payload, f, indent=2)
         f.write("\n")
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def replacing_directory(directory: str | os.PathLike) -> Iterator[Path]:
+    """Yield an empty temporary sibling of ``directory`` to write into; when the block ends
+    without an error, it takes the place of ``directory`` (the old one is renamed aside, the
+    new one renamed into place, then the old one removed). On an error the temporary
+    directory is removed and ``directory`` is left as it was.
+
+    ``directory`` (symbolic links resolved) must be absent, empty, or a prepared directory
+    holding nothing but prepared-data files: anything else is refused before any work, so
+    that no other file (the input, say) is ever deleted. The new directory keeps the old
+    one's permission bits.
+
+    Raises:
+        NotADirectoryError: if ``directory`` is a file.
+        ValueError: if ``directory`` holds files that are not prepared data.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> target = pathlib.Path(tempfile.mkdtemp()) / "prepared"
+        >>> with replacing_directory(target) as work:
+        ...     _ = (work / "metadata.json").write_text("{}")
+        >>> sorted(p.name for p in target.iterdir())
+        ['metadata.json']
+    """
+    target = Path(os.path.realpath(directory))
+    mode = _check_replaceable(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield work
+        os.chmod(work, mode)
+        _swap_into_place(work, target)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _check_replaceable(target: Path) -> int:
+    """The permission bits the replacement gets; raises if ``target`` must not be replaced."""
+    if not target.exists():
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o777 & ~umask
+    if not target.is_dir():
+        raise NotADirectoryError(f"{target} exists and is not a directory")
+    foreign = sorted(p.name for p in target.iterdir() if not _PREPARED_NAME.fullmatch(p.name))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise ValueError(
+            f"refusing to replace {target}: it holds files that are not prepared data "
+            f"({shown}); give a new or empty directory, or one written by data_prep"
+        )
+    return stat.S_IMODE(target.stat().st_mode)
+
+
+def _swap_into_place(work: Path, target: Path) -> None:
+    if not os.path.lexists(target):
+        os.rename(work, target)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    old = aside / target.name
+    os.rename(target, old)
+    try:
+        os.rename(work, target)
+    except BaseException:
+        os.rename(old, target)
+        os.rmdir(aside)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:

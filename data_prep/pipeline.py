@@ -11,7 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from data_prep.io import FORMAT_VERSION, METADATA_FILE, VOCABULARIES_FILE, ShardWriter, write_json
+from data_prep.io import (
+    FORMAT_VERSION,
+    METADATA_FILE,
+    VOCABULARIES_FILE,
+    ShardWriter,
+    replacing_directory,
+    write_json,
+)
 from data_prep.preprocess import (
     ChunkSource,
     check_test_fraction,
@@ -48,7 +55,9 @@ def prepare_criteo(
 
     Args:
         input_path: the file.
-        output_dir: the prepared directory (created; existing shards are overwritten).
+        output_dir: the prepared directory. It is written as a temporary sibling that replaces
+            it only when everything succeeded: a failed run leaves an earlier output intact.
+            An existing directory must be empty or hold prepared data only.
         test_fraction: each row goes to the test split with this probability.
         seed: the split's seed; ``None`` draws one (recorded in the metadata).
         min_count: categorical values seen fewer times in the training part map to the OOV id.
@@ -163,11 +172,30 @@ def _prepare(
     check_test_fraction(test_fraction)
     seed = resolve_seed(seed)
     started = time.perf_counter()
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    for old in [*output_dir.glob("train-*.npz"), *output_dir.glob("test-*.npz")]:
-        old.unlink()
+    with replacing_directory(output_dir) as work_dir:
+        return _prepare_into(
+            source,
+            work_dir,
+            started=started,
+            origin=origin,
+            test_fraction=test_fraction,
+            seed=seed,
+            min_count=min_count,
+            integer_transform=integer_transform,
+        )
 
+
+def _prepare_into(
+    source: ChunkSource,
+    output_dir: Path,
+    *,
+    started: float,
+    origin: dict[str, Any],
+    test_fraction: float,
+    seed: int,
+    min_count: int,
+    integer_transform: str,
+) -> dict[str, Any]:
     preprocessing, report = fit_preprocessing(
         source,
         seed=seed,

@@ -8,7 +8,9 @@ Three layouts are understood (see ``../shared/data/criteo/README.md``):
 * DeepCTR CSV: a header ``label,I1,...,C26`` and 40 comma-separated fields, with the integer
   columns written as floats (``1382.0``).
 
-Any of them may be gzip-compressed (detected from the magic bytes, not the file name).
+Any of them may be gzip-compressed (detected from the magic bytes, not the file name); a
+truncated or corrupt gzip stream raises :class:`MalformedInputError` naming the file.
+Bytes that are not UTF-8 are kept apart, not merged: see :func:`escape_undecodable`.
 An empty field is a missing value. Lines that drop trailing empty fields are padded.
 Lines with a wrong field count, a label other than 0/1, or a non-integer value in an integer
 column are *malformed*: they are counted and reported with their line numbers, and skipped,
@@ -24,6 +26,8 @@ import gzip
 import io
 import itertools
 import os
+import re
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -43,6 +47,8 @@ from data_prep.schema import (
 DEFAULT_CHUNK_ROWS = 200_000
 _GZIP_MAGIC = b"\x1f\x8b"
 _EXCERPT_CHARS = 120
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" makes of bad bytes
+_MARK = "\ufffd"
 
 
 class CriteoFormat(str, enum.Enum):
@@ -189,18 +195,55 @@ def open_text(path: str | os.PathLike) -> Iterator[tuple[IO[str], IO[bytes]]]:
     """Open a plain or gzip-compressed text file (gzip is detected from its magic bytes).
 
     Yields ``(text, raw)``: the decoded text stream and the underlying file, whose ``tell()``
-    is the number of (compressed) bytes consumed so far.
+    is the number of (compressed) bytes consumed so far. Bytes that are not UTF-8 decode to
+    lone surrogates (``errors="surrogateescape"``, one per byte, so distinct bytes stay
+    distinct); :func:`parse_lines` spells them with :func:`escape_undecodable`.
+
+    Raises:
+        MalformedInputError: when reading a truncated or corrupt gzip stream (the message
+            names ``path``).
     """
     with open(path, "rb") as raw:
         magic = raw.peek(2)[:2]
-        stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if magic == _GZIP_MAGIC else raw
-        text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+        compressed = magic == _GZIP_MAGIC
+        stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+        text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
         try:
             yield text, raw
+        except EOFError as error:
+            if not compressed:
+                raise
+            raise MalformedInputError(
+                f"{os.fspath(path)}: truncated gzip file ({error})"
+            ) from error
+        except (gzip.BadGzipFile, zlib.error) as error:
+            if not compressed:
+                raise
+            raise MalformedInputError(f"{os.fspath(path)}: corrupt gzip file ({error})") from error
         finally:
             text.detach()
             if stream is not raw:
                 stream.close()
+
+
+def escape_undecodable(text: str) -> str:
+    """Spell each undecodable byte (a lone surrogate from ``surrogateescape``) as U+FFFD and
+    its two lowercase hex digits, and double every U+FFFD that was in the input.
+
+    The result is valid Unicode (JSON- and UTF-8-safe), valid UTF-8 text is unchanged unless
+    it holds U+FFFD, and distinct byte strings stay distinct (the spelling can be undone).
+
+    Example:
+        >>> escape_undecodable(b"a\\xff\\xfe".decode("utf-8", "surrogateescape"))
+        'a\ufffdff\ufffdfe'
+        >>> escape_undecodable("\ufffdff")
+        '\ufffd\ufffdff'
+    """
+    if text.isascii():
+        return text
+    if _MARK in text:
+        text = text.replace(_MARK, _MARK * 2)
+    return _UNDECODABLE.sub(lambda m: f"{_MARK}{ord(m.group()) - 0xDC00:02x}", text)
 
 
 def sniff_format(path: str | os.PathLike) -> CriteoFormat:
@@ -320,6 +363,8 @@ def parse_lines(
 
     for position, line in enumerate(lines):
         text = line.rstrip("\r\n")
+        if not text.isascii():  # O(1); Criteo lines are ASCII
+            text = escape_undecodable(text)
         count = text.count(sep) + 1
         if count == expected:
             good_lines.append(text)

@@ -15,7 +15,15 @@ three AUCs are computed from the same scores: the exact AUC (scikit-learn),
   dp_auc, dp_epsilon, dp_mechanism, num_thresholds, train_loss, examples_per_second`` (plus
   ``dp_epsilon_total``, the basic-composition sum over the releases so far, and with DP-SGD
   ``dp_sgd_epsilon``, the training's epsilon so far);
-* ``scores_epoch{N}.parquet``: the test labels and scores (columns ``label``, ``score``).
+* ``scores_epoch{N}.parquet``: the test labels and scores (columns ``label``, ``score``);
+* ``manifest.json``: this run's id and start/finish times, its configuration, and its score
+  files (``{"0": "scores_epoch0.parquet", ...}``), rewritten after every epoch.
+
+An ``--out`` that already holds a run's files (score files, ``metrics.json``,
+``manifest.json``) is refused, since tools that read every ``scores_epoch*`` file of a
+directory would mix the two runs; ``--overwrite`` removes those files first (other files,
+and the prepared ``data/``, are kept). Bad options (the DPAUC epsilon or mechanism, the
+number of thresholds, epochs...) fail before any data are read or prepared.
 
 With ``--dp-sgd`` the model is trained with tensorflow-privacy's DP Adam (per-example clipping
 and Gaussian noise), so that both training and evaluation are private; the training epsilon
@@ -26,11 +34,15 @@ environment (``.venv``).
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
 import sys
 import time
+import uuid
 import warnings
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +50,7 @@ import numpy as np
 
 from data_prep.io import load_split_arrays, load_tf_dataset, read_metadata, write_json
 from data_prep.pipeline import prepare_criteo, prepare_synthetic
+from data_prep.preprocess import check_test_fraction
 from data_prep.reader import MalformedInputError
 from models.wide_deep import (
     DEFAULT_EMBEDDING_DIM,
@@ -48,6 +61,10 @@ from models.wide_deep import (
 DEFAULT_SYNTHETIC_ROWS = 100_000
 DEFAULT_BATCH_SIZE = 512
 EVAL_BATCH_SIZE = 8192
+METRICS_FILE = "metrics.json"
+MANIFEST_FILE = "manifest.json"
+# A run's own files in --out (write_json's ".tmp" names included): what --overwrite removes.
+_RUN_FILE = re.compile(r"scores_epoch\d+\.(?:parquet|csv)|(?:metrics|manifest)\.json(?:\.tmp)?")
 
 
 @dataclass
@@ -85,6 +102,100 @@ class TrainConfig:
     dp_sgd: DPSGDConfig | None = None
     verbose: int = 2
     progress: bool = True
+    overwrite: bool = False
+
+
+def validate_config(config: TrainConfig) -> None:
+    """Check every option before anything is read or trained; the DPAUC metric of the run is
+    built once here so that its epsilon, mechanism and thresholds are checked by the metric
+    itself.
+
+    Raises:
+        ValueError: for the first bad option, in one line.
+    """
+    _check_int("epochs", config.epochs, 1)
+    _check_int("batch size", config.batch_size, 1)
+    _check_int("embedding dim", config.embedding_dim, 1)
+    _check_int("min count", config.min_count, 1)
+    if config.seed is not None:
+        _check_int("seed", config.seed, 0)
+    if any(int(u) < 1 for u in config.hidden_units):
+        raise ValueError(f"hidden units must be positive integers, got {config.hidden_units}")
+    _check_number("learning rate", config.learning_rate, positive=True)
+    _check_number("embedding L2", config.embedding_l2, positive=False)
+    check_test_fraction(config.test_fraction)
+    if config.verbose not in (0, 1, 2):
+        raise ValueError(f"verbose must be 0, 1 or 2, got {config.verbose!r}")
+    if config.dp_sgd is not None:
+        dp = config.dp_sgd
+        _check_number("noise multiplier", dp.noise_multiplier, positive=False)
+        _check_number("L2 norm clip", dp.l2_norm_clip, positive=True)
+        if not 0.0 < dp.delta < 1.0:
+            raise ValueError(f"DP-SGD delta must be in (0, 1), got {dp.delta}")
+        if dp.num_microbatches is not None:
+            _check_int("microbatches", dp.num_microbatches, 1)
+    _check_dp_auc(config)
+
+
+def _check_int(name: str, value: Any, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+
+
+def _check_number(name: str, value: Any, *, positive: bool) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+
+
+def _check_dp_auc(config: TrainConfig) -> None:
+    from dpauc_tf import DPAUC
+
+    try:
+        DPAUC(
+            epsilon=config.dp_auc_epsilon,
+            num_thresholds=config.num_thresholds,
+            mechanism=config.dp_auc_mechanism,
+            seed=evaluation_seed(config.seed, 0),
+        )
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"bad DP AUC options (epsilon {config.dp_auc_epsilon!r}, mechanism "
+            f"{config.dp_auc_mechanism!r}, num_thresholds {config.num_thresholds!r}): {error}"
+        ) from error
+
+
+def previous_run_files(out: str | os.PathLike) -> list[Path]:
+    """The files of an earlier run in ``out``: score files, ``metrics.json``, the manifest."""
+    out = Path(out)
+    if not out.is_dir():
+        return []
+    return sorted(p for p in out.iterdir() if _RUN_FILE.fullmatch(p.name) and not p.is_dir())
+
+
+def check_output_dir(out: str | os.PathLike, overwrite: bool) -> list[Path]:
+    """The previous run's files to remove (with ``overwrite``); raises without it.
+
+    Raises:
+        FileExistsError: if ``out`` holds a run's files and ``overwrite`` is false.
+        NotADirectoryError: if ``out`` is a file.
+    """
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise NotADirectoryError(f"--out {out} exists and is not a directory")
+    previous = previous_run_files(out)
+    if previous and not overwrite:
+        names = [p.name for p in previous]
+        shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        raise FileExistsError(
+            f"--out {out} holds files of a previous run ({shown}); pass --overwrite to replace "
+            "them, or choose another --out"
+        )
+    return previous
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def resolve_data(config: TrainConfig) -> Path:
@@ -253,12 +364,18 @@ def load_scores(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train(config: TrainConfig) -> dict[str, Any]:
-    """Run the training and the per-epoch evaluations; write and return ``metrics.json``."""
-    if config.epochs < 1:
-        raise ValueError(f"epochs must be at least 1, got {config.epochs}")
-    if config.batch_size < 1:
-        raise ValueError(f"batch size must be at least 1, got {config.batch_size}")
+    """Run the training and the per-epoch evaluations; write and return ``metrics.json``.
+
+    The options are checked first (:func:`validate_config`), then ``config.out`` (see
+    :func:`check_output_dir`); only then are the data read or prepared. The previous run's
+    files are removed (with ``config.overwrite``) just before the first epoch.
+    """
+    validate_config(config)
     out = Path(config.out)
+    check_output_dir(out, config.overwrite)
+    optimizer = None
+    if config.dp_sgd is not None:
+        optimizer = make_dp_sgd_optimizer(config.dp_sgd, config.batch_size, config.learning_rate)
     out.mkdir(parents=True, exist_ok=True)
     data_dir = resolve_data(config)
     metadata = read_metadata(data_dir)
@@ -269,9 +386,8 @@ def train(config: TrainConfig) -> dict[str, Any]:
 
     if config.seed is not None:
         tf.keras.utils.set_random_seed(config.seed)
-    optimizer = loss = None
+    loss = None
     if config.dp_sgd is not None:
-        optimizer = make_dp_sgd_optimizer(config.dp_sgd, config.batch_size, config.learning_rate)
         # DP-SGD clips per-example gradients: the loss must stay per example.
         loss = tf.keras.losses.BinaryCrossentropy(reduction=tf.keras.losses.Reduction.NONE)
     model = build_wide_deep(
@@ -295,7 +411,20 @@ def train(config: TrainConfig) -> dict[str, Any]:
     test_data = load_tf_dataset(data_dir, "test", EVAL_BATCH_SIZE)
     labels = load_split_arrays(data_dir, "test")["label"]
 
+    for path in check_output_dir(out, config.overwrite):
+        path.unlink()
+    manifest: dict[str, Any] = {
+        "run_id": uuid.uuid4().hex,
+        "started": _now(),
+        "finished": None,
+        "complete": False,
+        "config": _config_dict(config),
+        "metrics_file": METRICS_FILE,
+        "scores_files": {},
+    }
+    write_json(out / MANIFEST_FILE, manifest)
     report: dict[str, Any] = {
+        "run_id": manifest["run_id"],
         "config": _config_dict(config),
         "data": {
             "directory": str(data_dir),
@@ -327,7 +456,12 @@ def train(config: TrainConfig) -> dict[str, Any]:
             row["dp_sgd_epsilon"] = row["dp_sgd"]["epsilon"]
         row["scores_file"] = save_scores(out / f"scores_epoch{epoch}", labels, scores).name
         report["epochs"].append(row)
-        write_json(out / "metrics.json", report)
+        write_json(out / METRICS_FILE, report)
+        manifest["scores_files"][str(epoch)] = row["scores_file"]
+        manifest["complete"] = epoch == config.epochs - 1
+        if manifest["complete"]:
+            manifest["finished"] = _now()
+        write_json(out / MANIFEST_FILE, manifest)
         _print_row(row)
     return report
 
@@ -369,7 +503,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="a prepared directory, a Criteo file, or synthetic[:ROWS] "
         f"(default rows {DEFAULT_SYNTHETIC_ROWS:,})",
     )
-    parser.add_argument("--out", required=True, help="output directory (metrics.json, scores)")
+    parser.add_argument(
+        "--out", required=True, help="output directory (metrics.json, manifest.json, scores)"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the score files, metrics.json and manifest.json of a previous run in --out "
+        "(without it such a directory is refused)",
+    )
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--seed", default="0", help="an integer, or 'none' for fresh entropy")
@@ -436,6 +578,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         min_count=args.min_count,
         dp_sgd=dp,
         verbose=verbose,
+        overwrite=args.overwrite,
     )
 
 
@@ -447,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, RuntimeError, MalformedInputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(f"wrote {Path(config.out) / 'metrics.json'}")
+    print(f"wrote {Path(config.out) / METRICS_FILE} and {MANIFEST_FILE}")
     del report
     return 0
 

@@ -11,6 +11,7 @@ from data_prep.__main__ import main
 from data_prep.io import load_split_arrays, load_tf_dataset, read_metadata
 from data_prep.pipeline import prepare_criteo, prepare_synthetic
 from data_prep.preprocess import is_test_row
+from data_prep.reader import MalformedInputError
 from data_prep.synthetic import SyntheticCriteo
 
 
@@ -142,3 +143,129 @@ def test_real_criteo_every_raw_file(criteo_raw_dir):
         for key, rows in expected.items():
             if key in path.name:
                 assert len(chunk) == rows, path.name
+
+
+def test_undecodable_categories_get_distinct_ids(tmp_path, write_undecodable):
+    path = tmp_path / "bad_bytes.txt"
+    UNDECODABLE = write_undecodable(path, repeat=30)
+    meta = prepare_criteo(path, tmp_path / "out", seed=0, test_fraction=0.2)
+    assert meta["read_report"]["malformed_lines"] == 0
+    ids = np.concatenate(
+        [load_split_arrays(tmp_path / "out", s)["cat_ids"] for s in ("train", "test")]
+    )
+    pairs = set(zip(ids[:, 1].tolist(), ids[:, 0].tolist(), strict=True))  # (C2 tag, C1)
+    assert 0 not in {c1 for _, c1 in pairs}
+    assert len(pairs) == len({c1 for _, c1 in pairs}) == len(UNDECODABLE)
+    raw = (tmp_path / "out" / "vocabularies.json").read_bytes()
+    vocab = json.loads(raw.decode("utf-8"))
+    assert len(vocab["C1"]) == len(UNDECODABLE)
+    for value in vocab["C1"]:
+        value.encode("utf-8")  # strict UTF-8: no lone surrogates in the file
+
+
+def snapshot(directory):
+    """{relative path: bytes} of every file under ``directory``."""
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def truncated_gzip_copy(source, path, keep=0.6):
+    import gzip
+
+    whole = gzip.compress(source.read_bytes())
+    path.write_bytes(whole[: int(len(whole) * keep)])
+    return path
+
+
+def strict_failure_input(source, path, bad_line=2500):
+    lines = source.read_text().splitlines(keepends=True)
+    lines[bad_line - 1] = (
+        "1\tnot-a-number" + lines[bad_line - 1][lines[bad_line - 1].index("\t", 2) :]
+    )
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("failure", ["truncated_gzip", "strict_malformed", "empty_test_split"])
+def test_failed_rerun_leaves_the_previous_output_intact(synthetic_file, tmp_path, failure):
+    parent = tmp_path / "prepared_parent"
+    out = parent / "out"
+    first = prepare_criteo(synthetic_file, out, seed=1, chunk_rows=700)
+    before = snapshot(out)
+    assert "metadata.json" in before and len(first["splits"]["train"]["shards"]) > 1
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    options = {"seed": 2, "chunk_rows": 500}
+    if failure == "truncated_gzip":
+        bad = truncated_gzip_copy(synthetic_file, inputs / "input.txt.gz")
+        error = MalformedInputError
+    elif failure == "strict_malformed":
+        bad = strict_failure_input(synthetic_file, inputs / "strict.txt")
+        options["strict"], error = True, MalformedInputError
+    else:  # fails after every shard of the new run has been written
+        bad, error = synthetic_file, ValueError
+        options["test_fraction"] = 1e-12
+    with pytest.raises(error):
+        prepare_criteo(bad, out, **options)
+    assert snapshot(out) == before
+    assert sorted(p.name for p in parent.iterdir()) == ["out"]  # no temporary left behind
+    assert read_metadata(out)["seed"] == 1
+
+
+def test_cli_failed_rerun_keeps_the_output(synthetic_file, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["--input", str(synthetic_file), "--output", str(out), "--no-progress"]) == 0
+    before = snapshot(out)
+    bad = truncated_gzip_copy(synthetic_file, tmp_path / "input.txt.gz")
+    capsys.readouterr()
+    assert main(["--input", str(bad), "--output", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert f"{bad}: truncated gzip file (" in err
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input.txt.gz", "out"]
+
+
+def test_module_entry_point_truncated_gzip_is_one_line(synthetic_file, tmp_path):
+    bad = truncated_gzip_copy(synthetic_file, tmp_path / "input.txt.gz")
+    result = subprocess.run(
+        [sys.executable, "-m", "data_prep", "--input", str(bad), "--output",
+         str(tmp_path / "out")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: ") and "truncated gzip file" in lines[-1]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input.txt.gz"]
+
+
+def test_successful_rerun_replaces_the_output(synthetic_file, tmp_path):
+    out = tmp_path / "out"
+    prepare_criteo(synthetic_file, out, seed=1, chunk_rows=500)
+    out.chmod(0o750)
+    meta = prepare_criteo(synthetic_file, out, seed=2)  # one shard per split now
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["metadata.json", "test-00000.npz", "train-00000.npz", "vocabularies.json"]
+    assert read_metadata(out) == meta and meta["seed"] == 2
+    assert out.stat().st_mode & 0o777 == 0o750
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_refuses_to_replace_a_directory_holding_other_files(synthetic_file, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"notes\.txt"):
+        prepare_criteo(synthetic_file, out, seed=0)
+    assert snapshot(out) == {"notes.txt": b"mine"}
+    inside = out / "train.txt"  # the input inside the output directory is not deleted either
+    inside.write_bytes(synthetic_file.read_bytes())
+    with pytest.raises(ValueError, match="not prepared data"):
+        prepare_criteo(inside, out, seed=0)
+    assert inside.read_bytes() == synthetic_file.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -138,3 +138,48 @@ def test_not_a_criteo_file(tmp_path):
         sniff_format(path)
     with pytest.raises(FileNotFoundError):
         read_criteo(tmp_path / "missing.txt")
+
+
+def truncated_gzip(tmp_path, name="input.txt.gz", rows=400, keep=0.5):
+    """A gzip file of ``rows`` synthetic lines, cut after ``keep`` of its compressed bytes."""
+    from data_prep.synthetic import SyntheticCriteo
+
+    plain = tmp_path / (name + ".plain")
+    SyntheticCriteo(seed=0).write_tsv(plain, rows)
+    whole = gzip.compress(plain.read_bytes())
+    plain.unlink()
+    path = tmp_path / name
+    path.write_bytes(whole[: int(len(whole) * keep)])
+    return path
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.002])  # midway, and inside the first line
+def test_truncated_gzip_is_a_clear_error_naming_the_file(tmp_path, keep):
+    path = truncated_gzip(tmp_path, keep=keep)
+    with pytest.raises(MalformedInputError) as caught:
+        read_criteo(path, chunk_rows=50)
+    message = str(caught.value)
+    assert isinstance(caught.value, ValueError)
+    assert message.startswith(f"{path}: truncated gzip file (") and "\n" not in message
+
+
+def test_corrupt_gzip_is_a_clear_error_naming_the_file(tmp_path):
+    path = truncated_gzip(tmp_path, keep=1.0)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # zeros in the deflate stream
+    path.write_bytes(bytes(data))
+    with pytest.raises(MalformedInputError, match=r"(truncated|corrupt) gzip") as caught:
+        read_criteo(path)
+    assert str(caught.value).startswith(f"{path}: ")
+
+
+def test_undecodable_bytes_stay_distinct_categories(tmp_path, write_undecodable):
+    path = tmp_path / "bad_bytes.txt"
+    raw_values = write_undecodable(path)
+    chunk, report = read_criteo(path)
+    assert report.malformed_lines == 0 and len(chunk) == len(raw_values)
+    values = chunk.categoricals[:, 0].tolist()
+    assert len(set(values)) == len(raw_values)
+    assert values[-1] == "café"  # valid UTF-8 is decoded as before
+    for value in values:
+        value.encode("utf-8")  # no lone surrogates: valid text for any JSON reader

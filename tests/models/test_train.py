@@ -129,3 +129,106 @@ def test_real_criteo_three_epochs(criteo_combined_file, tmp_path):
     print("real Criteo test AUC per epoch:", [round(a, 4) for a in aucs])
     assert report["data"]["train_rows"] + report["data"]["test_rows"] == 19_532
     assert max(aucs) > 0.68
+
+
+def run_files(directory):
+    """{name: bytes} of a run directory's own files (the prepared data/ left out)."""
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def small_run_args(data, out, epochs):
+    return ["--data", str(data), "--out", str(out), "--epochs", str(epochs),
+            "--batch-size", "1024", "--hidden-units", "8", "--embedding-dim", "2",
+            "--num-thresholds", "100", "--verbose", "0"]  # fmt: skip
+
+
+def test_second_run_into_the_same_out_is_refused(synthetic_run, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    import models.train as train_module
+
+    first_out, _ = synthetic_run
+    out = tmp_path / "run"
+    shutil.copytree(first_out, out)
+    before = run_files(out)
+    assert {"scores_epoch0.parquet", "scores_epoch1.parquet"} <= set(before)
+
+    def no_data(config):
+        raise AssertionError("the data were resolved before the output directory was checked")
+
+    monkeypatch.setattr(train_module, "resolve_data", no_data)
+    capsys.readouterr()
+    assert main(small_run_args(out / "data", out, epochs=1)) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "--overwrite" in err
+    assert run_files(out) == before
+    # a leftover score file alone (a crashed run, no metrics.json) is refused as well
+    (out / "metrics.json").unlink()
+    (out / "scores_epoch1.parquet").unlink()
+    assert main(small_run_args(out / "data", out, epochs=1)) == 1
+    assert "scores_epoch0.parquet" in capsys.readouterr().err
+
+
+def test_overwrite_replaces_the_previous_run(synthetic_run, tmp_path):
+    import shutil
+
+    first_out, _ = synthetic_run
+    out = tmp_path / "run"
+    shutil.copytree(first_out, out)
+    (out / "scores_epoch7.csv").write_text("label,score\n1,0.5\n")  # stale, from an older run
+    (out / "notes.txt").write_text("mine")  # not a run file: kept
+    assert main([*small_run_args(out / "data", out, epochs=1), "--overwrite"]) == 0
+    names = {p.name for p in out.iterdir() if p.is_file()}
+    assert names == {"metrics.json", "manifest.json", "notes.txt", "scores_epoch0.parquet"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert manifest["scores_files"] == {"0": "scores_epoch0.parquet"}
+    assert manifest["config"]["epochs"] == 1 and manifest["config"] == metrics["config"]
+    assert manifest["run_id"] == metrics["run_id"] and manifest["complete"] is True
+    assert manifest["started"] <= manifest["finished"]
+
+
+def test_manifest_lists_this_runs_score_files(synthetic_run):
+    out, report = synthetic_run
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["scores_files"] == {
+        str(row["epoch"]): row["scores_file"] for row in report["epochs"]
+    }
+    assert manifest["run_id"] == report["run_id"] and manifest["metrics_file"] == "metrics.json"
+    assert manifest["config"] == json.loads(json.dumps(report["config"]))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--dp-auc-mechanism", "no-such-mechanism"], "no-such-mechanism"),
+        (["--dp-auc-epsilon", "-1"], "epsilon"),
+        (["--dp-auc-epsilon", "nan"], "epsilon"),
+        (["--dp-auc-mechanism", "paper-gaussian"], "delta"),
+        (["--num-thresholds", "1"], "threshold"),
+        (["--epochs", "-1"], "epochs"),
+        (["--epochs", "0"], "epochs"),
+        (["--batch-size", "0"], "batch"),
+        (["--seed", "-3"], "seed"),
+        (["--test-fraction", "1.5"], "fraction"),
+        (["--min-count", "0"], "min"),
+        (["--learning-rate", "-0.1"], "learning"),
+    ],
+)
+def test_bad_options_fail_before_any_data_or_training(
+    tmp_path, capsys, monkeypatch, options, message
+):
+    import models.train as train_module
+
+    def no_data(config):
+        raise AssertionError("the data were resolved: validation came too late")
+
+    monkeypatch.setattr(train_module, "resolve_data", no_data)
+    monkeypatch.setattr(train_module, "prepare_synthetic", no_data)
+    out = tmp_path / "out"
+    args = ["--data", "synthetic:2000", "--out", str(out), "--verbose", "0", *options]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert message in err.lower()
+    assert not out.exists() or not any(out.iterdir())
