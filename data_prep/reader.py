@@ -1,6 +1,6 @@
 """Reading Criteo files: format sniffing, gzip, chunked parsing, malformed-line accounting.
 
-Three layouts are understood (see ``../shared/data/criteo/README.md``):
+Three layouts are understood (the Criteo Display Advertising Challenge's raw TSV and the two common CSV exports):
 
 * raw TSV, the layout of Criteo's ``train.txt``: 40 tab-separated fields
   (label, I1..I13, C1..C26), no header;

@@ -14,24 +14,40 @@ import pytest
 PACKAGES = ("dpauc_tf", "data_prep", "models")
 SKIP = {"__main__", "demo", "cli"}  # entry points: exercised by their own tests
 MUST_HAVE_EXAMPLES = {
+    "dpauc_tf",
     "dpauc_tf.core.thresholds",
     "dpauc_tf.core.counts",
     "dpauc_tf.core.curve",
-    "dpauc_tf.noise",
-    "dpauc_tf.noise.exact",
-    "dpauc_tf.privacy.accounting",
-    "dpauc_tf.mechanisms",
-    "dpauc_tf.mechanisms.secure_histogram",
-    "dpauc_tf.mechanisms.tree",
     "dpauc_tf.core.postprocessing",
     "dpauc_tf.core.adaptive_thresholds",
-    "dpauc_tf.analysis.noise_families",
+    "dpauc_tf.core.partitions",
+    "dpauc_tf.core.tree",
+    "dpauc_tf.noise.seeds",
+    "dpauc_tf.noise.samplers",
+    "dpauc_tf.noise.exact",
+    "dpauc_tf.noise.shares",
+    "dpauc_tf.privacy.statement",
+    "dpauc_tf.privacy.accounting",
+    "dpauc_tf.privacy.skellam",
+    "dpauc_tf.privacy.calibration",
+    "dpauc_tf.privacy.ledger",
+    "dpauc_tf.mechanisms",
+    "dpauc_tf.mechanisms.capabilities",
+    "dpauc_tf.mechanisms.base",
+    "dpauc_tf.mechanisms.registry",
+    "dpauc_tf.mechanisms.histogram",
+    "dpauc_tf.mechanisms.paper",
+    "dpauc_tf.mechanisms.none",
+    "dpauc_tf.mechanisms.secure_histogram",
+    "dpauc_tf.mechanisms.tree",
     "dpauc_tf.mechanisms.randomized_response",
     "dpauc_tf.mechanisms.score_noise",
-    "dpauc_tf.core.partitions",
-    "dpauc_tf.analysis.audit",
-    "dpauc_tf.privacy.ledger",
     "dpauc_tf.keras.metric",
+    "dpauc_tf.keras.callbacks",
+    "dpauc_tf.analysis.audit",
+    "dpauc_tf.analysis.audit_cli",
+    "dpauc_tf.analysis.noise_families",
+    "dpauc_tf.analysis.tree_design",
     "dpauc_tf.experiments.simulation",
     "dpauc_tf.experiments.synthetic",
     "dpauc_tf.experiments.tables",
@@ -39,7 +55,7 @@ MUST_HAVE_EXAMPLES = {
 
 
 def _modules():
-    names = []
+    names = ["dpauc_tf"]
     for package in PACKAGES:
         path = importlib.import_module(package).__path__
         for info in pkgutil.walk_packages(path, package + "."):

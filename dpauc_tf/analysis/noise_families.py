@@ -17,9 +17,8 @@ SecureTreeHistogram` compose differently:
 Both are compared by the exact (linearised) AUC standard deviation of one evaluation on the
 user's bucket counts (:func:`dpauc_tf.analysis.tree_design.mechanism_auc_variance`), with the
 secure-aggregation (central) noise. Few evaluations favour Laplace (pure DP, no delta
-spent on tails); many favour Skellam. Measured on the paper-sized score set with 1,024
-quantile buckets and ``(epsilon_total, delta) = (1, 1e-6)``: see
-``tests/utility/test_noise_families.py`` and the report of ``benchmarks/bench_utility.py``.
+spent on tails); many favour Skellam (``python benchmarks/bench_utility.py --families``
+prints the comparison on the paper-sized score set; ``docs/tree_histograms.md``).
 
 >>> import numpy as np
 >>> pos = np.array([0., 10., 30., 60., 100., 0.]) * 100

@@ -1,4 +1,4 @@
-"""The DPAUC paper's tables (DESIGN.md section 1), regenerated next to the project's mechanisms.
+"""The DPAUC paper's tables (``docs/method.md``), regenerated next to the project's mechanisms.
 
 =======  ==================================  =========================================  ======
 table    paper rows                          settings                                   |Theta|
@@ -17,9 +17,9 @@ Every setting of tables 1, 3, 4 and 5 also gets rows for the project's mechanism
 at the same epsilon, clients and |Theta|, so the gain shows in the same output. All settings
 run for every epoch of the score sets (the paper: 0, 1, 2).
 
-DESIGN.md gives table 4's and table 5's settings; it lists no epsilons for tables 1 and 3,
+``docs/method.md`` gives table 4's and table 5's settings; it lists no epsilons for tables 1 and 3,
 so :data:`RR_EPSILONS` uses table 4's {8, 4, 2, 1} and :data:`SCORE_NOISE_EPSILONS` adds 10
-(DESIGN.md: score noise "collapses towards 0.5 for eps <= 10"). Table 5's epsilon is 1, as in
+(``docs/method.md``: score noise "collapses towards 0.5 for eps <= 10"). Table 5's epsilon is 1, as in
 the reference code's logs (``eps_stat = 1 / (4 |Theta|)``). The clients of tables 1, 3 and 5
 are 10 IID, as in the reference code's logs for table 5.
 
@@ -54,7 +54,7 @@ from dpauc_tf.experiments.simulation import (
     simulate,
     simulate_examples,
 )
-from dpauc_tf.mechanisms import get_mechanism, mechanism_class
+from dpauc_tf.mechanisms import get_mechanism, mechanism_spec
 
 TABLES = ("table1", "table2", "table3", "table4", "table5")
 PROJECT_MECHANISMS = ("histogram", "histogram-public-scores", "secure-histogram")
@@ -242,7 +242,7 @@ class TableRunner:
         return simulate(mechanism, pos, neg, seed=seed, repeats=self.repeats)
 
     def row(self, epoch: int, setting: Setting, result: SimulationResult) -> dict[str, Any]:
-        own_grid = mechanism_class(setting.mechanism).capabilities.transforms_data
+        own_grid = mechanism_spec(setting.mechanism).capabilities.transforms_data
         tf_thresholds = 1000 if own_grid else setting.num_thresholds
         return {
             "table": setting.table,

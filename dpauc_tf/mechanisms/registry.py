@@ -74,13 +74,13 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "secure-histogram",
         _M + "secure_histogram:SecureHistogram",
         "integer counts + discrete Laplace (or Skellam) shares, summed by secure aggregation",
-        Capabilities(secure=True, integer_counts=True),
+        Capabilities(secure=True, integer_counts=True, xla=False),
     ),
     MechanismSpec(
         "secure-tree-histogram",
         _M + "tree:SecureTreeHistogram",
         "the tree with integer noise shares, summed by secure aggregation",
-        Capabilities(secure=True, integer_counts=True),
+        Capabilities(secure=True, integer_counts=True, xla=False),
     ),
     MechanismSpec(
         "paper",
@@ -253,3 +253,39 @@ def describe_mechanisms() -> list[dict[str, Any]]:
         {"name": name, "summary": spec.summary, **dataclasses.asdict(spec.capabilities)}
         for name, spec in sorted(MECHANISMS.items())
     ]
+
+
+def mechanisms_markdown() -> str:
+    """The registry as a Markdown table (``docs/mechanisms.md`` holds this exact table).
+
+    Regenerate with ``python -m dpauc_tf.mechanisms.registry``.
+    """
+    columns = [
+        ("protects", "protects"),
+        ("secure", "secure sum"),
+        ("integer_counts", "integer weights only"),
+        ("xla", "XLA"),
+        ("keras_metric", "Keras metric"),
+        ("fed_eval", "build_fed_eval"),
+        ("federated", "TFF evaluate"),
+        ("releases", "releases"),
+    ]
+
+    def cell(value: Any) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "-"
+        return str(value)
+
+    header = "| name | summary | " + " | ".join(title for _, title in columns) + " |"
+    rule = "|" + "---|" * (len(columns) + 2)
+    rows = [
+        f"| `{row['name']}` | {row['summary']} | "
+        + " | ".join(cell(row[key]) for key, _ in columns)
+        + " |"
+        for row in describe_mechanisms()
+    ]
+    return "\n".join([header, rule, *rows])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(mechanisms_markdown())

@@ -249,3 +249,14 @@ def test_capability_refusals_are_one_clear_message():
     assert discrete.capabilities.integer_counts and not discrete.capabilities.xla
     assert not mechanism_class("histogram")(1.0, 10).capabilities.integer_counts
     assert dataclasses.asdict(Capabilities())["protects"] == "labels"
+
+
+def test_docs_table_is_the_registry():
+    from dpauc_tf.mechanisms.registry import mechanisms_markdown
+
+    text = (REPO / "docs" / "mechanisms.md").read_text()
+    start = text.index("<!-- registry-table:start -->") + len("<!-- registry-table:start -->")
+    end = text.index("<!-- registry-table:end -->")
+    assert text[start:end].strip() == mechanisms_markdown().strip(), (
+        "docs/mechanisms.md is stale: regenerate with python -m dpauc_tf.mechanisms.registry"
+    )
