@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The project's two commands. On a fresh machine with only Python 3.11 they do all the set-up:
 #   bash run.sh demo [ARGS]    the main job (python -m dpauc_tf.demo ARGS) in the federated world
-#   bash run.sh test [ARGS]    lint, then the whole test suite in both worlds (ARGS go to pytest)
-# Environments (both locked in uv.lock):
+#   bash run.sh test [ARGS]    lint, the docs site, then the whole test suite in both worlds
+#                              and the keras3 world on Python 3.13 (ARGS go to pytest)
+# Environments (all locked in uv.lock):
 #   .venv         federated: TensorFlow 2.14 (Keras 2) + TFF 0.87 + tensorflow-privacy 0.9
-#   .venv-keras3  keras3:    the newest TensorFlow (Keras 3), no TFF
+#   .venv-keras3  keras3:    the newest TensorFlow (Keras 3), no TFF; the docs tools
+#   .venv-py313   keras3 on Python 3.13 (the newest Python the library supports)
 set -euo pipefail
 cd "$(dirname "$0")"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
@@ -21,9 +23,23 @@ uv_cmd() {
   fi
 }
 
-sync_env() {  # sync_env DIR EXTRA
-  echo "[run.sh] syncing $1 (extra: $2)" >&2
-  UV_PROJECT_ENVIRONMENT="$1" uv_cmd sync --frozen --quiet --extra "$2" --python 3.11
+python_for() {  # python_for 3.13: an installed interpreter of that version (pyenv or PATH)
+  local candidate
+  for candidate in "$HOME"/.pyenv/versions/"$1".*/bin/python"$1" "$(command -v python"$1" || true)"; do
+    if [ -x "$candidate" ] && "$candidate" -c "import sys" >/dev/null 2>&1; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  echo "$1"  # let uv find (or fetch) it
+}
+
+sync_env() {  # sync_env DIR EXTRA PYTHON [uv sync options]
+  local dir=$1 extra=$2 python=$3
+  shift 3
+  echo "[run.sh] syncing $dir (extra: $extra, Python $python)" >&2
+  UV_PROJECT_ENVIRONMENT="$dir" uv_cmd sync --frozen --quiet --extra "$extra" \
+    --python "$(python_for "$python")" "$@"
 }
 
 run_pytest() {  # run_pytest ENV_DIR LOG ARGS...: output goes to a file first (TFF's worker holds pipes)
@@ -40,27 +56,38 @@ run_pytest() {  # run_pytest ENV_DIR LOG ARGS...: output goes to a file first (T
   return "$rc"
 }
 
+# On Python 3.13 the library's layers and adapters are tested (the notebooks, the demo, the
+# paper's tables and the data preparation run on 3.11 above).
+PY313_TESTS=(tests/core tests/noise tests/privacy tests/mechanisms tests/keras tests/cli
+  tests/hostile tests/packaging tests/test_docstrings.py)
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
   setup)
-    sync_env .venv federated
-    sync_env .venv-keras3 keras3
+    sync_env .venv federated 3.11
+    sync_env .venv-keras3 keras3 3.11 --group docs
+    sync_env .venv-py313 keras3 3.13
     ;;
   demo)
-    sync_env .venv federated
+    sync_env .venv federated 3.11
     exec .venv/bin/python -m dpauc_tf.demo "$@"
     ;;
   test)
-    sync_env .venv federated
-    sync_env .venv-keras3 keras3
+    sync_env .venv federated 3.11
+    sync_env .venv-keras3 keras3 3.11 --group docs
+    sync_env .venv-py313 keras3 3.13
     mkdir -p test-logs
     .venv/bin/ruff check . && .venv/bin/ruff format --check .
+    echo "=== API reference site (mkdocs, warnings are errors) ==="
+    .venv-keras3/bin/mkdocs build --strict --quiet --site-dir site
     status=0
     echo "=== federated world: TensorFlow 2.14 / Keras 2 / TFF 0.87 ==="
     run_pytest .venv test-logs/pytest-federated.log "$@" || status=1
     echo "=== keras3 world: newest TensorFlow / Keras 3 ==="
     run_pytest .venv-keras3 test-logs/pytest-keras3.log "$@" || status=1
+    echo "=== keras3 world on Python 3.13: the library's own layers ==="
+    run_pytest .venv-py313 test-logs/pytest-py313.log "${@:-${PY313_TESTS[@]}}" || status=1
     exit "$status"
     ;;
   *)
