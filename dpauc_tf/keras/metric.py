@@ -1,16 +1,19 @@
 """``DPAUC``: a Keras metric whose value is a label-differentially-private AUC.
 
-The metric keeps per-bucket positive/negative counts in its weights (``update_state``) and
-adds fresh noise to them every time ``result()`` is called (central DP: whoever runs Keras
-holds the labels and publishes the value). It runs unchanged in Keras 2 (TensorFlow 2.14) and
-Keras 3 (TensorFlow >= 2.16).
+The metric keeps per-bucket positive/negative counts in its weights (``update_state``,
+float64: exact up to 2^53 examples per bucket) and releases a noisy AUC from them (central
+DP: whoever runs Keras holds the labels and publishes the value). It runs unchanged in
+Keras 2 (TensorFlow 2.14) and Keras 3 (TensorFlow >= 2.16, TensorFlow backend).
 
-What counts as a release: every ``result()`` call draws new noise, and Keras calls it after
-every batch for the progress bar. Only values that leave the data holder are published — in
-practice the epoch-end values that go into ``History``, TensorBoard or a log, and the value
-``model.evaluate`` returns. :class:`dpauc_tf.keras.callbacks.DPAUCBudgetCallback` records those releases
-in a :class:`dpauc_tf.privacy.ledger.PrivacyLedger` and refuses to go past a budget. Use
-``verbose=2`` (one line per epoch) or ``verbose=0`` so that per-batch values are not printed.
+**Which values are releases.** A release draws fresh noise and costs its epsilon. It
+happens when ``result()`` runs *eagerly*: that is where Keras computes the values it
+publishes (the epoch-end training and validation values that go into ``History``,
+TensorBoard and the epoch's progress line, and the values ``model.evaluate`` returns), and
+where user code calls it. Inside a compiled step (the per-batch progress bar, a
+``tf.function``, XLA) ``result()`` draws nothing: it shows the last release (NaN before the
+first), so per-batch display neither churns nor creates releases that no ledger counts.
+``releases_drawn`` counts the releases; :class:`dpauc_tf.keras.callbacks.DPAUCBudgetCallback`
+charges each of them to a :class:`dpauc_tf.privacy.ledger.PrivacyLedger`.
 """
 
 from __future__ import annotations
@@ -18,44 +21,61 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 
+import dp_accounting
 import tensorflow as tf
 
 from dpauc_tf.core.counts import bucket_counts
-from dpauc_tf.core.curve import RocCurve, roc_from_confusion
+from dpauc_tf.core.curve import RocCurve, confusion_from_histogram, roc_from_confusion
+from dpauc_tf.core.summation import check_curve, keras_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 KERAS_MAJOR = int(getattr(tf.keras, "__version__", getattr(tf, "__version__", "2")).split(".")[0])
+DEFAULT_NUM_THRESHOLDS = 200  # tf.keras.metrics.AUC's; also the CLI's and federated.evaluate's
 
 
 @tf.keras.utils.register_keras_serializable(package="dpauc_tf")
 class DPAUC(tf.keras.metrics.Metric):
-    """Area under the ROC curve with label differential privacy.
+    """Area under the ROC (or PR) curve with label differential privacy.
+
+    The arguments follow ``tf.keras.metrics.AUC`` where they make sense.
 
     Args:
-      epsilon: total privacy budget of **one** release (one ``result()`` value). ``None``
-        switches noise off: the value then equals ``tf.keras.metrics.AUC`` and is NOT private.
+      epsilon: privacy budget of **one** release (one eagerly computed ``result()``). ``None``
+        switches noise off: the value then equals ``tf.keras.metrics.AUC`` with the same
+        options and is NOT private.
       num_thresholds: number of thresholds ``T`` (the grid of ``tf.keras.metrics.AUC`` by
         default). Ignored when ``thresholds`` is given.
-      mechanism: ``"histogram"`` (default: Laplace(2/eps) on the class histograms),
-        ``"histogram-public-scores"`` (Laplace(1/eps) on positives, exact score histogram),
-        ``"paper"`` (DPAUC_Lap of Sun et al. 2023), ``"paper-gaussian"`` (needs ``delta``),
-        ``"tree-histogram"`` (hierarchical histogram: fine buckets at almost no extra noise,
-        e.g. ``num_thresholds=1023``). See :mod:`dpauc_tf.mechanisms` and
-        :mod:`dpauc_tf.mechanisms.tree`.
+      mechanism: a registered name that can be a Keras metric
+        (``dpauc_tf.list_mechanisms(keras_metric=True)``): ``"histogram"`` (default:
+        Laplace(2/eps) on the class histograms), ``"histogram-public-scores"``,
+        ``"tree-histogram"`` (fine buckets at almost no extra noise, e.g.
+        ``num_thresholds=1023``), ``"paper"``, ``"paper-gaussian"`` (needs ``delta``),
+        ``"rr"``, the secure mechanisms (integer noise; one data holder is one share). See
+        ``docs/mechanisms.md``.
       delta: delta for Gaussian mechanisms; must be unset for Laplace ones.
-      thresholds: an explicit ascending list of thresholds (``score > theta`` is positive).
+      thresholds: an explicit list of thresholds, as ``tf.keras.metrics.AUC(thresholds=...)``.
       threshold_grid: ``"tf"`` (TensorFlow's list, ``>``) or ``"reference"`` (the paper's
         reference-code grid, ``>=``).
+      curve: ``"ROC"`` (default) or ``"PR"``: both come from the same noisy counts, so the
+        PR-AUC costs no extra epsilon.
+      summation_method: ``"interpolation"`` (default), ``"minoring"`` or ``"majoring"``.
+        With ROC and interpolation the value is the mechanism's AUC estimate; otherwise
+        Keras' formula on the released curve.
+      multi_label: one AUC per label (``y_true``/``y_pred`` of shape ``[N, num_labels]``),
+        averaged with ``label_weights``. Each label's counts are a release: one value costs
+        ``num_labels`` releases (``privacy_statement`` and ``dp_event`` say so). Without
+        ``multi_label`` inputs must hold one label per example.
+      num_labels: the number of labels (required with ``multi_label``).
+      label_weights: non-negative weights of the labels' AUCs in the average.
       from_logits: apply a sigmoid to predictions first.
       seed: ``None`` (default) draws the noise from operating-system entropy; an integer makes
         the sequence of noisy results reproducible (experiments only: the seed reveals the
         noise).
       mechanism_options: further keyword arguments of the mechanism's constructor (for
         example the branching factor of a tree mechanism), kept in the config.
-      name: metric name. dtype: the dtype of ``result()``; the counts are always float64
-        (exact integers up to 2^53, where float32 stops counting at 2^24).
+      name: metric name. dtype: the dtype of ``result()``.
 
     Standalone:
 
@@ -65,26 +85,31 @@ class DPAUC(tf.keras.metrics.Metric):
     0.75
     >>> noisy = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
     >>> noisy.update_state([0, 0, 1, 1] * 500, [0.1, 0.6, 0.4, 0.9] * 500)
-    >>> 0.6 < float(noisy.result()) < 0.9
-    True
+    >>> 0.6 < float(noisy.result()) < 0.9, noisy.releases_drawn
+    (True, 1)
 
     With ``compile()``:
 
     ```python
     model.compile(optimizer="adam", loss="binary_crossentropy",
                   metrics=[tf.keras.metrics.AUC(num_thresholds=1000, name="auc"),
-                           DPAUC(epsilon=1.0, num_thresholds=100, mechanism="paper", seed=0)])
+                           DPAUC(epsilon=1.0, num_thresholds=100, seed=0)])
     ```
     """
 
     def __init__(
         self,
         epsilon: float | None = 1.0,
-        num_thresholds: int = 200,
+        num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
         mechanism: str = "histogram",
         delta: float | None = None,
         thresholds: Sequence[float] | None = None,
         threshold_grid: str = "tf",
+        curve: str = "ROC",
+        summation_method: str = "interpolation",
+        multi_label: bool = False,
+        num_labels: int | None = None,
+        label_weights: Sequence[float] | None = None,
         from_logits: bool = False,
         seed: int | None = None,
         mechanism_options: dict | None = None,
@@ -92,6 +117,7 @@ class DPAUC(tf.keras.metrics.Metric):
         dtype=None,
     ):
         super().__init__(name=name, dtype=dtype)
+        curve, summation_method = check_curve(curve, summation_method)
         self._thresholds = Thresholds.make(num_thresholds, threshold_grid, thresholds)
         self._mechanism = get_mechanism(
             mechanism,
@@ -103,6 +129,8 @@ class DPAUC(tf.keras.metrics.Metric):
         require(self._mechanism, "keras_metric")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        self._num_labels = _check_labels(multi_label, num_labels, label_weights)
+        self._label_weights = None if label_weights is None else [float(w) for w in label_weights]
         self._config = {
             "epsilon": epsilon,
             "num_thresholds": self._thresholds.num_thresholds,
@@ -110,20 +138,31 @@ class DPAUC(tf.keras.metrics.Metric):
             "delta": delta,
             "thresholds": list(thresholds) if thresholds is not None else None,
             "threshold_grid": threshold_grid,
+            "curve": curve,
+            "summation_method": summation_method,
+            "multi_label": bool(multi_label),
+            "num_labels": num_labels,
+            "label_weights": self._label_weights,
             "from_logits": bool(from_logits),
             "seed": seed,
             "mechanism_options": dict(mechanism_options) if mechanism_options else None,
         }
-        num_buckets = self._thresholds.num_buckets
+        shape = (self._thresholds.num_buckets,)
+        if multi_label:
+            shape = (self._num_labels, *shape)
         self.positives = self.add_weight(
-            name="positives", shape=(num_buckets,), initializer="zeros", dtype="float64"
+            name="positives", shape=shape, initializer="zeros", dtype="float64"
         )
         self.negatives = self.add_weight(
-            name="negatives", shape=(num_buckets,), initializer="zeros", dtype="float64"
+            name="negatives", shape=shape, initializer="zeros", dtype="float64"
         )
-        # The noise generator is deliberately not tracked: it must not become a metric
-        # variable (TFF sums metric variables across clients, and checkpoints would save it).
+        # Neither the noise generator nor the last release may become metric variables
+        # (TFF sums metric variables across clients, and checkpoints would save them).
+        with tf.init_scope():
+            last = tf.Variable(float("nan"), dtype=tf.float64, trainable=False)
         object.__setattr__(self, "_noise_generator", self._make_generator(seed))
+        object.__setattr__(self, "_last_release", last)
+        object.__setattr__(self, "_releases_drawn", 0)
 
     @staticmethod
     def _make_generator(seed: int | None) -> tf.random.Generator:
@@ -140,48 +179,160 @@ class DPAUC(tf.keras.metrics.Metric):
 
     @property
     def mechanism(self) -> CountMechanism:
-        """The mechanism applied to the counts at every ``result()``."""
+        """The mechanism applied to the counts at every release."""
         return self._mechanism
 
     @property
     def thresholds(self) -> list[float]:
+        """The thresholds, ascending (as ``tf.keras.metrics.AUC.thresholds``)."""
         return list(self._thresholds.values)
 
+    @property
+    def num_thresholds(self) -> int:
+        return self._thresholds.num_thresholds
+
+    @property
+    def curve(self) -> str:
+        return self._config["curve"]
+
+    @property
+    def summation_method(self) -> str:
+        return self._config["summation_method"]
+
+    @property
+    def multi_label(self) -> bool:
+        return self._config["multi_label"]
+
+    @property
+    def num_labels(self) -> int | None:
+        return self._config["num_labels"]
+
+    @property
+    def label_weights(self) -> list[float] | None:
+        return self._label_weights
+
+    @property
+    def releases_drawn(self) -> int:
+        """How many releases this metric has drawn (each costs :meth:`dp_event`)."""
+        return self._releases_drawn
+
+    @property
+    def released_value(self) -> float:
+        """The last release's value (NaN before the first); reading it is not a release."""
+        return float(self._last_release.numpy())
+
     def privacy_statement(self) -> PrivacyStatement:
-        """Neighbouring relation, sensitivity, noise and (epsilon, delta) of one result()."""
-        return self._mechanism.statement()
+        """Neighbouring relation, sensitivity, noise and (epsilon, delta) of one release."""
+        statement = self._mechanism.statement()
+        if not self.multi_label or self._num_labels == 1:
+            return statement
+        labels = self._num_labels
+        return PrivacyStatement(
+            mechanism=statement.mechanism,
+            neighbouring=statement.neighbouring + f"; {labels} labels per example",
+            sensitivity=statement.sensitivity + f", for each of {labels} labels",
+            noise=statement.noise + f", for each of {labels} labels",
+            epsilon=statement.epsilon * labels,  # basic composition over the labels
+            delta=statement.delta * labels,
+            claimed_epsilon=statement.claimed_epsilon,
+        )
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """One release (one value) as a dp-accounting event: one per label."""
+        event = self._mechanism.dp_event()
+        if self.multi_label and self._num_labels > 1:
+            return dp_accounting.SelfComposedDpEvent(event, self._num_labels)
+        return event
 
     # -- Metric API ---------------------------------------------------------------------
     def update_state(self, y_true, y_pred, sample_weight=None):
-        pos, neg = bucket_counts(
-            y_true,
-            y_pred,
-            self._thresholds,
-            sample_weight,
-            from_logits=self._config["from_logits"],
-            dtype=tf.float64,
-            integer_weights=self._mechanism.capabilities.integer_counts,
-        )
+        integer = self._mechanism.capabilities.integer_counts
+        options = {"from_logits": self._config["from_logits"], "integer_weights": integer}
+        if not self.multi_label:
+            pos, neg = bucket_counts(
+                y_true, y_pred, self._thresholds, sample_weight, dtype=tf.float64, **options
+            )
+        else:
+            pos, neg = self._label_counts(y_true, y_pred, sample_weight, options)
         self.positives.assign_add(pos)
         self.negatives.assign_add(neg)
 
-    def _next_seed(self) -> tf.Tensor:
-        return self._noise_generator.make_seeds(1)[:, 0]
+    def _label_counts(self, y_true, y_pred, sample_weight, options):
+        labels = self._num_labels
+        y_true = tf.convert_to_tensor(y_true)
+        y_pred = tf.convert_to_tensor(y_pred)
+        for tensor, what in ((y_true, "labels"), (y_pred, "predictions")):
+            if tensor.shape.rank != 2 or tensor.shape[-1] not in (None, labels):
+                raise ValueError(
+                    f"DPAUC(multi_label=True, num_labels={labels}): {what} must have shape "
+                    f"[N, {labels}], got {tensor.shape}"
+                )
+        rows = tf.shape(y_pred)[0]
+        groups = tf.tile(tf.range(labels), [rows])
+        weights = None
+        if sample_weight is not None:
+            weights = tf.cast(tf.convert_to_tensor(sample_weight), tf.float64)
+            weights = tf.reshape(
+                tf.broadcast_to(tf.reshape(weights, [-1, 1]), [rows, labels]), [-1]
+            )
+        return bucket_counts(
+            tf.reshape(y_true, [-1]),
+            tf.reshape(y_pred, [-1]),
+            self._thresholds,
+            weights,
+            dtype=tf.float64,
+            group_ids=groups,
+            num_groups=labels,
+            **options,
+        )
 
-    def _release(self):
-        pos = tf.convert_to_tensor(self.positives)
-        neg = tf.convert_to_tensor(self.negatives)
-        if self._config["epsilon"] is None:
-            return {"pos": pos, "neg": neg}
-        return self._mechanism.release(pos, neg, seed=self._next_seed())
+    def _counts(self):
+        return tf.convert_to_tensor(self.positives), tf.convert_to_tensor(self.negatives)
 
-    def roc_curve(self) -> RocCurve:
-        """One noisy release as ROC points (sorted by FPR). Each call is a release."""
-        return roc_from_confusion(self._mechanism.to_confusion(self._release()))
+    def _value(self, release) -> tf.Tensor:
+        """The metric's value from a release (or from exact counts): post-processing."""
+        if self.curve == "ROC" and self.summation_method == "interpolation":
+            if self.epsilon is None:
+                aucs = keras_auc(confusion_from_histogram(release["pos"], release["neg"]))
+            else:
+                aucs = self._mechanism.estimate_auc(release)
+        else:
+            aucs = keras_auc(
+                self._mechanism.to_confusion(release), self.curve, self.summation_method
+            )
+        if not self.multi_label:
+            return aucs
+        if self._label_weights is None:
+            return tf.reduce_mean(aucs)
+        weights = tf.constant(self._label_weights, aucs.dtype)
+        return tf.math.divide_no_nan(tf.reduce_sum(aucs * weights), tf.reduce_sum(weights))
+
+    def release(self) -> tf.Tensor:
+        """Draws one release of the current counts and returns its value (costs epsilon)."""
+        pos, neg = self._counts()
+        release = self._mechanism.release(pos, neg, seed=self._noise_generator.make_seeds(1)[:, 0])
+        value = tf.cast(self._value(release), tf.float64)
+        self._last_release.assign(value)
+        object.__setattr__(self, "_releases_drawn", self._releases_drawn + 1)
+        return tf.cast(value, self.dtype)
 
     def result(self):
-        """One noisy release's AUC (the mechanism's estimator). Each call is a release."""
-        return tf.cast(self._mechanism.estimate_auc(self._release()), self.dtype)
+        """Eagerly: a new release (see the module docstring). In a graph: the last release."""
+        if self.epsilon is None:  # not private: TensorFlow's AUC of the exact counts
+            pos, neg = self._counts()
+            return tf.cast(self._value({"pos": pos, "neg": neg}), self.dtype)
+        if tf.executing_eagerly():
+            return self.release()
+        return tf.cast(tf.convert_to_tensor(self._last_release), self.dtype)
+
+    def roc_curve(self) -> RocCurve:
+        """One release as ROC points (sorted by FPR). Each call is a release."""
+        pos, neg = self._counts()
+        if self.epsilon is None:
+            return roc_from_confusion(confusion_from_histogram(pos, neg))
+        release = self._mechanism.release(pos, neg, seed=self._noise_generator.make_seeds(1)[:, 0])
+        object.__setattr__(self, "_releases_drawn", self._releases_drawn + 1)
+        return roc_from_confusion(self._mechanism.to_confusion(release))
 
     def reset_state(self):
         for variable in (self.positives, self.negatives):
@@ -201,3 +352,21 @@ class DPAUC(tf.keras.metrics.Metric):
         if isinstance(dtype, dict):  # Keras 3 may serialise a DTypePolicy
             dtype = dtype.get("config", {}).get("name")
         return cls(dtype=dtype, **config)
+
+
+def _check_labels(multi_label, num_labels, label_weights) -> int:
+    if not multi_label:
+        if num_labels not in (None, 1) or label_weights is not None:
+            raise ValueError("num_labels and label_weights need multi_label=True")
+        return 1
+    if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
+        raise ValueError(
+            f"DPAUC(multi_label=True) needs num_labels, a positive int, got {num_labels!r}"
+        )
+    if label_weights is not None:
+        weights = [float(w) for w in label_weights]
+        if len(weights) != num_labels or any(not w >= 0 for w in weights):
+            raise ValueError(
+                f"label_weights must be {num_labels} non-negative numbers, got {label_weights!r}"
+            )
+    return num_labels
