@@ -8,9 +8,23 @@
 
 from __future__ import annotations
 
+import sys
+
 import tensorflow as tf
 
 from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
+
+
+def _fit_running(model) -> bool:
+    """Whether ``model.fit`` is on the call stack (validation inside fit calls the same
+    test hooks as ``model.evaluate``). Asked at every evaluation, so a fit that ended in an
+    exception (no ``on_train_end``) leaves nothing behind."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _dpauc_metrics(model) -> list:
@@ -62,7 +76,7 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
         self.train_dataset = train_dataset
         self.validation_dataset = validation_dataset
         self.evaluation_dataset = evaluation_dataset
-        self._in_fit = False
+        self._charge_evaluation = False
 
     def _charge(self, logs, prefix: str, dataset: str, description: str) -> None:
         if logs is None:
@@ -77,16 +91,15 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
                 logs.pop(key, None)
                 raise
 
-    def on_train_begin(self, logs=None):
-        self._in_fit = True
-
-    def on_train_end(self, logs=None):
-        self._in_fit = False
-
     def on_epoch_end(self, epoch, logs=None):
         self._charge(logs, "", self.train_dataset, f"epoch {epoch}")
         self._charge(logs, "val_", self.validation_dataset, f"epoch {epoch}")
 
+    def on_test_begin(self, logs=None):
+        # Validation inside fit() is charged at epoch end; model.evaluate here.
+        self._charge_evaluation = not _fit_running(self.model)
+
     def on_test_end(self, logs=None):
-        if not self._in_fit:  # validation inside fit() is charged at epoch end
+        if self._charge_evaluation:
+            self._charge_evaluation = False
             self._charge(logs, "", self.evaluation_dataset, "evaluate")

@@ -26,7 +26,7 @@ from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.mechanisms.base import CountMechanism
 from dpauc_tf.noise import exact, samplers
 from dpauc_tf.noise.seeds import split_seed
-from dpauc_tf.privacy.accounting import EpsilonSpent
+from dpauc_tf.privacy.events import discrete_laplace_event
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 NOISE_KINDS = ("continuous", "discrete")
@@ -97,33 +97,6 @@ class HistogramLaplace(CountMechanism):
         draws.set_shape(counts.shape)
         return tf.cast(draws, counts.dtype)
 
-    def privacy_spent(self, releases: int = 1, delta: float | None = None):
-        """As :meth:`CountMechanism.privacy_spent`; exact discrete-Laplace PLD for discrete noise.
-
-        :meth:`dp_event` is a continuous ``LaplaceDpEvent`` either way: its pure epsilon
-        (``basic``) is exact for both noises, but its PLD/RDP figures understate the
-        discrete mechanism's delta for epsilon above about 1.7 (dp-accounting 0.4.3 has no
-        discrete-Laplace event). With ``noise="discrete"`` the PLD figure here is computed
-        from the discrete mechanism itself (a flip shifts ``l1_sensitivity`` counts by one
-        each) and no RDP figure is given.
-        """
-        if self.noise == "continuous":
-            return super().privacy_spent(releases, delta)
-        delta = self.delta if delta is None else delta
-        if releases < 0:
-            raise ValueError(f"releases must be >= 0, got {releases}")
-        basic = releases * self.epsilon
-        pld_epsilon = None
-        if delta > 0 and releases > 0:
-            from dp_accounting.pld import privacy_loss_distribution
-
-            per_count = privacy_loss_distribution.from_discrete_laplace_mechanism(
-                1.0 / self.noise_scale, sensitivity=1
-            )
-            composed = per_count.self_compose(int(self.l1_sensitivity) * releases)
-            pld_epsilon = float(composed.get_epsilon_for_delta(delta))
-        return EpsilonSpent(basic, pld_epsilon, None, delta, releases)
-
     def _noise_description(self) -> str:
         if self.noise == "discrete":
             return f"exact discrete Laplace(scale={self.noise_scale:g}) (integer noise)"
@@ -152,7 +125,11 @@ class HistogramLaplace(CountMechanism):
     def to_confusion(self, release):
         return confusion_from_histogram(release["pos"], release["neg"])
 
-    def dp_event(self):
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """Continuous noise: a Laplace event with the L1 sensitivity. Discrete noise: the exact
+        discrete-Laplace event (a flip moves ``l1_sensitivity`` counts by one each)."""
+        if self.noise == "discrete":
+            return discrete_laplace_event(self.noise_scale, int(self.l1_sensitivity))
         return dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_scale / self.l1_sensitivity)
 
     def statement(self):

@@ -66,8 +66,13 @@ from dpauc_tf.noise.shares import (
     shortfall_unit_epsilon,
     skellam_share,
 )
-from dpauc_tf.privacy.accounting import EpsilonSpent
-from dpauc_tf.privacy.skellam import HISTOGRAM_L1, skellam_epsilon, skellam_mu
+from dpauc_tf.privacy.events import SkellamDpEvent, discrete_laplace_event
+from dpauc_tf.privacy.skellam import (
+    HISTOGRAM_L1,
+    HISTOGRAM_L2_SQUARED,
+    skellam_epsilon,
+    skellam_mu,
+)
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -146,17 +151,11 @@ class SecureHistogram(CountMechanism):
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
+        """The summed release: exact discrete Laplace (a flip moves two counts by one each),
+        or one :class:`~dpauc_tf.privacy.events.SkellamDpEvent` (L1 = 2, L2^2 = 2)."""
         if self.family == "skellam":
-            return dp_accounting.UnsupportedDpEvent()
-        # Same convention as ``histogram``: a Laplace event with L1 = 2 (pure epsilon exact).
-        return dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_scale / HISTOGRAM_L1)
-
-    def privacy_spent(self, releases: int = 1, delta: float | None = None) -> EpsilonSpent:
-        if self.family != "skellam":
-            return super().privacy_spent(releases, delta)
-        delta = self.delta if delta is None else delta
-        eps = skellam_epsilon(self.noise_scale, delta, releases) if releases else 0.0
-        return EpsilonSpent(basic=eps, pld=None, rdp=eps, delta=delta, count=releases)
+            return SkellamDpEvent((self.noise_scale,), HISTOGRAM_L1, HISTOGRAM_L2_SQUARED)
+        return discrete_laplace_event(self.noise_scale, int(HISTOGRAM_L1))
 
     def aggregate(self) -> SecureHistogram:
         """The same mechanism with one share: its release of summed counts is distributed

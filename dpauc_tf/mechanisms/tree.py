@@ -61,7 +61,7 @@ from dpauc_tf.noise.shares import (
     shortfall_unit_epsilon,
     skellam_share,
 )
-from dpauc_tf.privacy.accounting import EpsilonSpent
+from dpauc_tf.privacy.events import SkellamDpEvent, discrete_laplace_event
 from dpauc_tf.privacy.skellam import (
     skellam_precision_shares,
     skellam_tree_epsilon,
@@ -390,21 +390,15 @@ class SecureTreeHistogram(TreeHistogram):
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
+        """Per level, exact discrete Laplace (a flip moves one node count of each noisy class
+        by one), composed over the levels; or one
+        :class:`~dpauc_tf.privacy.events.SkellamDpEvent` over the levels' ``mu_l`` (Renyi
+        bounds added up, as in the calibration)."""
         if self.family == "skellam":
-            return dp_accounting.UnsupportedDpEvent()
-        return super().dp_event()
-
-    def privacy_spent(self, releases: int = 1, delta: float | None = None) -> EpsilonSpent:
-        """Epsilon of ``releases`` evaluations; Skellam composes by its Renyi bound."""
-        if self.family != "skellam":
-            return super().privacy_spent(releases, delta)
-        delta = self.delta if delta is None else delta
-        eps = (
-            skellam_tree_epsilon(self.level_mus, self.l1_per_level, delta, releases)
-            if releases
-            else 0.0
+            return SkellamDpEvent(self.level_mus, self.l1_per_level, self.l1_per_level)
+        return dp_accounting.ComposedDpEvent(
+            [discrete_laplace_event(scale, int(self.l1_per_level)) for scale in self.level_scales]
         )
-        return EpsilonSpent(basic=eps, pld=None, rdp=eps, delta=delta, count=releases)
 
     def achieved_epsilon(self, num_reporting: int) -> float:
         """Epsilon actually provided when ``num_reporting`` of the ``num_clients`` shares

@@ -1,27 +1,44 @@
 """Privacy accounting with the ``dp-accounting`` library.
 
-Each mechanism describes one release as a ``dp_accounting.DpEvent``; this module turns events
-into epsilons: for one release, and for ``n`` releases composed, both by basic composition
-(the sum, exact for pure-DP Laplace releases) and by a tighter accountant (PLD; RDP as a
-cross-check) where ``delta > 0``.
+Each mechanism describes one release as a ``dp_accounting.DpEvent`` (or the project's
+:class:`~dpauc_tf.privacy.events.SkellamDpEvent`); this module turns events into epsilons,
+for one release and for many composed, by three methods, and says which one it used:
+
+* ``basic``: the sum of per-release epsilons (pure-DP releases: exact; releases that are not
+  pure DP get an equal share of ``delta`` each). Always valid.
+* ``pld``: dp-accounting's privacy-loss-distribution accountant, when it supports every
+  event (``accountant.supports(event)``); ``delta > 0`` only.
+* ``rdp``: dp-accounting's RDP accountant plus the Skellam Renyi curve at the same orders,
+  when every other event is supported by the RDP accountant; ``delta > 0`` only.
+
+:attr:`EpsilonSpent.best` is the smallest of them and :attr:`EpsilonSpent.method` names it.
+Randomized response is accounted under the replace-one relation (a label changes); events
+with a sensitivity (Laplace, discrete Laplace, Gaussian) already state the change of the
+released vector under a label flip.
 
 >>> import dp_accounting
 >>> event = dp_accounting.LaplaceDpEvent(noise_multiplier=100.0)   # epsilon 0.01 each
 >>> spent = composed_epsilon(event, count=100, delta=1e-6)
->>> round(spent.basic, 6), spent.pld < 0.5
-(1.0, True)
+>>> round(spent.basic, 6), spent.pld < 0.5, spent.method
+(1.0, True, 'pld')
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 
 import dp_accounting
-from dp_accounting import pld, rdp
+from dp_accounting import dp_event, pld, rdp
+from dp_accounting.pld import privacy_loss_distribution
 
 from dpauc_tf.privacy.calibration import smallest_parameter
+from dpauc_tf.privacy.events import SkellamDpEvent, event_to_json
+from dpauc_tf.privacy.skellam import RDP_ORDERS, skellam_rdp
+
+METHODS = ("basic", "pld", "rdp")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,8 +47,10 @@ class EpsilonSpent:
 
     Attributes:
       basic: the sum of per-release epsilons (plus the deltas); always valid.
-      pld: the PLD accountant's epsilon at ``delta`` (``None`` for ``delta == 0``).
-      rdp: the RDP accountant's epsilon at ``delta`` (``None`` for ``delta == 0``).
+      pld: the PLD accountant's epsilon at ``delta`` (``None`` for ``delta == 0`` or when
+        the PLD accountant does not support every event).
+      rdp: the RDP epsilon at ``delta`` (``None`` for ``delta == 0`` or when the RDP
+        accountant and the Skellam curve do not cover every event).
       delta: the delta these figures hold for.
       count: number of releases.
     """
@@ -47,18 +66,40 @@ class EpsilonSpent:
         """The smallest valid figure."""
         return min(x for x in (self.basic, self.pld, self.rdp) if x is not None)
 
+    @property
+    def method(self) -> str:
+        """Which figure :attr:`best` is: ``"pld"``, ``"rdp"`` or ``"basic"``."""
+        figures = {"pld": self.pld, "rdp": self.rdp, "basic": self.basic}
+        return (
+            min((v, k) for k, v in figures.items() if v is not None)[1] if self.count else "basic"
+        )
+
 
 def single_epsilon(event: dp_accounting.DpEvent, delta: float = 0.0) -> float:
     """Epsilon of one release described by ``event``."""
     return composed_epsilon(event, 1, delta).best
 
 
+def _rr_epsilon(event: dp_event.RandomizedResponseDpEvent) -> float:
+    p, k = float(event.noise_parameter), int(event.num_buckets)
+    if k <= 1:
+        return 0.0
+    if p <= 0:
+        return math.inf
+    return math.log1p(k * (1.0 - p) / p)
+
+
 def pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
-    """Epsilon of a pure-DP event (Laplace, composed Laplace, no-op); ``None`` otherwise."""
+    """Epsilon of a pure-DP event (Laplace, discrete Laplace, randomized response, their
+    compositions, no-op); ``None`` otherwise."""
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
     if isinstance(event, dp_accounting.LaplaceDpEvent):
         return 1.0 / event.noise_multiplier
+    if isinstance(event, dp_event.DiscreteLaplaceDpEvent):
+        return float(event.noise_parameter) * float(event.sensitivity)
+    if isinstance(event, dp_event.RandomizedResponseDpEvent):
+        return _rr_epsilon(event)
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
         inner = pure_epsilon(event.event)
         return None if inner is None else inner * event.count
@@ -68,65 +109,153 @@ def pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
     return None
 
 
+def _leaves(
+    event: dp_accounting.DpEvent, count: int = 1
+) -> list[tuple[dp_accounting.DpEvent, int]]:
+    """``event`` as (elementary event, multiplicity) pairs (compositions unrolled)."""
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return _leaves(event.event, count * int(event.count))
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return [pair for inner in event.events for pair in _leaves(inner, count)]
+    return [(event, count)] if count else []
+
+
+class _PLDAccountant(pld.PLDAccountant):
+    """dp-accounting's PLD accountant with randomized response composed ``count`` times
+    under the replace-one relation (dp-accounting 0.6.0 composes it once, whatever the
+    count, and only under a replace relation, which would double the Laplace and Gaussian
+    sensitivities)."""
+
+    def _maybe_compose(self, event, count, do_compose):
+        if isinstance(event, dp_event.RandomizedResponseDpEvent):
+            if do_compose and event.num_buckets > 1 and count > 0:
+                if event.noise_parameter == 0:
+                    self._contains_non_dp_event = True
+                else:
+                    rr = privacy_loss_distribution.from_randomized_response(
+                        noise_parameter=event.noise_parameter,
+                        num_buckets=event.num_buckets,
+                        value_discretization_interval=self._value_discretization_interval,
+                        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
+                    )
+                    self._pld = self._pld.compose(rr.self_compose(count))
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+
+def _pld_epsilon(leaves, delta: float) -> float | None:
+    accountant = _PLDAccountant()
+    if not all(accountant.supports(leaf) for leaf, _ in leaves):
+        return None
+    for leaf, count in leaves:
+        accountant.compose(leaf, count)
+    return float(accountant.get_epsilon(delta))
+
+
+def _rdp_epsilon(leaves, delta: float) -> float | None:
+    skellam = [(leaf, n) for leaf, n in leaves if isinstance(leaf, SkellamDpEvent)]
+    rr = [(leaf, n) for leaf, n in leaves if isinstance(leaf, dp_event.RandomizedResponseDpEvent)]
+    other = [pair for pair in leaves if pair not in skellam and pair not in rr]
+    # The Skellam bound is stated at integer orders; dp-accounting's defaults otherwise.
+    orders = list(RDP_ORDERS) if skellam else None
+    relation = dp_accounting.NeighboringRelation
+    total = None
+    for group, neighbours in ((other, relation.ADD_OR_REMOVE_ONE), (rr, relation.REPLACE_ONE)):
+        accountant = rdp.RdpAccountant(orders, neighboring_relation=neighbours)
+        if not all(accountant.supports(leaf) for leaf, _ in group):
+            return None
+        for leaf, count in group:
+            accountant.compose(leaf, count)
+        total = accountant.rdp if total is None else total + accountant.rdp
+        orders = accountant.orders
+    for leaf, count in skellam:
+        total = total + count * sum(
+            skellam_rdp(orders, mu, leaf.l1, leaf.l2_squared) for mu in leaf.mus
+        )
+    return float(rdp.compute_epsilon(orders, total, delta)[0])
+
+
+def _leaf_epsilon(leaf, delta: float) -> float:
+    """(epsilon, delta)-DP epsilon of one elementary release: its pure epsilon, or the
+    smaller of its PLD and RDP figures at ``delta`` (``inf`` when no method knows it)."""
+    pure = pure_epsilon(leaf)
+    if pure is not None:
+        return pure
+    if isinstance(leaf, dp_accounting.NonPrivateDpEvent) or delta <= 0:
+        return math.inf
+    figures = [
+        f
+        for f in (_pld_epsilon([(leaf, 1)], delta), _rdp_epsilon([(leaf, 1)], delta))
+        if f is not None
+    ]
+    return min(figures) if figures else math.inf
+
+
+def _key(event) -> str:
+    try:
+        return json.dumps(event_to_json(event), sort_keys=True)
+    except (TypeError, ValueError):
+        return ""
+
+
 def composed_epsilon(
     event: dp_accounting.DpEvent, count: int = 1, delta: float = 0.0
 ) -> EpsilonSpent:
     """Epsilon of ``count`` independent releases of ``event`` at ``delta``.
 
-    Pure-DP events compose by the sum (``basic``); approximate-DP events (Gaussian) have no
-    finite pure epsilon, so ``basic`` is then the sum of single-release epsilons at
-    ``delta / count`` each.
+    Pure-DP events compose by the sum (``basic``); events that are not pure DP (Gaussian,
+    Skellam) have no finite pure epsilon, so ``basic`` then adds their single-release
+    epsilons at an equal share of ``delta`` each. ``pld`` and ``rdp`` are given where their
+    accountants support every event (see the module docstring). A non-private event, or one
+    no method can account, costs ``inf``.
     """
-    if count < 0:
-        raise ValueError(f"count must be >= 0, got {count}")
+    if isinstance(count, bool) or int(count) != count or count < 0:
+        raise ValueError(f"count must be an integer >= 0, got {count}")
     if not 0.0 <= delta < 1.0:
         raise ValueError(f"delta must be in [0, 1), got {delta}")
+    if not isinstance(event, dp_accounting.DpEvent):
+        raise TypeError(f"expected a dp_accounting.DpEvent, got {type(event).__name__}")
+    key = _key(event)
+    if key:
+        return _cached_composed(key, event, int(count), float(delta))
+    return _composed(event, int(count), float(delta))
+
+
+_CACHE: dict[tuple[str, int, float], EpsilonSpent] = {}
+
+
+def _cached_composed(key: str, event, count: int, delta: float) -> EpsilonSpent:
+    """Memoised by the event's JSON (events holding lists are not hashable)."""
+    spent = _CACHE.get((key, count, delta))
+    if spent is None:
+        if len(_CACHE) >= 512:
+            _CACHE.clear()
+        spent = _CACHE[(key, count, delta)] = _composed(event, count, delta)
+    return spent
+
+
+def _composed(event, count: int, delta: float) -> EpsilonSpent:
     if count == 0:
         return EpsilonSpent(0.0, 0.0 if delta > 0 else None, None, delta, 0)
-    composed = dp_accounting.SelfComposedDpEvent(event, count) if count > 1 else event
-    pure = pure_epsilon(composed)
-    if pure is not None:
-        basic = pure
-    elif delta > 0:
-        basic = count * _pld_epsilon(event, 1, delta / count)
-    else:
-        basic = math.inf
-    if delta > 0:
-        return EpsilonSpent(
-            basic,
-            _pld_epsilon(event, count, delta),
-            _rdp_epsilon(event, count, delta),
-            delta,
-            count,
-        )
-    return EpsilonSpent(basic, None, None, delta, count)
-
-
-def _accountant_epsilon(make_accountant, event, count, delta):
-    accountant = make_accountant()
-    accountant.compose(event, count)
-    return float(accountant.get_epsilon(delta))
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_epsilon(make_accountant, event, count, delta):
-    return _accountant_epsilon(make_accountant, event, count, delta)
-
-
-def _epsilon(make_accountant, event, count, delta):
-    try:
-        hash(event)
-    except TypeError:  # composed events hold lists
-        return _accountant_epsilon(make_accountant, event, count, delta)
-    return _cached_epsilon(make_accountant, event, count, delta)
-
-
-def _pld_epsilon(event, count, delta):
-    return _epsilon(pld.PLDAccountant, event, count, delta)
-
-
-def _rdp_epsilon(event, count, delta):
-    return _epsilon(rdp.RdpAccountant, event, count, delta)
+    leaves = _leaves(event, count)
+    if not leaves:
+        return EpsilonSpent(0.0, 0.0 if delta > 0 else None, None, delta, count)
+    if any(isinstance(leaf, dp_accounting.NonPrivateDpEvent) for leaf, _ in leaves):
+        return EpsilonSpent(math.inf, None, None, delta, count)
+    pure_total, approximate = 0.0, []
+    for leaf, n in leaves:
+        pure = pure_epsilon(leaf)
+        if pure is None:
+            approximate.append((leaf, n))
+        else:
+            pure_total += n * pure
+    shares = sum(n for _, n in approximate)
+    basic = pure_total + sum(n * _leaf_epsilon(leaf, delta / shares) for leaf, n in approximate)
+    if delta <= 0:
+        return EpsilonSpent(basic, None, None, delta, count)
+    return EpsilonSpent(
+        basic, _pld_epsilon(leaves, delta), _rdp_epsilon(leaves, delta), delta, count
+    )
 
 
 def _gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:

@@ -93,20 +93,47 @@ def test_callback_stops_training_and_withholds_the_value_past_the_budget():
     assert len(model.history.history.get("dp_auc", [])) <= 2
 
 
-def test_ledger_cannot_be_reopened_with_a_larger_budget_and_cleans_stale_temp_files(tmp_path):
+def test_ledger_cannot_be_reopened_with_a_larger_budget(tmp_path):
     path = tmp_path / "ledger.json"
     PrivacyLedger(budget=1.0, path=str(path)).record(
         dp_accounting.LaplaceDpEvent(noise_multiplier=2.0), dataset="test"
     )
     with pytest.raises(ValueError, match="larger budget"):
         PrivacyLedger(budget=5.0, path=str(path))
-    (tmp_path / "ledger.json123.tmp").write_text("{")
     reopened = PrivacyLedger(path=str(path))
     assert reopened.budget == 1.0 and reopened.spent("test").basic == pytest.approx(0.5)
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
 
-def test_discrete_noise_releases_compose_by_the_basic_sum_only():
+def test_evaluate_after_a_refused_fit_is_charged():
+    x, y = _xy()
+    ledger = PrivacyLedger(budget=0.5)
+    model = _model()
+    callback = DPAUCBudgetCallback(ledger)
+    with pytest.raises(BudgetExceededError):
+        model.fit(x, y, epochs=5, verbose=0, callbacks=[callback])
+    model.evaluate(x, y, verbose=0, callbacks=[callback])
+    assert ledger.releases("evaluation") == 1
+
+
+class _Interrupt(tf.keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        raise KeyboardInterrupt
+
+
+def test_evaluate_after_an_interrupted_fit_is_charged():
+    x, y = _xy()
+    ledger = PrivacyLedger()
+    model = _model()
+    callback = DPAUCBudgetCallback(ledger)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(x, y, epochs=2, verbose=0, callbacks=[callback, _Interrupt()])
+    model.evaluate(x, y, verbose=0, callbacks=[callback])
+    model.evaluate(x, y, verbose=0, callbacks=[callback])
+    assert ledger.releases("evaluation") == 2 and ledger.releases("train") == 0
+
+
+def test_discrete_noise_releases_compose_by_the_discrete_pld():
     from dpauc_tf.mechanisms import get_mechanism
 
     ledger = PrivacyLedger(delta=1e-6)
@@ -116,7 +143,13 @@ def test_discrete_noise_releases_compose_by_the_basic_sum_only():
         ledger.record_release(continuous, dataset="continuous")
         ledger.record_release(discrete, dataset="discrete")
     assert ledger.spent("continuous").best < 0.45  # PLD: about 0.39
-    assert ledger.spent("discrete").best == pytest.approx(1.0)  # no PLD shortcut
+    # the exact discrete-Laplace PLD: a flip moves two counts by one each
+    from dp_accounting.pld import privacy_loss_distribution
+
+    exact = privacy_loss_distribution.from_discrete_laplace_mechanism(0.005).self_compose(200)
+    discrete_spent = ledger.spent("discrete")
+    assert discrete_spent.method == "pld" and discrete_spent.basic == pytest.approx(1.0)
+    assert discrete_spent.best == pytest.approx(exact.get_epsilon_for_delta(1e-6), rel=1e-6)
     ledger.record_release(continuous, dataset="mixed")
     ledger.record_release(discrete, dataset="mixed")
     assert ledger.spent("mixed").basic == pytest.approx(0.02)

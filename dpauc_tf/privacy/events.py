@@ -1,0 +1,250 @@
+"""Privacy events: the project's own ``DpEvent`` (Skellam), validation, and JSON round trips.
+
+A release is described by a ``dp_accounting.DpEvent``. dp-accounting has no Skellam event,
+so :class:`SkellamDpEvent` describes one Skellam release (one or several vectors, e.g. the
+levels of a tree, each with Skellam(mu, mu) noise); :mod:`dpauc_tf.privacy.accounting`
+composes it by its Renyi curve (:func:`dpauc_tf.privacy.skellam.skellam_rdp`).
+
+Events travel as JSON through ``to_named_tuple`` (dp-accounting's own representation):
+:func:`event_to_json` and :func:`event_from_json`. Reading accepts only classes of the
+``dp_accounting`` package and classes registered with :func:`register_event` (nothing else
+is imported), and :func:`validate_event` refuses parameters that would make an accountant
+report a negative or undefined epsilon (negative or NaN noise, non-integer counts).
+
+>>> import dp_accounting
+>>> event = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(2.0), 3)
+>>> event_from_json(event_to_json(event)) == event
+True
+>>> event_from_json({"module_name": "os", "class_name": "system"})
+Traceback (most recent call last):
+...
+ValueError: event: class os.system is neither a dp_accounting event nor a registered project event
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import attr
+import dp_accounting
+from dp_accounting import dp_event
+
+
+def _positive_finite(instance, attribute, value) -> None:
+    del instance
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{attribute.name} must be a number, got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{attribute.name} must be finite and > 0, got {value!r}")
+
+
+def _positive_finite_tuple(instance, attribute, value) -> None:
+    if len(value) == 0:
+        raise ValueError(f"{attribute.name} must not be empty")
+    for item in value:
+        _positive_finite(instance, attribute, item)
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class SkellamDpEvent(dp_accounting.DpEvent):
+    """One release with Skellam(mu_i, mu_i) noise on each of ``len(mus)`` vectors.
+
+    Each vector (a flat histogram: one; a tree: one per level) changes between neighbours
+    by at most ``l1`` in L1 norm and ``l2_squared`` in squared L2 norm; the release's Renyi
+    divergence is the sum of the vectors' bounds (Agarwal, Kairouz & Liu 2021, Thm. 3.5).
+    """
+
+    mus: tuple = attr.ib(converter=lambda x: tuple(float(v) for v in x))
+    l1: float = attr.ib(converter=float)
+    l2_squared: float = attr.ib(converter=float)
+
+    @mus.validator
+    def _check_mus(self, attribute, value):
+        _positive_finite_tuple(self, attribute, value)
+
+    @l1.validator
+    def _check_l1(self, attribute, value):
+        _positive_finite(self, attribute, value)
+
+    @l2_squared.validator
+    def _check_l2(self, attribute, value):
+        _positive_finite(self, attribute, value)
+
+
+# (module, class name) -> class: the project's events that may be read back from JSON.
+_REGISTERED: dict[tuple[str, str], type] = {}
+
+
+def register_event(cls: type) -> type:
+    """Allows :func:`event_from_json` to rebuild ``cls`` (an attrs ``DpEvent`` subclass).
+
+    A project event must be accounted somewhere (:mod:`dpauc_tf.privacy.accounting` knows
+    :class:`SkellamDpEvent`); an event no accountant knows counts as infinite epsilon.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, dp_accounting.DpEvent) and attr.has(cls)):
+        raise TypeError(f"{cls!r} is not an attrs DpEvent subclass")
+    _REGISTERED[(cls.__module__, cls.__name__)] = cls
+    return cls
+
+
+register_event(SkellamDpEvent)
+
+
+def _is_named_event(value: Any) -> bool:
+    fields = getattr(value, "_fields", None)
+    return isinstance(value, tuple) and fields is not None and "class_name" in fields
+
+
+def _plain(value: Any) -> Any:
+    """JSON-compatible copy of a named-tuple field value."""
+    if _is_named_event(value):
+        return {name: _plain(getattr(value, name)) for name in value._fields}
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    raise TypeError(f"cannot store a value of type {type(value).__name__} in JSON: {value!r}")
+
+
+def event_to_json(event: dp_accounting.DpEvent) -> dict:
+    """A JSON-compatible dict of ``event`` (``module_name``, ``class_name`` and the fields;
+    nested events as nested dicts), from ``event.to_named_tuple()``."""
+    if not isinstance(event, dp_accounting.DpEvent):
+        raise TypeError(f"expected a dp_accounting.DpEvent, got {type(event).__name__}")
+    return _plain(event.to_named_tuple())
+
+
+def _event_class(module_name: Any, class_name: Any, where: str) -> type:
+    if not isinstance(module_name, str) or not isinstance(class_name, str):
+        raise ValueError(f"{where}: module_name and class_name must be strings")
+    registered = _REGISTERED.get((module_name, class_name))
+    if registered is not None:
+        return registered
+    if module_name == "dp_accounting" or module_name.startswith("dp_accounting."):
+        import importlib
+
+        try:
+            cls = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError) as error:
+            raise ValueError(f"{where}: no event class {module_name}.{class_name}") from error
+        if isinstance(cls, type) and issubclass(cls, dp_accounting.DpEvent) and attr.has(cls):
+            return cls
+        raise ValueError(f"{where}: {module_name}.{class_name} is not a DpEvent class")
+    raise ValueError(
+        f"{where}: class {module_name}.{class_name} is neither a dp_accounting event nor a "
+        "registered project event"
+    )
+
+
+def _from_plain(value: Any, where: str) -> Any:
+    if isinstance(value, dict) and "class_name" in value:
+        return event_from_json(value, where)
+    if isinstance(value, list):
+        return [_from_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def event_from_json(data: Any, where: str = "event") -> dp_accounting.DpEvent:
+    """Rebuilds (and validates) an event written by :func:`event_to_json`.
+
+    Only ``dp_accounting`` classes and registered project events are rebuilt; ``where``
+    names the place in error messages.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: an event must be a JSON object, got {type(data).__name__}")
+    cls = _event_class(data.get("module_name"), data.get("class_name"), where)
+    names = {field.name for field in attr.fields(cls)}
+    given = set(data) - {"module_name", "class_name"}
+    if given != names:
+        raise ValueError(
+            f"{where}: {cls.__name__} has fields {sorted(names)}, the entry has {sorted(given)}"
+        )
+    values = {name: _from_plain(data[name], f"{where}.{name}") for name in names}
+    try:
+        event = cls(**values)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{where}: invalid {cls.__name__}: {error}") from error
+    validate_event(event, where)
+    return event
+
+
+def _check_number(value: Any, where: str, *, integer: bool = False, low: float = 0.0) -> None:
+    if isinstance(value, bool) or not isinstance(
+        value, numbers.Integral if integer else numbers.Real
+    ):
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{where} must be {kind}, got {value!r}")
+    if not (math.isfinite(value) and value >= low):
+        raise ValueError(f"{where} must be finite and >= {low:g}, got {value!r}")
+
+
+def validate_event(event: Any, where: str = "event") -> None:
+    """Raises ``ValueError`` (naming ``where`` and the field) if ``event`` has parameters
+    that no mechanism produces: negative, zero or NaN noise, negative or fractional counts,
+    a randomized-response probability outside (0, 1]."""
+    if not isinstance(event, dp_accounting.DpEvent):
+        raise ValueError(f"{where} is not a DpEvent: {event!r}")
+    if isinstance(event, dp_event.ComposedDpEvent):
+        if not isinstance(event.events, (list, tuple)):
+            raise ValueError(f"{where}.events must be a list")
+        for i, inner in enumerate(event.events):
+            validate_event(inner, f"{where}.events[{i}]")
+    elif isinstance(event, dp_event.SelfComposedDpEvent):
+        _check_number(event.count, f"{where}.count", integer=True)
+        validate_event(event.event, f"{where}.event")
+    elif isinstance(event, (dp_event.LaplaceDpEvent, dp_event.GaussianDpEvent)):
+        _check_number(event.noise_multiplier, f"{where}.noise_multiplier")
+        if event.noise_multiplier <= 0:
+            raise ValueError(f"{where}.noise_multiplier must be > 0, got {event.noise_multiplier}")
+    elif isinstance(event, dp_event.DiscreteLaplaceDpEvent):
+        _check_number(event.noise_parameter, f"{where}.noise_parameter")
+        if event.noise_parameter <= 0:
+            raise ValueError(f"{where}.noise_parameter must be > 0, got {event.noise_parameter}")
+        _check_number(event.sensitivity, f"{where}.sensitivity", integer=True, low=1)
+    elif isinstance(event, dp_event.RandomizedResponseDpEvent):
+        _check_number(event.noise_parameter, f"{where}.noise_parameter")
+        if not 0 < event.noise_parameter <= 1:
+            raise ValueError(
+                f"{where}.noise_parameter must be in (0, 1], got {event.noise_parameter}"
+            )
+        _check_number(event.num_buckets, f"{where}.num_buckets", integer=True, low=2)
+    elif isinstance(event, SkellamDpEvent):
+        pass  # validated on construction
+    else:  # any other event: no negative or undefined number anywhere
+        for field in attr.fields(type(event)):
+            value = getattr(event, field.name)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for i, item in enumerate(values):
+                name = f"{where}.{field.name}" + (f"[{i}]" if values is value else "")
+                if isinstance(item, dp_accounting.DpEvent):
+                    validate_event(item, name)
+                elif isinstance(item, numbers.Real) and not isinstance(item, bool):
+                    _check_number(item, name)
+
+
+def discrete_laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpEvent:
+    """One release of discrete Laplace noise ``P(k) ~ exp(-|k| / scale)`` on integer counts of
+    which a neighbour changes ``unit_changes`` different ones by 1 each.
+
+    The privacy loss is then exactly the sum of ``unit_changes`` independent sensitivity-1
+    losses, so the event is that composition (``DiscreteLaplaceDpEvent(1 / scale, 1)``
+    composed ``unit_changes`` times); a single count moved by ``unit_changes`` would be a
+    valid but looser description. Its pure epsilon is ``unit_changes / scale``.
+
+    >>> discrete_laplace_event(2.0, 1)
+    DiscreteLaplaceDpEvent(noise_parameter=0.5, sensitivity=1)
+    """
+    if isinstance(unit_changes, bool) or int(unit_changes) != unit_changes or unit_changes < 1:
+        raise ValueError(f"unit_changes must be an integer >= 1, got {unit_changes!r}")
+    event = dp_event.DiscreteLaplaceDpEvent(noise_parameter=1.0 / float(scale), sensitivity=1)
+    if unit_changes == 1:
+        return event
+    return dp_accounting.SelfComposedDpEvent(event, int(unit_changes))
