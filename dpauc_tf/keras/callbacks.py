@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 
+import dp_accounting
 import tensorflow as tf
 
 from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
@@ -46,13 +47,19 @@ def _dpauc_metrics(model) -> list:
 
 
 class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
-    """Records every published DPAUC value in a :class:`PrivacyLedger`.
+    """Charges every DPAUC release drawn during ``fit`` and ``evaluate`` to a ledger.
 
-    Published values are the epoch-end training value (data set ``train_dataset``), the
-    epoch-end validation value (``validation_dataset``) and the value that
-    ``model.evaluate`` returns (``evaluation_dataset``). If a release would exceed the
-    ledger's budget, its value is removed from the logs before History or TensorBoard see it
-    and :class:`BudgetExceededError` stops the run.
+    A DPAUC release happens when Keras computes the values it publishes (see
+    :mod:`dpauc_tf.keras.metric`): the epoch-end training value (data set
+    ``train_dataset``), the epoch-end validation value (``validation_dataset``) and the value
+    that ``model.evaluate`` returns (``evaluation_dataset``). The callback charges exactly
+    the releases each metric drew (``DPAUC.releases_drawn``), each as ``DPAUC.dp_event()``.
+    If a release would exceed the ledger's budget, its value is removed from the logs
+    before History or TensorBoard see it and :class:`BudgetExceededError` stops the run.
+    A noise-free ``DPAUC(epsilon=None)`` published while the ledger has a budget is charged
+    as a non-private release (infinite epsilon), so it is refused. Releases drawn outside
+    ``fit``/``evaluate`` (a ``result()`` call in your own code) are yours to record:
+    ``ledger.record(metric.dp_event(), ...)``.
 
     Example:
 
@@ -76,30 +83,53 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
         self.train_dataset = train_dataset
         self.validation_dataset = validation_dataset
         self.evaluation_dataset = evaluation_dataset
-        self._charge_evaluation = False
+        self._charged: dict[int, int] = {}
+        self._epoch = 0
 
-    def _charge(self, logs, prefix: str, dataset: str, description: str) -> None:
-        if logs is None:
-            return
+    def _start_counting(self) -> None:
+        """Releases drawn before now are not this callback's to charge."""
+        self._charged = {id(m): m.releases_drawn for m in _dpauc_metrics(self.model)}
+
+    def _charge(self, logs, dataset: str, description: str) -> None:
         for metric in _dpauc_metrics(self.model):
-            key = prefix + metric.name
-            if key not in logs or (metric.epsilon is None and self.ledger.budget is None):
+            if metric.epsilon is None:
+                published = logs is not None and metric.name in logs
+                if published and self.ledger.budget is not None:
+                    self._record(
+                        metric, dp_accounting.NonPrivateDpEvent(), logs, dataset, description
+                    )
                 continue
-            try:
-                self.ledger.record_release(metric.mechanism, dataset, f"{description} {key}")
-            except BudgetExceededError:
-                logs.pop(key, None)
-                raise
+            new = metric.releases_drawn - self._charged.get(id(metric), 0)
+            for _ in range(max(new, 0)):
+                self._record(metric, metric.dp_event(), logs, dataset, description)
+            self._charged[id(metric)] = metric.releases_drawn
 
-    def on_epoch_end(self, epoch, logs=None):
-        self._charge(logs, "", self.train_dataset, f"epoch {epoch}")
-        self._charge(logs, "val_", self.validation_dataset, f"epoch {epoch}")
+    def _record(self, metric, event, logs, dataset, description) -> None:
+        try:
+            self.ledger.record(event, dataset, f"{description} {metric.name}")
+        except BudgetExceededError:
+            if logs is not None:
+                logs.pop(metric.name, None)
+            raise
+
+    def on_train_begin(self, logs=None):
+        self._start_counting()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
 
     def on_test_begin(self, logs=None):
-        # Validation inside fit() is charged at epoch end; model.evaluate here.
-        self._charge_evaluation = not _fit_running(self.model)
+        if _fit_running(self.model):
+            # The epoch's training value was released just before validation starts.
+            self._charge(None, self.train_dataset, f"epoch {self._epoch}")
+        else:
+            self._start_counting()
 
     def on_test_end(self, logs=None):
-        if self._charge_evaluation:
-            self._charge_evaluation = False
-            self._charge(logs, "", self.evaluation_dataset, "evaluate")
+        if _fit_running(self.model):
+            self._charge(logs, self.validation_dataset, f"epoch {self._epoch} validation")
+        else:
+            self._charge(logs, self.evaluation_dataset, "evaluate")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._charge(logs, self.train_dataset, f"epoch {epoch}")
