@@ -86,6 +86,9 @@ def _section(step: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started = time.perf_counter()
+    from dpauc_tf.tf_startup import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 

@@ -48,11 +48,15 @@ from typing import Any
 
 import numpy as np
 
-from data_prep.io import load_split_arrays, load_tf_dataset, read_metadata, write_json
-from data_prep.pipeline import prepare_criteo, prepare_synthetic
-from data_prep.preprocess import check_test_fraction
-from data_prep.reader import MalformedInputError
-from models.wide_deep import (
+from dpauc_tf.tf_startup import import_tensorflow_quietly
+
+import_tensorflow_quietly()  # before models.wide_deep imports TensorFlow: no C++ chatter
+
+from data_prep.io import load_split_arrays, load_tf_dataset, read_metadata, write_json  # noqa: E402
+from data_prep.pipeline import prepare_criteo, prepare_synthetic  # noqa: E402
+from data_prep.preprocess import check_test_fraction  # noqa: E402
+from data_prep.reader import MalformedInputError  # noqa: E402
+from models.wide_deep import (  # noqa: E402
     DEFAULT_EMBEDDING_DIM,
     DEFAULT_HIDDEN_UNITS,
     DEFAULT_LEARNING_RATE,

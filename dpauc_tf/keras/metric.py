@@ -116,6 +116,7 @@ class DPAUC(tf.keras.metrics.Metric):
         name: str = "dp_auc",
         dtype=None,
     ):
+        _check_backend()
         super().__init__(name=name, dtype=dtype)
         curve, summation_method = check_curve(curve, summation_method)
         self._thresholds = Thresholds.make(num_thresholds, threshold_grid, thresholds)
@@ -352,6 +353,20 @@ class DPAUC(tf.keras.metrics.Metric):
         if isinstance(dtype, dict):  # Keras 3 may serialise a DTypePolicy
             dtype = dtype.get("config", {}).get("name")
         return cls(dtype=dtype, **config)
+
+
+def _check_backend() -> None:
+    """DPAUC counts and draws noise with TensorFlow ops: Keras 3's other backends are refused."""
+    if KERAS_MAJOR < 3:
+        return
+    import keras
+
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise ValueError(
+            f"DPAUC runs on Keras' TensorFlow backend, not KERAS_BACKEND={backend!r}: its "
+            "counting, noise and privacy checks are TensorFlow ops. Set KERAS_BACKEND=tensorflow."
+        )
 
 
 def _check_labels(multi_label, num_labels, label_weights) -> int:

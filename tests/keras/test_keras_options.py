@@ -132,3 +132,16 @@ def test_noise_off_values_are_live_in_graphs():
         return m.result()
 
     assert float(read()) == pytest.approx(_tf_auc(y[:, 0], p[:, 0], num_thresholds=20), abs=1e-6)
+
+
+def test_other_keras_backends_are_refused_at_construction(monkeypatch):
+    from dpauc_tf.keras import metric as metric_module
+
+    if metric_module.KERAS_MAJOR < 3:
+        pytest.skip("Keras 2 has one backend")
+    import keras
+
+    for backend in ("jax", "torch"):
+        monkeypatch.setattr(keras.backend, "backend", lambda backend=backend: backend)
+        with pytest.raises(ValueError, match=f"not KERAS_BACKEND='{backend}'"):
+            DPAUC(epsilon=1.0)

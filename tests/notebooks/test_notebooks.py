@@ -1,4 +1,5 @@
-"""The notebooks run top to bottom (executed, with a time limit), and are stored without outputs."""
+"""The notebooks run top to bottom (executed, with a time limit), are stored without outputs,
+and assert what each is there to show (an ``assert`` that fails is an error cell here)."""
 
 import importlib.util
 from pathlib import Path
@@ -28,6 +29,13 @@ def test_notebook_is_stored_without_outputs(name):
 
 
 @pytest.mark.parametrize("name", _notebooks())
+def test_notebook_asserts_what_it_shows(name):
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    checks = [c for c in notebook.cells if c.cell_type == "code" and "\nassert " in "\n" + c.source]
+    assert checks, f"{name} shows something but asserts nothing"
+
+
+@pytest.mark.parametrize("name", _notebooks())
 def test_notebook_runs_top_to_bottom(name, tmp_path):
     if name in NEEDS_TFF and importlib.util.find_spec("tensorflow_federated") is None:
         pytest.skip("needs TensorFlow Federated (federated world)")
@@ -39,6 +47,7 @@ def test_notebook_runs_top_to_bottom(name, tmp_path):
         resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
+    assert not (NOTEBOOKS.parent / "plots").exists(), "notebooks write plots under runs/"
     errors = [
         output
         for cell in notebook.cells
