@@ -146,8 +146,8 @@ class HalvedNoisePaper(PaperLaplace):
 def test_halved_noise_paper_at_ten_thresholds_is_caught_at_the_default_sample_size():
     """The paper's 4T counts at T = 10: a flip moves 20 of them by one unit each, so the
     privacy loss is a sum of 20 small ones and only the summed likelihood-ratio statistic,
-    with enough samples, sees a 2x bug (it went unseen at 200,000 samples; at 2,000,000 the
-    bound landed within a few hundredths of the claim, either side)."""
+    with enough samples, sees a 2x bug (it went unseen at the former default sample size;
+    docs/audit.md has the figures)."""
     result = run_audit(HalvedNoisePaper(epsilon=EPSILON, num_thresholds=10), seed=1)
     assert result.samples == DEFAULT_SAMPLES
     assert result.statistic == "laplace-lr"
