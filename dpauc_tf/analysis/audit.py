@@ -4,14 +4,26 @@ A mechanism that claims (epsilon, delta)-DP promises, for neighbouring inputs ``
 ``D'`` and every event ``E``: ``P[M(D) in E] <= e^epsilon P[M(D') in E] + delta``. The audit
 (in the style of Jagielski et al. 2020 and Nasr et al. 2021) runs the mechanism many times
 on a worst-case pair, picks an event, and turns the observed frequencies into a lower bound
-that holds with 95% confidence:
+that holds with the audit's confidence (95% by default):
 
 ``epsilon_lb = log((p_A_lower - delta) / p_B_upper)``
 
-where ``p_A_lower`` and ``p_B_upper`` are one-sided 97.5% Clopper-Pearson bounds (jointly
-95%) on the event's probability under the two neighbours. If ``epsilon_lb`` exceeds the
-claimed epsilon, the claim is false (up to the 5% error); an honest mechanism's bound stays
-below its claim, and the gap shows how tight the claim is for this pair and sample size.
+where ``p_A_lower`` and ``p_B_upper`` are one-sided Clopper-Pearson bounds, each taking half
+of the error. If ``epsilon_lb`` exceeds the claimed epsilon, the claim is false (up to that
+error); an honest mechanism's bound stays below its claim, and the gap shows how tight the
+claim is for this pair and sample size.
+
+**Several audits at once** (``dpauc audit --mechanism all``): the confidence is
+family-wise. With ``m`` audits each bound is computed at ``1 - (1 - confidence) / m``
+(Bonferroni), so the probability that *any* honest mechanism of the family is reported
+violated stays below ``1 - confidence`` (with ``m`` separate 95% bounds it could reach
+``1 - 0.95^m``). See :func:`per_audit_confidence`.
+
+**Power**: :attr:`AuditResult.detectable_multiple` is the smallest factor by which the
+mechanism's privacy loss would have to grow (its noise scale shrink) for the audit to catch
+it about half of the time at the observed rates and sample size (:func:`detectable_multiple`).
+A claim that the audit cannot come close to (a composition of many small losses, such as
+``paper`` at large ``T``) needs more samples to be checked; docs/audit.md gives figures.
 
 How the pieces are chosen:
 
@@ -23,13 +35,14 @@ How the pieces are chosen:
 * **Coordinates that the flip touches** are found without looking inside the mechanism: the
   two neighbours are released with the *same* seed, and the mean difference of the outputs
   is the shift ``d`` (exact for additive-noise mechanisms). Midpoints are the medians of the
-  two neighbours' outputs on the selection half.
+  two neighbours' outputs on the selection samples.
 * **Test statistics**: the likelihood-ratio statistic for Laplace-type noise,
   ``sum_i clip(sign(d_i) (x_i - m_i), -|d_i|/2, |d_i|/2)``, and the one for Gaussian-type
-  noise, ``sum_i d_i (x_i - m_i)``. Both are oriented so that ``D'`` tends to be larger.
+  noise, ``sum_i d_i (x_i - m_i)``. Both sum over every touched coordinate (``2T`` for
+  ``paper``) and are oriented so that ``D'`` tends to be larger.
 * **The event** ``{S >= c}`` or ``{S <= c}`` (statistic, direction, threshold ``c``, which
-  neighbour is ``A``) is chosen on one half of the samples; the bound is computed on the
-  other, independent half, so the selection does not bias it.
+  neighbour is ``A``) is chosen on a :data:`SELECTION_FRACTION` of the samples; the bound is
+  computed on the other, independent samples, so the selection does not bias it.
 
 Negative control: ``flip_weight=2`` gives the flipped example weight 2, which the mechanisms
 forbid (their sensitivity assumes weights in [0, 1]): "sensitivity under-counted". Its
@@ -48,7 +61,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
-from scipy import stats
+from scipy import optimize, stats
 from tqdm.auto import tqdm
 
 from dpauc_tf.analysis.audit_cli import DEFAULT_NUM_THRESHOLDS, DEFAULT_SAMPLES
@@ -58,6 +71,7 @@ from dpauc_tf.mechanisms.base import CountMechanism, Release
 from dpauc_tf.mechanisms.registry import get_mechanism, list_mechanisms
 
 CONFIDENCE = 0.95
+SELECTION_FRACTION = 0.2
 _CHUNK = 100_000
 _DIRECTION_REPEATS = 512
 _NUM_CANDIDATE_THRESHOLDS = 400
@@ -134,12 +148,25 @@ class AuditResult:
       claimed_epsilon: the epsilon of one release that the library states
         (``statement().epsilon``; for ``paper`` the tight ``epsilon / 2``).
       source_claimed_epsilon: what the source (the paper) claims, when that differs.
-      epsilon_lower_bound: the audited 95% lower bound (0 when nothing is shown).
+      epsilon_lower_bound: the audited lower bound at ``confidence`` (0 when nothing is
+        shown).
       plug_in_epsilon: the same ratio from the raw frequencies (no confidence margin).
-      samples: releases per neighbour (half select the event, half evaluate it).
+      detectable_multiple: the audit's power: the smallest factor ``k`` by which the privacy
+        loss of the chosen event would have to grow (a noise scale divided by ``k``, a
+        sensitivity multiplied by ``k``) for the lower bound expected at these rates and this
+        sample size to exceed the claim (see :func:`detectable_multiple`). Below 1 when the
+        claim is already exceeded; ``inf`` when the audit saw no separation; ``nan`` when the
+        event never occurred under the disfavoured neighbour.
+      samples: releases per neighbour (a :data:`SELECTION_FRACTION` selects the event, the
+        rest evaluates it).
+      evaluation_samples: releases per neighbour that evaluate the event.
       statistic, event: the chosen test.
       rate_a, rate_b: observed event frequencies under the favoured and the other neighbour.
       rate_a_lower, rate_b_upper: their Clopper-Pearson bounds.
+      confidence: the confidence of this bound alone (``1 - (1 - family_confidence) /
+        family_size``: Bonferroni).
+      family_confidence: the confidence that *every* bound of the family holds at once.
+      family_size: the number of audits run together (and corrected for).
       num_thresholds, flip_weight, pair: the neighbours audited.
     """
 
@@ -150,7 +177,9 @@ class AuditResult:
     source_claimed_epsilon: float | None
     epsilon_lower_bound: float
     plug_in_epsilon: float
+    detectable_multiple: float
     samples: int
+    evaluation_samples: int
     statistic: str
     event: str
     rate_a: float
@@ -158,6 +187,8 @@ class AuditResult:
     rate_a_lower: float
     rate_b_upper: float
     confidence: float
+    family_confidence: float
+    family_size: int
     num_thresholds: int
     flip_weight: float
     pair: str
@@ -171,6 +202,20 @@ class AuditResult:
         out = dataclasses.asdict(self)
         out["violated"] = self.violated
         return out
+
+
+def per_audit_confidence(family_confidence: float, family_size: int) -> float:
+    """Bonferroni: the confidence each of ``family_size`` bounds needs so that all hold at once
+    with ``family_confidence``.
+
+    >>> per_audit_confidence(0.95, 10)
+    0.995
+    """
+    if isinstance(family_size, bool) or not isinstance(family_size, int) or family_size < 1:
+        raise ValueError(f"family_size must be an int >= 1, got {family_size!r}")
+    if not 0.5 < family_confidence < 1.0:
+        raise ValueError(f"confidence must be in (0.5, 1), got {family_confidence}")
+    return 1.0 - (1.0 - family_confidence) / family_size
 
 
 def clopper_pearson_lower(successes: np.ndarray, trials: int, alpha: float) -> np.ndarray:
@@ -198,6 +243,49 @@ def epsilon_from_counts(
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = np.log((lower - delta) / upper)
     return np.where(lower > delta, eps, -np.inf)
+
+
+def detectable_multiple(
+    count_a: int, count_b: int, trials: int, delta: float, alpha: float, claimed: float
+) -> float:
+    """The audit's power at the observed rates: the smallest privacy-loss multiple it would see.
+
+    Model: a bug that multiplies the mechanism's privacy loss by ``k`` (noise scale divided
+    by ``k``, or sensitivity multiplied by ``k``) multiplies the event's log-likelihood
+    ratio ``l = log((p_A - delta) / p_B)`` by ``k``, with ``p_B`` unchanged. That is exact
+    for a Laplace-type tail event beyond the shift, and first-order for small losses
+    (Gaussian noise, composed coordinates, where the best event also moves further out, so
+    the figure is conservative). Returns the smallest ``k`` at which the Clopper-Pearson
+    bound computed at the *expected* counts, ``n p_B`` and ``n (delta + p_B e^(k l))``,
+    exceeds ``claimed``: a bug of that size is then caught about half of the time, a larger
+    one more often. ``inf`` when ``l <= 0`` or no ``k`` reaches the claim before
+    ``p_A = 1``; ``nan`` when ``count_b == 0`` (no rate to scale).
+
+    >>> k = detectable_multiple(2_718, 1_000, 100_000, 0.0, 0.025, claimed=1.0)
+    >>> 1.0 < k < 1.2
+    True
+    """
+    p_a, p_b = count_a / trials, count_b / trials
+    if count_b <= 0:
+        return math.nan
+    if p_a <= delta or math.log((p_a - delta) / p_b) <= 0:
+        return math.inf
+    log_ratio = math.log((p_a - delta) / p_b)
+    upper_b = float(clopper_pearson_upper(count_b, trials, alpha))
+
+    def excess(k: float) -> float:
+        rate_a = min(1.0, delta + p_b * math.exp(k * log_ratio))
+        lower = float(clopper_pearson_lower(trials * rate_a, trials, alpha))
+        if lower <= delta:
+            return -1.0  # nothing shown yet; only the sign matters to the root finder
+        return math.log((lower - delta) / upper_b) - claimed
+
+    k_max = math.log((1.0 - delta) / p_b) / log_ratio
+    if excess(k_max) <= 0:
+        return math.inf
+    if excess(0.0) > 0:
+        return 0.0
+    return float(optimize.brentq(excess, 0.0, k_max, xtol=1e-6))
 
 
 def _flatten(release: Release) -> np.ndarray:
@@ -239,11 +327,10 @@ def _shift(mechanism, pair: NeighbouringPair, seed: int) -> np.ndarray:
     return (out_prime - out).mean(axis=0)
 
 
-def _touched_samples(mechanism, pos, neg, columns, seeds, progress, label) -> np.ndarray:
-    parts = []
+def _touched_chunks(mechanism, pos, neg, columns, seeds, progress, label):
+    """Yields the touched columns of the releases, one ``[chunk, C]`` array per seed."""
     for seed, size in tqdm(seeds, desc=label, disable=not progress, leave=False):
-        parts.append(_release_matrix(mechanism, pos, neg, seed, size)[:, columns])
-    return np.concatenate(parts, axis=0)
+        yield _release_matrix(mechanism, pos, neg, seed, size)[:, columns]
 
 
 def _statistics(x: np.ndarray, shift: np.ndarray, middle: np.ndarray) -> dict[str, np.ndarray]:
@@ -307,18 +394,20 @@ def _select_event(stats_d, stats_prime, delta: float, alpha: float) -> _Event:
     return best
 
 
-def _seed_plan(seed: int | None, samples: int, chunk: int) -> list[list[tuple[int, int]]]:
-    """Independent chunk seeds for (D selection, D' selection, D evaluation, D' evaluation)."""
-    half = samples // 2
-    sizes = [chunk] * (half // chunk) + ([half % chunk] if half % chunk else [])
+def _chunk_sizes(total: int, chunk: int) -> list[int]:
+    return [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
+
+
+def _seed_plan(
+    seed: int | None, selection: int, evaluation: int, chunk: int
+) -> list[list[tuple[int, int]]]:
+    """Independent chunk seeds: direction, then D / D' selection, then D / D' evaluation."""
+    sizes = [_chunk_sizes(selection, chunk)] * 2 + [_chunk_sizes(evaluation, chunk)] * 2
     sequence = np.random.SeedSequence(seed)  # None: operating-system entropy
-    states = sequence.generate_state(4 * len(sizes) + 1, dtype=np.uint64)
-    seeds = [int(s) % (2**63 - 1) for s in states]
-    plans = [
-        [(seeds[1 + part * len(sizes) + i], size) for i, size in enumerate(sizes)]
-        for part in range(4)
-    ]
-    return [[(seeds[0], _DIRECTION_REPEATS)], *plans]
+    states = sequence.generate_state(1 + sum(len(part) for part in sizes), dtype=np.uint64)
+    seeds = iter(int(s) % (2**63 - 1) for s in states)
+    direction = [(next(seeds), _DIRECTION_REPEATS)]
+    return [direction, *([(next(seeds), size) for size in part] for part in sizes)]
 
 
 def run_audit(
@@ -331,19 +420,24 @@ def run_audit(
     seed: int | None = None,
     flip_weight: float = 1.0,
     confidence: float = CONFIDENCE,
+    family_size: int = 1,
     progress: bool = False,
     **mechanism_kwargs,
 ) -> AuditResult:
-    """Audits one mechanism on :func:`worst_case_pair` and returns the 95% lower bound.
+    """Audits one mechanism on :func:`worst_case_pair` and returns the lower bound.
 
     Args:
       mechanism: a registered name (built with ``epsilon``, ``num_thresholds``, ``delta`` and
         ``mechanism_kwargs``) or a built :class:`CountMechanism` (its own settings are used).
-      samples: releases per neighbour; half choose the event, half evaluate it.
+      samples: releases per neighbour; a :data:`SELECTION_FRACTION` of them chooses the
+        event, the rest evaluates it.
       seed: ``None`` for OS entropy, an int for a reproducible audit.
       flip_weight: weight of the flipped example (> 1 only as a negative control).
-      confidence: joint confidence of the bound (each Clopper-Pearson side gets half the
-        error).
+      confidence: family-wise confidence: the probability that all ``family_size`` bounds
+        of the audits run together hold at once.
+      family_size: how many audits are judged together (``dpauc audit --mechanism all``):
+        this one's bound is computed at ``1 - (1 - confidence) / family_size`` (Bonferroni),
+        each Clopper-Pearson side getting half the error.
       progress: show a progress bar.
     """
     if isinstance(mechanism, str):
@@ -360,16 +454,18 @@ def run_audit(
         raise ValueError("the 'none' mechanism adds no noise: there is nothing to audit")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 200:
         raise ValueError(f"samples must be an int >= 200, got {samples!r}")
-    if not 0.5 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0.5, 1), got {confidence}")
+    single_confidence = per_audit_confidence(confidence, family_size)
     if not (flip_weight > 0 and math.isfinite(flip_weight)):
         raise ValueError(f"flip_weight must be finite and > 0, got {flip_weight}")
-    alpha = (1.0 - confidence) / 2.0
+    alpha = (1.0 - single_confidence) / 2.0
     statement = mechanism.statement()
     delta_claimed = float(statement.delta)
+    claimed = float(statement.epsilon)
     pair = worst_case_pair(mechanism.num_thresholds, flip_weight)
 
-    direction_plan, *plans = _seed_plan(seed, samples, _CHUNK)
+    selection = max(100, round(samples * SELECTION_FRACTION))
+    evaluation = samples - selection
+    direction_plan, *plans = _seed_plan(seed, selection, evaluation, _CHUNK)
     shift = _shift(mechanism, pair, direction_plan[0][0])
     columns = np.flatnonzero(np.abs(shift) > 1e-9)
     if columns.size == 0:
@@ -380,11 +476,11 @@ def run_audit(
     shift = shift[columns]
     inputs = [(pair.pos, pair.neg), (pair.pos_prime, pair.neg_prime)] * 2
     labels = ["D select", "D' select", "D evaluate", "D' evaluate"]
-    sampled = [
-        _touched_samples(mechanism, *inputs[i], columns, plans[i], progress, labels[i])
-        for i in range(4)
-    ]
-    select_d, select_prime, eval_d, eval_prime = sampled
+
+    def chunks(i):
+        return _touched_chunks(mechanism, *inputs[i], columns, plans[i], progress, labels[i])
+
+    select_d, select_prime = (np.concatenate(list(chunks(i)), axis=0) for i in (0, 1))
     middle = (np.median(select_d, axis=0) + np.median(select_prime, axis=0)) / 2.0
     event = _select_event(
         _statistics(select_d, shift, middle),
@@ -392,9 +488,13 @@ def run_audit(
         delta_claimed,
         _SELECTION_ALPHA,
     )
-    n = eval_d.shape[0]
-    count_d = event.count(_statistics(eval_d, shift, middle)[event.statistic])
-    count_prime = event.count(_statistics(eval_prime, shift, middle)[event.statistic])
+    del select_d, select_prime
+    # The evaluation half is streamed: only the event's counts are kept.
+    count_d, count_prime = (
+        sum(event.count(_statistics(x, shift, middle)[event.statistic]) for x in chunks(i))
+        for i in (2, 3)
+    )
+    n = evaluation
     count_a, count_b = (count_prime, count_d) if event.upper else (count_d, count_prime)
     bound = float(epsilon_from_counts(count_a, count_b, n, delta_claimed, alpha))
     rate_a, rate_b = count_a / n, count_b / n
@@ -407,18 +507,22 @@ def run_audit(
         mechanism=mechanism.name,
         epsilon=float(mechanism.epsilon),
         delta=float(mechanism.delta),
-        claimed_epsilon=float(statement.epsilon),
+        claimed_epsilon=claimed,
         source_claimed_epsilon=statement.claimed_epsilon,
         epsilon_lower_bound=max(bound, 0.0),
         plug_in_epsilon=plug_in,
-        samples=2 * n,
+        detectable_multiple=detectable_multiple(count_a, count_b, n, delta_claimed, alpha, claimed),
+        samples=samples,
+        evaluation_samples=n,
         statistic=event.statistic,
         event=event.describe(),
         rate_a=rate_a,
         rate_b=rate_b,
         rate_a_lower=float(clopper_pearson_lower(count_a, n, alpha)),
         rate_b_upper=float(clopper_pearson_upper(count_b, n, alpha)),
-        confidence=confidence,
+        confidence=single_confidence,
+        family_confidence=confidence,
+        family_size=family_size,
         num_thresholds=mechanism.num_thresholds,
         flip_weight=flip_weight,
         pair=pair.description,
@@ -431,17 +535,32 @@ def auditable_mechanisms() -> list[str]:
 
 
 def format_table(results: Sequence[AuditResult]) -> str:
-    """A plain-text table: claimed epsilon vs audited lower bound per mechanism."""
+    """A plain-text table: claimed epsilon vs audited lower bound and power per mechanism.
+
+    ``detect x`` is :attr:`AuditResult.detectable_multiple`; a footer states the
+    confidence of the whole table (Bonferroni over its audits).
+    """
     header = (
-        f"{'mechanism':<26} {'eps':>6} {'delta':>8} {'claimed':>8} {'lower bd':>9} "
-        f"{'plug-in':>8} {'samples':>9}  statistic   verdict"
+        f"{'mechanism':<24} {'eps':>5} {'delta':>7} {'claimed':>8} {'lower bd':>9} "
+        f"{'plug-in':>8} {'detect x':>8} {'samples':>9} {'conf':>7}  statistic   verdict"
     )
     lines = [header, "-" * len(header)]
     for r in results:
         verdict = "VIOLATED" if r.violated else "ok"
         lines.append(
-            f"{r.mechanism:<26} {r.epsilon:>6.3g} {r.delta:>8.2g} {r.claimed_epsilon:>8.4g} "
-            f"{r.epsilon_lower_bound:>9.4f} {r.plug_in_epsilon:>8.4f} {r.samples:>9d}  "
+            f"{r.mechanism:<24} {r.epsilon:>5.3g} {r.delta:>7.2g} {r.claimed_epsilon:>8.4g} "
+            f"{r.epsilon_lower_bound:>9.4f} {r.plug_in_epsilon:>8.4f} "
+            f"{r.detectable_multiple:>8.3f} {r.samples:>9d} {r.confidence:>7.2%}  "
             f"{r.statistic:<11} {verdict}"
         )
+    families = sorted({(r.family_confidence, r.family_size) for r in results})
+    for family_confidence, family_size in families:
+        lines.append(
+            f"family-wise confidence {family_confidence:.0%} over {family_size} audit(s) "
+            f"(Bonferroni): each bound at {per_audit_confidence(family_confidence, family_size):.4%}"
+        )
+    lines.append(
+        "detect x: factor by which the mechanism's privacy loss (1 / noise scale) would have "
+        "to grow to be caught about half of the time at these rates and sample size"
+    )
     return "\n".join(lines)

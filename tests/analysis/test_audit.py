@@ -11,14 +11,17 @@ from dpauc_tf.analysis.audit import (
     auditable_mechanisms,
     clopper_pearson_lower,
     clopper_pearson_upper,
+    detectable_multiple,
+    per_audit_confidence,
     run_audit,
     worst_case_pair,
 )
-from dpauc_tf.analysis.audit_cli import register_cli
+from dpauc_tf.analysis.audit_cli import DEFAULT_SAMPLES, register_cli
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 from dpauc_tf.mechanisms.paper import PaperGaussian, PaperLaplace
 
 SAMPLES = 100_000
+CONTROL_SAMPLES = 30_000  # a 2x sensitivity with Laplace-type noise needs far fewer
 EPSILON = 1.0
 
 # (name, options) of every registered mechanism, in each of its noise modes.
@@ -47,6 +50,10 @@ def _id(case):
     return name + "".join(f"-{k}={v}" for k, v in options.items())
 
 
+def _gaussian_type(name, options):
+    return name in GAUSSIAN_TYPE or options.get("family") in GAUSSIAN_TYPE
+
+
 def _audit(name, options, **kwargs):
     kwargs.setdefault("samples", SAMPLES)
     kwargs.setdefault("seed", 0)
@@ -65,17 +72,25 @@ def test_honest_mechanism_stays_below_its_claim(case):
     assert result.epsilon_lower_bound <= result.claimed_epsilon, result
     assert not result.violated
     # The audit has power: pure-DP claims are nearly reached on the worst-case pair.
-    gaussian_type = name in GAUSSIAN_TYPE or options.get("family") in GAUSSIAN_TYPE
+    gaussian_type = _gaussian_type(name, options)
     tightness = 0.3 if gaussian_type else 0.8
     assert result.epsilon_lower_bound > tightness * result.claimed_epsilon, result
+    # Its power is reported: a privacy loss grown by this factor would be caught; a claim
+    # the audit nearly reaches leaves a factor just above 1.
+    assert 1.0 < result.detectable_multiple < (3.0 if gaussian_type else 1.3), result
+    assert result.confidence == result.family_confidence == 0.95
+    assert result.family_size == 1
 
 
 @pytest.mark.parametrize("case", HONEST, ids=_id)
 def test_under_counted_sensitivity_is_caught(case):
     """A flipped example of weight 2 doubles the true sensitivity: the claim must fail."""
     name, options = case
-    result = _audit(name, options, flip_weight=2.0)
+    samples = SAMPLES if _gaussian_type(name, options) else CONTROL_SAMPLES
+    result = _audit(name, options, flip_weight=2.0, samples=samples)
     assert result.violated, result
+    # At the observed rates the claim is already exceeded: the detectable factor is < 1.
+    assert result.detectable_multiple < 1.0, result
 
 
 class HalvedNoiseHistogram(HistogramLaplace):
@@ -118,6 +133,27 @@ def test_reduced_noise_is_caught(broken):
     assert result.violated, result
 
 
+class HalvedNoisePaper(PaperLaplace):
+    """Broken on purpose: Laplace(2T/eps) instead of 4T/eps, the same claimed epsilon / 2
+    (the true epsilon is twice the claim)."""
+
+    @property
+    def noise_scale(self) -> float:
+        return super().noise_scale / 2
+
+
+@pytest.mark.slow
+def test_halved_noise_paper_at_ten_thresholds_is_caught_at_the_default_sample_size():
+    """The paper's 4T counts at T = 10: a flip moves 20 of them by one unit each, so the
+    privacy loss is a sum of 20 small ones and only the summed likelihood-ratio statistic,
+    with enough samples, sees a 2x bug (it went unseen at the former default sample size;
+    docs/audit.md has the figures)."""
+    result = run_audit(HalvedNoisePaper(epsilon=EPSILON, num_thresholds=10), seed=1)
+    assert result.samples == DEFAULT_SAMPLES
+    assert result.statistic == "laplace-lr"
+    assert result.violated, result
+
+
 def test_paper_noise_is_audited_against_the_tight_half_epsilon():
     result = _audit("paper", {}, num_thresholds=3)
     assert result.claimed_epsilon == EPSILON / 2
@@ -149,6 +185,55 @@ def test_clopper_pearson_bounds():
     assert lower < 0.3 < float(clopper_pearson_upper(30, 100, alpha))
 
 
+def test_bonferroni_confidence():
+    assert per_audit_confidence(0.95, 1) == 0.95
+    assert per_audit_confidence(0.95, 10) == pytest.approx(0.995, abs=1e-15)
+    assert per_audit_confidence(0.9, 8) == pytest.approx(1 - 0.1 / 8, abs=1e-15)
+
+
+def test_family_correction_widens_the_same_audit():
+    """Same seed, same samples and event: the bound at 1 - 0.05/10 is the wider one."""
+    single = _audit("histogram", {}, samples=20_000)
+    family = _audit("histogram", {}, samples=20_000, family_size=10)
+    assert (single.event, single.rate_a, single.rate_b) == (
+        family.event,
+        family.rate_a,
+        family.rate_b,
+    )
+    assert family.confidence == pytest.approx(0.995)
+    assert family.family_confidence == 0.95 and family.family_size == 10
+    assert family.rate_a_lower < single.rate_a_lower
+    assert family.rate_b_upper > single.rate_b_upper
+    assert family.epsilon_lower_bound < single.epsilon_lower_bound
+    assert family.detectable_multiple > single.detectable_multiple
+
+
+def test_detectable_multiple():
+    alpha = 0.025
+    # Rates exactly at the claim's ratio: with many samples the factor tends to 1.
+    tight = [
+        detectable_multiple(round(n * math.e * 0.01), round(n * 0.01), n, 0.0, alpha, 1.0)
+        for n in (10_000, 100_000, 10_000_000)
+    ]
+    assert tight[0] > tight[1] > tight[2] > 1.0
+    assert tight[2] < 1.02
+    # At the returned factor the bound at the expected counts equals the claim.
+    n, count_a, count_b = 100_000, 2_000, 1_000
+    k = detectable_multiple(count_a, count_b, n, 0.0, alpha, 1.0)
+    rate_a = 0.01 * 2.0**k
+    lower = float(clopper_pearson_lower(n * rate_a, n, alpha))
+    upper = float(clopper_pearson_upper(count_b, n, alpha))
+    assert math.log(lower / upper) == pytest.approx(1.0, abs=1e-5)
+    # An event of log-ratio log 2 needs a factor of 1 / log 2, plus the confidence margin.
+    assert 1.0 / math.log(2.0) < k < 1.3 / math.log(2.0)
+    # Already above the claim: below 1; no separation: inf; never seen under B: nan.
+    assert detectable_multiple(5_000, 1_000, n, 0.0, alpha, 1.0) < 1.0
+    assert detectable_multiple(1_000, 1_000, n, 0.0, alpha, 1.0) == math.inf
+    assert math.isnan(detectable_multiple(1_000, 0, n, 0.0, alpha, 1.0))
+    # Unreachable before the favoured rate hits 1 (too few trials): inf.
+    assert detectable_multiple(3, 1, 10, 0.0, alpha, 5.0) == math.inf
+
+
 @pytest.mark.parametrize(
     "kwargs, error",
     [
@@ -159,6 +244,9 @@ def test_clopper_pearson_bounds():
         ({"mechanism": "histogram", "epsilon": 1.0, "samples": 10}, ValueError),
         ({"mechanism": "histogram", "epsilon": 1.0, "flip_weight": -1.0}, ValueError),
         ({"mechanism": "paper-gaussian", "epsilon": 1.0}, ValueError),
+        ({"mechanism": "histogram", "epsilon": 1.0, "family_size": 0}, ValueError),
+        ({"mechanism": "histogram", "epsilon": 1.0, "family_size": 2.0}, ValueError),
+        ({"mechanism": "histogram", "epsilon": 1.0, "confidence": 1.0}, ValueError),
     ],
 )
 def test_bad_audit_arguments_raise(kwargs, error):
@@ -173,17 +261,50 @@ def _cli(argv):
     return args.func(args)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_all_mechanisms_family_raises_no_false_alarm(seed, capsys):
+    """``--mechanism all`` judges m audits together: each bound is at 1 - 0.05/m, so the
+    chance that this family reports any violation for honest mechanisms is at most 5%
+    (Clopper-Pearson coverage holds at every sample size, so small samples keep it). With
+    uncorrected 95% bounds it could be up to 1 - 0.95^m."""
+    names = auditable_mechanisms()
+    m = len(names)
+    argv = ["audit", "--mechanism", "all", "--epsilon", "1", "--samples", "4000"]
+    assert _cli([*argv, "--seed", str(seed), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["mechanism"] for row in rows] == names
+    for row in rows:
+        assert not row["violated"], row
+        assert row["family_size"] == m and row["family_confidence"] == 0.95
+        assert row["confidence"] == pytest.approx(1 - 0.05 / m, abs=1e-12)
+        assert row["epsilon_lower_bound"] <= row["claimed_epsilon"]
+
+
+def test_cli_table_states_the_family_confidence(capsys):
+    argv = ["audit", "--mechanism", "all", "--epsilon", "1", "--samples", "2000", "--seed", "0"]
+    assert _cli(argv) == 0
+    table = capsys.readouterr().out
+    m = len(auditable_mechanisms())
+    assert f"family-wise confidence 95% over {m} audit(s)" in table
+    assert f"each bound at {1 - 0.05 / m:.4%}" in table
+    assert "detect x" in table
+
+
 def test_cli_reports_json_and_flags_violations(capsys):
     base = ["audit", "--mechanism", "histogram", "--epsilon", "1", "--samples", "20000"]
     assert _cli([*base, "--seed", "0", "--format", "json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["mechanism"] == "histogram" and row["violated"] is False
     assert 0 < row["epsilon_lower_bound"] <= row["claimed_epsilon"] == 1.0
+    assert row["family_size"] == 1 and row["confidence"] == 0.95
+    assert 1.0 < row["detectable_multiple"] < 2.0
     assert _cli([*base, "--seed", "0", "--flip-weight", "2"]) == 3
     table = capsys.readouterr().out
     assert "VIOLATED" in table and "histogram" in table
     with pytest.raises(SystemExit):
         _cli(["audit", "--mechanism", "histogram", "--epsilon", "-1"])
+    with pytest.raises(SystemExit):
+        _cli([*base, "--confidence", "1.5"])
     assert _cli(["audit", "--mechanism", "no-such", "--epsilon", "1"]) == 2
     assert _cli([*base, "--delta", "1e-5"]) == 2  # a pure-DP mechanism takes no delta
     assert "error" in capsys.readouterr().err
