@@ -109,7 +109,7 @@ def test_seeds_reproduce_and_none_is_fresh():
     c = evaluate(clients, mechanism="paper", epsilon=1.0, num_thresholds=20)
     assert a.auc == b.auc and a.auc != c.auc
     assert a.epsilon == 0.5  # the tight figure for the paper's noise (claimed 1.0)
-    with pytest.raises(ValueError, match="unknown federated mechanism"):
+    with pytest.raises(ValueError, match="unknown mechanism 'laplace'"):
         evaluate(clients, mechanism="laplace", epsilon=1.0)
 
 
