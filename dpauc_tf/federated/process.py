@@ -6,9 +6,10 @@ by a ``__del__`` that does not run at interpreter exit. Left alone it outlives P
 keeps a pipe open, so ``python x.py | cat`` or a CI log pipe hangs.
 :func:`shutdown_tff_workers` replaces the current context by a fresh local one (which starts
 no worker until it is used) and collects the old one, whose manager then stops its worker.
-Before that, every ``worker_binary`` child of this process is sent SIGTERM by its pid (the
-manager's own SIGINT-then-wait was seen to hang, and a worker is sometimes left over after
-switching to the test context).
+Before that, every ``worker_binary`` child of this process is sent SIGTERM by its pid: the
+manager's own stop is a SIGINT followed by an unbounded ``wait()``, the one step of the
+shutdown that can block, and a worker is sometimes left over after switching to the test
+context.
 The library owns the worker's lifecycle from the moment ``dpauc_tf.federated`` is imported
 (:func:`own_tff_workers`, called by the package's ``__init__``):
 
@@ -102,8 +103,7 @@ def shutdown_tff_workers() -> bool:
     if tff is None:
         return False
     # Our worker_binary children first, by pid: the manager's own stop (SIGINT, then an
-    # unbounded wait) has been seen to hang under load; a worker already gone makes it
-    # return at once.
+    # unbounded wait) then finds its worker gone and returns at once.
     _stop_child_workers()
     tff.backends.native.set_sync_local_cpp_execution_context()
     gc.collect()
