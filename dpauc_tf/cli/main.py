@@ -10,9 +10,16 @@ Subcommands:
   (:mod:`dpauc_tf.experiments.tables`).
 * ``dpauc audit ...``: the empirical privacy audit (:mod:`dpauc_tf.analysis.audit`).
 
-Bad input (a missing file or column, labels other than 0/1, scores outside [0, 1], NaN, an
-empty file, more clients than examples, an impossible mechanism setting) prints one line,
-``dpauc: error: ...``, on stderr and exits with status 2.
+Bad input (a missing file or column, a ``--client-column`` given but absent, mixed-type or
+missing client ids, labels other than 0/1, scores outside [0, 1], NaN, an empty file, more
+clients than examples, an impossible mechanism setting, a seed outside [0, 2^64 - 1],
+``--num-thresholds`` above 10^6 or ``--repeats`` x ``--num-thresholds`` above 5 x 10^7) prints
+one line, ``dpauc: error: ...``, on stderr and exits with status 2.
+
+A file whose labels are all 0 or all 1 has no AUC (no ROC curve either): ``dpauc evaluate``
+prints one line ``dpauc: warning: AUC is undefined ...`` on stderr, runs no mechanism (nothing
+is released), writes ``null`` for every AUC and the curve (the JSON stays valid JSON), and
+exits with status 0.
 
 Example::
 
@@ -38,6 +45,9 @@ from dpauc_tf.mechanisms.registry import list_mechanisms, mechanism_spec
 
 PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
+MAX_NUM_THRESHOLDS = 10**6
+MAX_CURVE_VALUES = 5 * 10**7  # repeats x thresholds kept in memory (two float64 arrays)
+MAX_SEED = 2**64 - 1
 
 
 class CommandError(Exception):
@@ -45,8 +55,8 @@ class CommandError(Exception):
 
 
 # -- argument parsing -------------------------------------------------------------------------
-def _int_at_least(minimum: int):
-    """An argparse type: an integer >= ``minimum``, with a one-line error otherwise."""
+def _int_at_least(minimum: int, maximum: int | None = None):
+    """An argparse type: an integer in ``[minimum, maximum]``, with a one-line error otherwise."""
 
     def parse(text: str) -> int:
         try:
@@ -55,13 +65,16 @@ def _int_at_least(minimum: int):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"expected an integer <= {maximum}, got {value}")
         return value
 
     return parse
 
 
 _positive_int = _int_at_least(1)
-_non_negative_int = _int_at_least(0)
+_seed_int = _int_at_least(0, MAX_SEED)
+_num_thresholds_int = _int_at_least(1, MAX_NUM_THRESHOLDS)
 
 
 def _finite_float(text: str) -> float:
@@ -94,12 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--score-column", default="score")
     ev.add_argument("--label-column", default="label")
     ev.add_argument(
-        "--client-column", default="client", help="client ids, used when present (default: client)"
+        "--client-column",
+        help="column of client ids; must exist when given (default: 'client', used when present)",
     )
     ev.add_argument("--mechanism", required=True, choices=list_mechanisms())
     ev.add_argument("--epsilon", type=_finite_float, help="total epsilon of one release")
     ev.add_argument("--delta", type=_finite_float, help="delta (paper-gaussian, skellam)")
-    ev.add_argument("--num-thresholds", type=_positive_int, default=100)
+    ev.add_argument(
+        "--num-thresholds",
+        type=_num_thresholds_int,
+        default=100,
+        help=f"T, at most {MAX_NUM_THRESHOLDS} (default: 100)",
+    )
     ev.add_argument("--threshold-grid", choices=("tf", "reference"), default="tf")
     ev.add_argument(
         "--clients", type=_positive_int, help="split the examples among K clients (--partition)"
@@ -107,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--partition", choices=tuple(PARTITION_NAMES), default="iid")
     ev.add_argument("--repeats", type=_positive_int, default=1)
     ev.add_argument(
-        "--seed", type=_non_negative_int, help="integer seed (reproducible); default: OS entropy"
+        "--seed",
+        type=_seed_int,
+        help="integer seed in [0, 2^64 - 1] (reproducible); default: OS entropy",
     )
     ev.add_argument("--format", choices=("table", "json"), default="table")
     ev.add_argument("--plot", help="write the ROC band to this PNG")
@@ -127,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="'synthetic' or a directory with scores_epoch<N>.parquet|csv (models.train)",
     )
     rp.add_argument("--seeds", type=_positive_int, default=100, help="repeats per setting")
-    rp.add_argument("--seed", type=_non_negative_int, default=0, help="base seed")
+    rp.add_argument("--seed", type=_seed_int, default=0, help="base seed")
     rp.add_argument(
         "--threshold-grid",
         choices=("tf", "reference"),
@@ -186,17 +207,29 @@ def evaluate_scores(args) -> dict[str, Any]:
     from dpauc_tf.experiments.score_files import read_score_file
     from dpauc_tf.experiments.simulation import client_histograms, simulate_examples
 
+    if args.repeats * args.num_thresholds > MAX_CURVE_VALUES:
+        raise CommandError(
+            f"--repeats {args.repeats} x --num-thresholds {args.num_thresholds} keeps "
+            f"{args.repeats * args.num_thresholds} ROC values per curve array; the limit is "
+            f"{MAX_CURVE_VALUES}"
+        )
     data = read_score_file(
         args.scores,
         score_column=args.score_column,
         label_column=args.label_column,
-        client_column=args.client_column,
+        client_column=args.client_column or "client",
+        client_column_optional=args.client_column is None,
     )
     client_ids, num_clients = _client_ids(data, args)
     mechanism = _mechanism(args, num_clients)
     thresholds = Thresholds.make(args.num_thresholds, args.threshold_grid)
-    if args.backend == "tff":
+    undefined = _undefined_auc_reason(data)
+    if undefined is not None:
+        result = None
+        statement = mechanism.statement()
+    elif args.backend == "tff":
         result = _evaluate_with_tff(args, data, client_ids, num_clients)
+        statement = result.statement
     else:
         result = simulate_examples(
             mechanism,
@@ -208,10 +241,10 @@ def evaluate_scores(args) -> dict[str, Any]:
             seed=args.seed,
             repeats=args.repeats,
         )
-    statement = result.statement
+        statement = result.statement
     output = {
-        "exact_auc": exact_auc(data.labels, data.scores),
-        "tf_auc": tf_auc(data.labels, data.scores, args.num_thresholds),
+        "exact_auc": None if undefined else exact_auc(data.labels, data.scores),
+        "tf_auc": None if undefined else tf_auc(data.labels, data.scores, args.num_thresholds),
         "mechanism": args.mechanism,
         "epsilon": args.epsilon,
         "delta": args.delta,
@@ -227,14 +260,18 @@ def evaluate_scores(args) -> dict[str, Any]:
         "repeats": args.repeats,
         "seed": args.seed,
         "backend": args.backend,
-        "auc_mean": float(np.mean(result.aucs)),
-        "auc_std": float(np.std(result.aucs)),
-        "aucs": [float(a) for a in result.aucs],
-        "roc": {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
+        "auc_mean": None if result is None else float(np.mean(result.aucs)),
+        "auc_std": None if result is None else float(np.std(result.aucs)),
+        "aucs": None if result is None else [float(a) for a in result.aucs],
+        "roc": None
+        if result is None
+        else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
     }
+    if undefined is not None:
+        output["auc_undefined"] = undefined
     if mechanism.roc_note:
         output["roc_note"] = mechanism.roc_note
-    if args.plot:
+    if args.plot and result is not None:
         from dpauc_tf.experiments import plots
 
         exact = client_histograms(data.labels, data.scores, Thresholds.make(1000))
@@ -247,6 +284,15 @@ def evaluate_scores(args) -> dict[str, Any]:
         )
         output["plot"] = str(args.plot)
     return output
+
+
+def _undefined_auc_reason(data) -> str | None:
+    """Why the AUC of ``data`` is undefined (one class only), or ``None``."""
+    if data.num_positives == 0:
+        return f"all {data.num_examples} labels are 0 (no positive example)"
+    if data.num_positives == data.num_examples:
+        return f"all {data.num_examples} labels are 1 (no negative example)"
+    return None
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -297,17 +343,27 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
     return SimulationResult(np.asarray(aucs), np.stack(fprs), np.stack(tprs), statement)
 
 
+def _format_auc(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.6f}"
+
+
 def _format_evaluation(result: dict[str, Any]) -> str:
+    private = (
+        "undefined"
+        if result["auc_mean"] is None
+        else f"{result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
+        f"over {result['repeats']} repeat(s)"
+    )
     lines = [
         f"mechanism        {result['mechanism']}",
         f"privacy          {result['privacy']}",
         f"examples         {result['num_examples']} ({result['num_positives']} positive), "
         f"{result['num_clients']} client(s)",
         f"thresholds       {result['num_thresholds']} ({result['threshold_grid']} grid)",
-        f"exact AUC        {result['exact_auc']:.6f} (scikit-learn)",
-        f"TensorFlow AUC   {result['tf_auc']:.6f} (num_thresholds={result['num_thresholds']})",
-        f"private AUC      {result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
-        f"over {result['repeats']} repeat(s)",
+        f"exact AUC        {_format_auc(result['exact_auc'])} (scikit-learn)",
+        f"TensorFlow AUC   {_format_auc(result['tf_auc'])} "
+        f"(num_thresholds={result['num_thresholds']})",
+        f"private AUC      {private}",
     ]
     if "plot" in result:
         lines.append(f"plot             {result['plot']}")
@@ -316,8 +372,14 @@ def _format_evaluation(result: dict[str, Any]) -> str:
 
 def run_evaluate(args) -> int:
     result = evaluate_scores(args)
+    if "auc_undefined" in result:
+        print(
+            f"dpauc: warning: AUC is undefined: {result['auc_undefined']}; "
+            "no private AUC was computed",
+            file=sys.stderr,
+        )
     if args.format == "json":
-        print(json.dumps(result))
+        print(json.dumps(result, allow_nan=False))
     else:
         print(_format_evaluation(result))
     return 0

@@ -17,6 +17,7 @@ NaN, labels other than 0/1, scores outside [0, 1].
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 from pathlib import Path
@@ -78,8 +79,22 @@ class ScoreSet:
                 )
             if clients.dtype.kind == "f" and np.isnan(clients).any():
                 raise ScoreFileError(f"{source}: client ids must not be NaN")
-            # Any hashable ids -> 0..K-1 in order of first sorted appearance.
-            _, client_ids = np.unique(clients, return_inverse=True)
+            if clients.dtype == object:
+                missing = np.array([_is_missing(c) for c in clients], dtype=bool)
+                if missing.any():
+                    raise ScoreFileError(
+                        f"{source}: {int(missing.sum())} client ids are missing (empty or NaN)"
+                    )
+                kinds = sorted({type(c).__name__ for c in clients})
+                if len(kinds) > 1:
+                    raise ScoreFileError(
+                        f"{source}: client ids mix types ({', '.join(kinds)}); use one type"
+                    )
+            # Any sortable ids -> 0..K-1 in sorted order.
+            try:
+                _, client_ids = np.unique(clients, return_inverse=True)
+            except TypeError as error:
+                raise ScoreFileError(f"{source}: client ids cannot be compared ({error})") from None
             client_ids = client_ids.astype(np.int64).ravel()
         return cls(label_values.astype(np.int8), score_values, client_ids)
 
@@ -96,18 +111,24 @@ class ScoreSet:
         return 0 if self.clients is None else int(self.clients.max()) + 1
 
 
+def _is_missing(value) -> bool:
+    """``None`` or a float NaN (what pandas puts in an empty cell of an object column)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def read_score_file(
     path: str | os.PathLike,
     *,
     score_column: str = "score",
     label_column: str = "label",
     client_column: str | None = None,
+    client_column_optional: bool = False,
 ) -> ScoreSet:
     """Reads a CSV or Parquet score file and validates it.
 
-    ``client_column`` is used when given and present; a missing *given* client column is an
-    error, except for the default name ``"client"`` passed by the command line, which is
-    optional (see :func:`dpauc_tf.cli.main`).
+    ``client_column``: the column of client ids; ``None`` reads no client ids. A given column
+    that is absent is an error, unless ``client_column_optional`` (the command line's
+    default ``"client"``, used only when present).
     """
     import pandas as pd
 
@@ -128,7 +149,10 @@ def read_score_file(
     except (ValueError, OSError) as error:
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ScoreFileError(f"{path}: cannot read ({first_line})") from None
-    missing = [c for c in (score_column, label_column) if c not in frame.columns]
+    required = [score_column, label_column]
+    if client_column is not None and not client_column_optional:
+        required.append(client_column)
+    missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ScoreFileError(
             f"{path}: missing column(s) {', '.join(map(repr, missing))}; "

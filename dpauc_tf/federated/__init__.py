@@ -7,7 +7,9 @@ with a clear message where TFF is not installed.
 * :func:`build_dpauc_metrics_aggregation_process`: client-side DPAUC noise for
   ``tff.learning.algorithms.build_fed_eval``.
 * :mod:`dpauc_tf.federated.computations`: the TFF computations (and their MapReduce shape).
-* :func:`shutdown_tff_workers`: stop TFF's ``worker_binary`` (also registered at exit).
+* :func:`shutdown_tff_workers`: stop TFF's ``worker_binary``. Importing this package
+  registers it with ``atexit`` and gives every later ``worker_binary`` ``/dev/null`` as its
+  stdout/stderr, so ``python script.py | cat`` returns (:mod:`dpauc_tf.federated.process`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ from dpauc_tf.federated.learning import (
     ClientNoiseSumFactory,
     build_dpauc_metrics_aggregation_process,
 )
-from dpauc_tf.federated.process import register_atexit_shutdown, shutdown_tff_workers
+from dpauc_tf.federated.process import (
+    own_tff_workers,
+    register_atexit_shutdown,
+    shutdown_tff_workers,
+)
+
+# From its first use the library owns TFF's worker process: quiet output, stopped at exit.
+own_tff_workers()
 
 __all__ = [
     "ClientNoiseSumFactory",
@@ -41,6 +50,7 @@ __all__ = [
     "client_data_from_partition",
     "evaluate",
     "install_secure_sum_context",
+    "own_tff_workers",
     "register_atexit_shutdown",
     "shutdown_tff_workers",
 ]

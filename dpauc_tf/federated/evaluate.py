@@ -38,10 +38,12 @@ class FederatedEvaluation:
       roc: the ROC points (for ``rr``: of the flipped labels, not debiased).
       mechanism: mechanism name (``"none"`` when ``epsilon`` is None).
       epsilon: epsilon each client spends on this evaluation (label DP): the mechanism's
-        proven figure (``paper``: half the claimed one); for ``secure-histogram`` the
+        proven figure (``paper``: half the claimed one); for the secure mechanisms the
         epsilon actually achieved by the shares that reported; ``inf`` without noise.
       delta: the matching delta.
-      statement: neighbouring relation, sensitivity, noise and guarantee of the release.
+      statement: neighbouring relation, sensitivity, noise and guarantee of the release;
+        ``statement.epsilon == epsilon`` always (under dropout the statement is the achieved
+        guarantee, and its noise text says how many shares reported).
       num_clients: clients asked to report. num_reporting: clients whose report was summed.
       noisy_counts: the server's summed release (NumPy arrays; e.g. ``pos``/``neg``).
     """
@@ -85,8 +87,40 @@ def install_secure_sum_context() -> None:
         _SECURE_CONTEXT["context"] = weakref.ref(stack.current)
 
 
-def _as_batched_dataset(item, batch_size: int) -> tf.data.Dataset:
-    """One client's data as a dataset of ``{score, label}`` float32 batches."""
+def _check_client_values(index: int, scores: np.ndarray, labels: np.ndarray) -> None:
+    """Raises ``ValueError`` naming client ``index`` for labels not 0/1, scores outside [0, 1]."""
+    if np.isnan(labels).any() or np.isnan(scores).any():
+        raise ValueError(f"client {index}: scores and labels must not be NaN")
+    bad = (labels != 0) & (labels != 1)
+    if bad.any():
+        raise ValueError(
+            f"client {index}: labels must be 0 or 1; {int(bad.sum())} are not "
+            f"(e.g. {labels[bad][0]:g})"
+        )
+    bad = (scores < 0) | (scores > 1)
+    if bad.any():
+        raise ValueError(
+            f"client {index}: scores must be in [0, 1]; {int(bad.sum())} are not "
+            f"(e.g. {scores[bad][0]:g})"
+        )
+
+
+def _check_client_dataset(index: int, dataset: tf.data.Dataset) -> None:
+    """Checks a client's ``{score, label}`` batches in Python before TFF sees them."""
+    for batch in dataset:
+        _check_client_values(
+            index,
+            batch["score"].numpy().astype(np.float64),
+            batch["label"].numpy().astype(np.float64),
+        )
+
+
+def _as_batched_dataset(item, batch_size: int, index: int = 0) -> tf.data.Dataset:
+    """One client's data as a dataset of ``{score, label}`` float32 batches, checked.
+
+    Raises ``ValueError`` naming client ``index`` for labels other than 0/1, scores outside
+    [0, 1] or NaN (checked here, in Python, not as an error inside TFF's worker).
+    """
     if isinstance(item, tf.data.Dataset):
         spec = item.element_spec
         if isinstance(spec, dict):
@@ -101,24 +135,33 @@ def _as_batched_dataset(item, batch_size: int) -> tf.data.Dataset:
         score_spec = dataset.element_spec[0]
         if score_spec.shape.rank == 0:
             dataset = dataset.batch(batch_size)
-        return dataset.map(
+        dataset = dataset.map(
             lambda s, y: collections.OrderedDict(
                 score=tf.reshape(tf.cast(s, tf.float32), [-1]),
                 label=tf.reshape(tf.cast(y, tf.float32), [-1]),
             )
         )
+        _check_client_dataset(index, dataset)
+        return dataset
     if isinstance(item, (tuple, list)) and len(item) == 2:
-        scores = np.asarray(item[0], dtype=np.float32).ravel()
-        labels = np.asarray(item[1], dtype=np.float32).ravel()
+        try:
+            scores = np.asarray(item[0], dtype=np.float64).ravel()
+            labels = np.asarray(item[1], dtype=np.float64).ravel()
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"client {index}: scores and labels must be numbers ({error})"
+            ) from None
         if scores.shape != labels.shape:
             raise ValueError(
-                f"a client's scores and labels differ in length: {scores.size} vs {labels.size}"
+                f"client {index}: scores and labels differ in length: {scores.size} vs {labels.size}"
             )
+        _check_client_values(index, scores, labels)
+        scores, labels = scores.astype(np.float32), labels.astype(np.float32)
         tensors = collections.OrderedDict(score=scores, label=labels)
         return tf.data.Dataset.from_tensor_slices(tensors).batch(batch_size)
     raise TypeError(
-        "each client's data must be a tf.data.Dataset or a (scores, labels) pair, "
-        f"got {type(item).__name__}"
+        f"client {index}: each client's data must be a tf.data.Dataset or a (scores, labels) "
+        f"pair, got {type(item).__name__}"
     )
 
 
@@ -130,6 +173,27 @@ def client_data_from_partition(
 
     scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()
     return [(scores[idx], labels[idx]) for idx in client_slices(client_ids, num_clients)]
+
+
+def achieved_statement(mechanism, num_reporting: int) -> PrivacyStatement:
+    """The mechanism's statement with the epsilon achieved when ``num_reporting`` reported.
+
+    Local mechanisms: their statement (each report is private on its own). Secure
+    mechanisms whose shares were sized for more reports than arrived: epsilon is
+    :meth:`achieved_epsilon` and the noise text says how many shares arrived.
+    """
+    statement = mechanism.statement()
+    achieved = float(mechanism.achieved_epsilon(num_reporting))
+    if achieved == statement.epsilon:
+        return statement
+    shares = getattr(mechanism, "num_clients", None)
+    return dataclasses.replace(
+        statement,
+        epsilon=achieved,
+        noise=f"{statement.noise}; only {num_reporting} of {shares} shares reported, so the "
+        f"total noise is smaller and epsilon is the achieved {achieved:g}, not the target "
+        f"{statement.epsilon:g}",
+    )
 
 
 def evaluate(
@@ -192,7 +256,10 @@ def evaluate(
       spent per client, number of clients reporting, the summed noisy counts).
 
     Raises:
-      ValueError: unknown mechanism, bad epsilon/delta/dropout, no client reporting.
+      ValueError: unknown mechanism, bad epsilon/delta/dropout/seed, no client reporting, or
+        a client whose labels are not 0/1 or whose scores are outside [0, 1] or NaN (the
+        message names the client's index; every client is checked, reporting or not, before
+        anything runs in TFF).
 
     Example (needs TFF; noise off, so the AUC equals TensorFlow's on the pooled data):
 
@@ -231,10 +298,11 @@ def evaluate(
         seeds = np.stack([make_seed(None).numpy() for _ in range(num_clients)])
     reporting = np.sort(rng.choice(num_clients, size=num_expected, replace=False))
 
-    datasets = [
-        _as_batched_dataset(client_data[k], batch_size)
-        for k in tqdm.tqdm(reporting, desc="client datasets", disable=not progress)
+    all_datasets = [
+        _as_batched_dataset(client_data[k], batch_size, index=k)
+        for k in tqdm.tqdm(range(num_clients), desc="client datasets", disable=not progress)
     ]
+    datasets = [all_datasets[k] for k in reporting]
     if secure:
         install_secure_sum_context()
     computation = _computation(count_mechanism, thresholds, secure_bitwidth if secure else None)
@@ -245,12 +313,12 @@ def evaluate(
     roc = RocPoints(fpr=fpr[order], tpr=tpr[order], thresholds=thresholds.as_array()[order])
     num_reporting = int(out["num_reporting"])
 
-    statement = count_mechanism.statement()
+    statement = achieved_statement(count_mechanism, num_reporting)
     return FederatedEvaluation(
         auc=float(curve["auc"]),
         roc=roc,
         mechanism=count_mechanism.name,
-        epsilon=count_mechanism.achieved_epsilon(num_reporting),
+        epsilon=float(statement.epsilon),
         delta=float(statement.delta),
         statement=statement,
         num_clients=num_clients,

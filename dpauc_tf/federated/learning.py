@@ -14,6 +14,11 @@ see. :func:`build_dpauc_metrics_aggregation_process` instead returns a
 * server finalizer for DPAUC computes the AUC from the already-noisy sums **without new
   noise** (clip at 0, ROC, trapezoid: :func:`dpauc_tf.core.curve.auc_from_histogram`).
 
+**Warning.** Without this process (``build_fed_eval(model_fn)`` alone) DPAUC's noise is
+central noise added by the server to exact label counts it has already seen, not label DP
+against the server. The library cannot detect that path; see the trust model in
+``docs/mechanisms.md``.
+
 All other metrics keep TFF's default: exact sums, finalized by their own ``result()``.
 Each call of the evaluation process's ``next`` costs every participating client one
 release (``epsilon`` of its DPAUC metric); the "total_rounds" metrics are sums of released

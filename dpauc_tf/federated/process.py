@@ -5,11 +5,25 @@ starts a ``worker_binary`` subprocess that inherits Python's stdout/stderr and i
 by a ``__del__`` that does not run at interpreter exit. Left alone it outlives Python and
 keeps a pipe open, so ``python x.py | cat`` or a CI log pipe hangs.
 :func:`shutdown_tff_workers` replaces the current context by a fresh local one (which starts
-no worker until it is used) and collects the old one, whose manager then stops its worker; any ``worker_binary`` child
-that is still running afterwards (seen once after switching to the test context) is sent
-SIGTERM by its pid.
-Command-line entry points register it with :func:`register_atexit_shutdown`; the test suite
-calls it at the end of the session (``tests/conftest.py``).
+no worker until it is used) and collects the old one, whose manager then stops its worker.
+Before that, every ``worker_binary`` child of this process is sent SIGTERM by its pid: the
+manager's own stop is a SIGINT followed by an unbounded ``wait()``, the one step of the
+shutdown that can block, and a worker is sometimes left over after switching to the test
+context.
+The library owns the worker's lifecycle from the moment ``dpauc_tf.federated`` is imported
+(:func:`own_tff_workers`, called by the package's ``__init__``):
+
+* every ``worker_binary`` started afterwards in this process gets ``/dev/null`` as its stdout
+  and stderr instead of Python's (TFF passes ``sys.stdout``/``sys.stderr`` to ``Popen``), so
+  even a worker that outlives Python (a SIGKILLed parent skips ``atexit``) cannot hold the
+  caller's pipe open; the worker's own log lines are dropped, its errors still reach Python
+  through gRPC;
+* :func:`shutdown_tff_workers` is registered with ``atexit``, so a script that calls
+  :func:`dpauc_tf.federated.evaluate` (or runs a ``build_fed_eval`` process) and exits leaves
+  no ``worker_binary`` behind.
+
+The test suite also calls :func:`shutdown_tff_workers` at the end of the session
+(``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -18,10 +32,65 @@ import atexit
 import gc
 import os
 import signal
+import subprocess
 import sys
 import time
+import types
 
 _registered = False
+_WORKER_NAME = "worker_binary"
+
+
+class _QuietWorkerPopen(subprocess.Popen):
+    """``Popen`` that gives a ``worker_binary`` ``/dev/null`` for stdout and stderr."""
+
+    def __init__(self, args, *rest, **kwargs):
+        command = args[0] if isinstance(args, (list, tuple)) and args else args
+        if _WORKER_NAME in os.path.basename(str(command)):
+            kwargs["stdout"] = subprocess.DEVNULL
+            kwargs["stderr"] = subprocess.DEVNULL
+        super().__init__(args, *rest, **kwargs)
+
+
+class _SubprocessWithQuietWorkers(types.ModuleType):
+    """The ``subprocess`` module as TFF's executor factory sees it: ``Popen`` replaced."""
+
+    Popen = _QuietWorkerPopen
+
+    def __getattr__(self, name):
+        return getattr(subprocess, name)
+
+
+def quiet_worker_output() -> bool:
+    """Makes TFF start every later ``worker_binary`` with ``/dev/null`` as stdout/stderr.
+
+    TFF's local executor factory starts the worker with ``Popen(..., stdout=sys.stdout,
+    stderr=sys.stderr)``; this replaces the ``subprocess`` module *that factory module* sees
+    (nothing else in the process changes). Returns ``False`` when TFF's layout is not the one
+    expected (the ``atexit`` shutdown still applies then).
+    """
+    module = sys.modules.get(
+        "tensorflow_federated.python.core.impl.executor_stacks.executor_factory"
+    )
+    if module is None:
+        try:
+            from tensorflow_federated.python.core.impl.executor_stacks import (
+                executor_factory as module,
+            )
+        except ImportError:  # pragma: no cover - another TFF layout
+            return False
+    if isinstance(getattr(module, "subprocess", None), _SubprocessWithQuietWorkers):
+        return True
+    if getattr(module, "subprocess", None) is not subprocess:  # pragma: no cover
+        return False
+    module.subprocess = _SubprocessWithQuietWorkers("subprocess")
+    return True
+
+
+def own_tff_workers() -> None:
+    """Quiet worker output (:func:`quiet_worker_output`) and stop workers at exit (once)."""
+    quiet_worker_output()
+    register_atexit_shutdown()
 
 
 def shutdown_tff_workers() -> bool:
@@ -33,18 +102,27 @@ def shutdown_tff_workers() -> bool:
     tff = sys.modules.get("tensorflow_federated")
     if tff is None:
         return False
+    # Our worker_binary children first, by pid: the manager's own stop (SIGINT, then an
+    # unbounded wait) then finds its worker gone and returns at once.
+    _stop_child_workers()
     tff.backends.native.set_sync_local_cpp_execution_context()
     gc.collect()
-    # Fallback: a worker whose manager was not collected is still our child; stop it by pid.
-    for pid in _child_workers():
+    _stop_child_workers()  # a worker started since (none expected)
+    return True
+
+
+def _stop_child_workers(grace_s: float = 2.0) -> None:
+    """SIGTERM to this process's ``worker_binary`` children, then up to ``grace_s`` for them
+    to exit (they stay unreaped until their ``Popen`` is waited on, which TFF does)."""
+    pids = _child_workers()
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + 2.0
-    while _child_workers() and time.monotonic() < deadline:
+    deadline = time.monotonic() + grace_s
+    while pids and _child_workers() and time.monotonic() < deadline:
         time.sleep(0.05)
-    return True
 
 
 def _child_workers() -> list[int]:

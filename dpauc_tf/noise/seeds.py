@@ -7,7 +7,9 @@ Every sampler in :mod:`dpauc_tf.noise` takes an explicit ``seed``: an int64 tens
   fresh entropy on every call; the noise stream itself is then Philox (TensorFlow's
   counter-based generator). This is the only mode to use for real releases.
 * an integer seed makes results reproducible. It is for experiments and tests only: anyone who
-  knows the seed can subtract the noise.
+  knows the seed can subtract the noise. Every integer in ``[0, 2^64 - 1]`` gives its own
+  seed (``[seed, 0]`` below ``2^63``, ``[seed - 2^63, 1]`` from ``2^63`` on), so distinct
+  integer seeds give distinct noise streams; negative and larger integers are refused.
 
 >>> make_seed(7).numpy().tolist()
 [7, 0]
@@ -20,11 +22,16 @@ import secrets
 import numpy as np
 import tensorflow as tf
 
-_MAX_INT64 = 2**63 - 1
+_TWO_63 = 2**63
+MAX_SEED = 2**64 - 1
 
 
 def make_seed(seed: int | tf.Tensor | np.ndarray | None = None) -> tf.Tensor:
-    """Returns a ``[2]`` int64 seed: OS entropy for ``None``, ``[seed, 0]`` for an int.
+    """Returns a ``[2]`` int64 seed: OS entropy for ``None``; for an int in ``[0, 2^64 - 1]``,
+    ``[seed, 0]`` below ``2^63`` and ``[seed - 2^63, 1]`` above (one-to-one).
+
+    Raises:
+      ValueError: a negative int or one above ``2^64 - 1``.
 
     >>> make_seed(7).numpy().tolist()
     [7, 0]
@@ -34,9 +41,11 @@ def make_seed(seed: int | tf.Tensor | np.ndarray | None = None) -> tf.Tensor:
     if isinstance(seed, bool):
         raise TypeError("seed must be an int, None or a [2] tensor, not a bool")
     if isinstance(seed, (int, np.integer)):
-        if seed < 0:
-            raise ValueError(f"seed must be non-negative, got {seed}")
-        return tf.constant([int(seed) % _MAX_INT64, 0], dtype=tf.int64)
+        seed = int(seed)
+        if not 0 <= seed <= MAX_SEED:
+            raise ValueError(f"an integer seed must be in [0, 2**64 - 1], got {seed}")
+        high, low = divmod(seed, _TWO_63)
+        return tf.constant([low, high], dtype=tf.int64)
     seed = tf.cast(tf.convert_to_tensor(seed), tf.int64)
     seed.shape.assert_is_compatible_with([2])
     return seed

@@ -224,3 +224,35 @@ def test_worker_binary_is_gone_after_shutdown(tmp_path):
         [sys.executable, str(script)], capture_output=True, text=True, timeout=240
     )
     assert "BEFORE 1 AFTER 0" in result.stdout, result.stdout + result.stderr[-2000:]
+
+
+def test_invalid_client_data_is_a_value_error_naming_the_client():
+    good = (np.array([0.2, 0.7]), np.array([0, 1]))
+    # before: a gRPC error from inside TFF's worker
+    with pytest.raises(ValueError, match="client 1: labels must be 0 or 1"):
+        evaluate([good, (np.array([0.3]), np.array([2]))], epsilon=None, num_thresholds=5)
+    with pytest.raises(ValueError, match=r"client 2: scores must be in \[0, 1\]"):
+        evaluate([good, good, (np.array([1.5]), np.array([1]))], epsilon=None, num_thresholds=5)
+    dataset = tf.data.Dataset.from_tensor_slices({"score": [0.1, 0.4], "label": [1.0, 3.0]})
+    with pytest.raises(ValueError, match="client 0: labels must be 0 or 1"):
+        evaluate([dataset, good], epsilon=None, num_thresholds=5)
+    with pytest.raises(ValueError, match="client 0: scores and labels must not be NaN"):
+        evaluate([(np.array([np.nan]), np.array([1]))], epsilon=None, num_thresholds=5)
+
+
+def test_statement_is_the_achieved_guarantee_under_dropout():
+    scores, labels = _scores_labels(300)
+    clients = client_data_from_partition(scores, labels, iid_partition(300, 10, seed=1), 10)
+    short = evaluate(
+        clients,
+        mechanism="secure-histogram",
+        epsilon=1.0,
+        num_thresholds=10,
+        seed=0,
+        dropout=0.3,
+        secure_shares=10,
+    )
+    # before: statement.epsilon was the target 1.0 while .epsilon was the achieved one
+    assert short.epsilon > 1.0 and short.statement.epsilon == short.epsilon
+    assert "only 7 of 10 shares reported" in short.statement.noise
+    assert f"({short.epsilon:g}, 0)-DP" in str(short.statement)
