@@ -17,6 +17,8 @@ import math
 import sys
 from collections.abc import Sequence
 
+from dpauc_tf.cli.formats import FORMATS, format_rows
+
 DEFAULT_SAMPLES = 4_000_000
 DEFAULT_NUM_THRESHOLDS = 2
 
@@ -35,11 +37,13 @@ def _confidence(text: str) -> float:
     return value
 
 
-def register_cli(subparsers) -> argparse.ArgumentParser:
+def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     """Adds ``audit`` to an ``argparse`` sub-command set; the handler is ``args.func(args)``.
 
     ``dpauc audit --mechanism NAME|all --epsilon E [--delta D] [--samples N] [--seed S]
-    [--num-thresholds T] [--flip-weight W] [--confidence C] [--format table|json]``; the exit
+    [--num-thresholds T] [--flip-weight W] [--confidence C] [--format table|json|markdown|csv]
+    [--debug]``; ``common(parser)`` adds ``--format``/``--debug`` the way the rest of ``dpauc``
+    does (plain ``--format`` and ``--debug`` otherwise); the exit
     status is 0, or 3 when a bound exceeds its claim. ``--confidence`` is family-wise: with
     ``m`` audits (``--mechanism all``) each bound is computed at ``1 - (1 - C) / m``
     (Bonferroni), so the chance that any honest mechanism is reported violated stays below
@@ -70,7 +74,11 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
         default=0.95,
         help="family-wise confidence of all the bounds together (Bonferroni over the audits)",
     )
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    if common is not None:
+        common(parser)
+    else:
+        parser.add_argument("--format", choices=FORMATS, default="table")
+        parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(func=run_cli)
     return parser
 
@@ -109,12 +117,16 @@ def run_cli(args: argparse.Namespace) -> int:
                 )
             )
     except (ValueError, TypeError) as error:
+        if getattr(args, "debug", False):
+            raise
         print(f"dpauc audit: error: {error}", file=sys.stderr)
         return 2
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in results], indent=1))
-    else:
+    elif args.format == "table":
         print(format_table(results))
+    else:
+        print(format_rows([r.to_dict() for r in results], args.format))
     return 3 if any(r.violated for r in results) else 0
 
 

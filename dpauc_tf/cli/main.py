@@ -21,6 +21,11 @@ prints one line ``dpauc: warning: AUC is undefined ...`` on stderr, runs no mech
 is released), writes ``null`` for every AUC and the curve (the JSON stays valid JSON), and
 exits with status 0.
 
+Every subcommand takes ``--format table|json|markdown|csv`` and ``--debug`` (a traceback
+instead of the one-line error). ``dpauc --help`` and each subcommand's ``--help`` answer
+without importing TensorFlow; commands import it once, without its C++ start-up chatter
+(:mod:`dpauc_tf.tf_startup`).
+
 Example::
 
     dpauc evaluate --scores scores.csv --mechanism histogram --epsilon 1 \\
@@ -41,7 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.mechanisms.registry import list_mechanisms, mechanism_spec
+from dpauc_tf.cli.formats import FORMATS, format_rows
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms, mechanism_spec
 
 PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
@@ -87,11 +94,41 @@ def _finite_float(text: str) -> float:
     return value
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows every meaningful default and keeps the epilog's lines."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if "%(default)" in text or default in (None, False) or default is argparse.SUPPRESS:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage dump), exit status 2."""
 
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # type: ignore[override]
         raise CommandError(message)
+
+
+def _common(parser: argparse.ArgumentParser, default_format: str = "table") -> None:
+    """``--format`` and ``--debug``, the same for every subcommand."""
+    parser.add_argument("--format", choices=FORMATS, default=default_format, help="output format")
+    parser.add_argument(
+        "--debug", action="store_true", help="show a traceback instead of the one-line error"
+    )
+
+
+def _mechanism_epilog() -> str:
+    width = max(len(row["name"]) for row in describe_mechanisms())
+    lines = ["mechanisms (docs/mechanisms.md; python -m dpauc_tf.mechanisms.registry):"]
+    lines += [f"  {row['name']:<{width}}  {row['summary']}" for row in describe_mechanisms()]
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,36 +139,62 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
 
-    ev = sub.add_parser("evaluate", help="private AUC of a file of scores")
-    ev.add_argument("--scores", required=True, help="CSV or Parquet file of scores and labels")
-    ev.add_argument("--score-column", default="score")
-    ev.add_argument("--label-column", default="label")
+    ev = sub.add_parser(
+        "evaluate",
+        help="private AUC of a file of scores",
+        description="The private AUC (and ROC) of a file of scores, next to the exact and "
+        "TensorFlow AUCs.",
+        epilog=_mechanism_epilog(),
+    )
+    ev.add_argument(
+        "--scores",
+        required=True,
+        help="CSV or Parquet file, one row per example: a score column (in [0, 1], or logits "
+        "with --from-logits), a 0/1 label column and optionally a client column",
+    )
+    ev.add_argument("--score-column", default="score", help="column of scores")
+    ev.add_argument("--label-column", default="label", help="column of 0/1 labels")
+    ev.add_argument(
+        "--from-logits", action="store_true", help="the scores are logits (a sigmoid maps them)"
+    )
     ev.add_argument(
         "--client-column",
         help="column of client ids; must exist when given (default: 'client', used when present)",
     )
-    ev.add_argument("--mechanism", required=True, choices=list_mechanisms())
+    ev.add_argument(
+        "--mechanism",
+        required=True,
+        choices=list_mechanisms(),
+        metavar="NAME",
+        help="a mechanism from the registry (listed below)",
+    )
     ev.add_argument("--epsilon", type=_finite_float, help="total epsilon of one release")
-    ev.add_argument("--delta", type=_finite_float, help="delta (paper-gaussian, skellam)")
+    ev.add_argument(
+        "--delta", type=_finite_float, help="delta (paper-gaussian; Skellam for secure ones)"
+    )
     ev.add_argument(
         "--num-thresholds",
         type=_num_thresholds_int,
-        default=100,
-        help=f"T, at most {MAX_NUM_THRESHOLDS} (default: 100)",
+        default=DEFAULT_NUM_THRESHOLDS,
+        help=f"T, at most {MAX_NUM_THRESHOLDS}",
     )
-    ev.add_argument("--threshold-grid", choices=("tf", "reference"), default="tf")
+    ev.add_argument(
+        "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
+    )
     ev.add_argument(
         "--clients", type=_positive_int, help="split the examples among K clients (--partition)"
     )
-    ev.add_argument("--partition", choices=tuple(PARTITION_NAMES), default="iid")
-    ev.add_argument("--repeats", type=_positive_int, default=1)
+    ev.add_argument(
+        "--partition", choices=tuple(PARTITION_NAMES), default="iid", help="how to split"
+    )
+    ev.add_argument("--repeats", type=_positive_int, default=1, help="independent releases")
     ev.add_argument(
         "--seed",
         type=_seed_int,
         help="integer seed in [0, 2^64 - 1] (reproducible); default: OS entropy",
     )
-    ev.add_argument("--format", choices=("table", "json"), default="table")
-    ev.add_argument("--plot", help="write the ROC band to this PNG")
+    _common(ev)
+    ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
     ev.add_argument(
         "--backend",
         choices=("simulate", "tff"),
@@ -140,8 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.set_defaults(func=run_evaluate)
 
-    rp = sub.add_parser("reproduce", help="the DPAUC paper's tables, next to the project's")
-    rp.add_argument("target", choices=REPRODUCE_TARGETS)
+    rp = sub.add_parser(
+        "reproduce",
+        help="the DPAUC paper's tables, next to the project's",
+        description="The DPAUC paper's tables 1-5 with the paper's settings, plus rows for the "
+        "project's mechanisms.",
+    )
+    rp.add_argument("target", choices=REPRODUCE_TARGETS, help="which table")
     rp.add_argument(
         "--scores",
         required=True,
@@ -155,14 +223,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="reference",
         help="grid of the paper's rows (default: the reference code's)",
     )
-    rp.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown")
-    rp.add_argument("--plot", help="directory for PNG plots")
+    _common(rp, default_format="markdown")
+    rp.add_argument("--plot", help='directory for PNG plots (needs "dpauc-tf[plot]")')
     rp.add_argument("--no-progress", action="store_true", help="no progress bar")
     rp.set_defaults(func=run_reproduce)
 
     from dpauc_tf.analysis import audit_cli
 
-    audit_cli.register_cli(sub)
+    audit_cli.register_cli(sub, common=_common)
     return parser
 
 
@@ -219,6 +287,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         label_column=args.label_column,
         client_column=args.client_column or "client",
         client_column_optional=args.client_column is None,
+        from_logits=args.from_logits,
     )
     client_ids, num_clients = _client_ids(data, args)
     mechanism = _mechanism(args, num_clients)
@@ -370,6 +439,13 @@ def _format_evaluation(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per release (markdown, csv): the AUC and the setting's scalar fields."""
+    scalars = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
+    aucs = result["aucs"] or [None]
+    return [{"repeat": i, "auc": auc, **scalars} for i, auc in enumerate(aucs)]
+
+
 def run_evaluate(args) -> int:
     result = evaluate_scores(args)
     if "auc_undefined" in result:
@@ -380,8 +456,10 @@ def run_evaluate(args) -> int:
         )
     if args.format == "json":
         print(json.dumps(result, allow_nan=False))
-    else:
+    elif args.format == "table":
         print(_format_evaluation(result))
+    else:
+        print(format_rows(_evaluation_rows(result), args.format))
     return 0
 
 
@@ -414,6 +492,7 @@ def run_reproduce(args) -> int:
         "markdown": tables.format_markdown,
         "csv": tables.format_csv,
         "json": tables.format_json,
+        "table": lambda rows: format_rows(rows, "table"),
     }[args.format]
     print(formatter(rows))
     if args.plot:
@@ -434,12 +513,33 @@ def _one_line(error: BaseException) -> str:
     return first
 
 
+def _check_extras(args) -> None:
+    """Fails before any work when an option needs an extra that is not installed."""
+    if getattr(args, "plot", None) and importlib.util.find_spec("matplotlib") is None:
+        raise CommandError('--plot needs matplotlib: pip install "dpauc-tf[plot]"')
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``dpauc``; returns the exit status (0 ok, 2 bad input)."""
+    args = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        _check_extras(args)
+        from dpauc_tf.tf_startup import import_tensorflow_quietly
+
+        import_tensorflow_quietly()
         return int(args.func(args) or 0)
+    except Exception:
+        if args is not None and getattr(args, "debug", False):
+            raise
+        return _report(sys.exc_info()[1])
+
+
+def _report(error: BaseException) -> int:
+    """One line on stderr for a user error (exit 2); anything else is re-raised."""
+    try:
+        raise error
     except CommandError as error:
         print(f"dpauc: error: {_one_line(error)}", file=sys.stderr)
         return 2
@@ -447,9 +547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpauc: error: {_one_line(error)}", file=sys.stderr)
         return 2
     except Exception as error:
-        import tensorflow as tf
-
-        if isinstance(error, tf.errors.OpError):
+        tf = sys.modules.get("tensorflow")
+        if tf is not None and isinstance(error, tf.errors.OpError):
             print(f"dpauc: error: {_one_line(error)}", file=sys.stderr)
             return 2
         raise

@@ -123,12 +123,14 @@ def read_score_file(
     label_column: str = "label",
     client_column: str | None = None,
     client_column_optional: bool = False,
+    from_logits: bool = False,
 ) -> ScoreSet:
     """Reads a CSV or Parquet score file and validates it.
 
     ``client_column``: the column of client ids; ``None`` reads no client ids. A given column
     that is absent is an error, unless ``client_column_optional`` (the command line's
-    default ``"client"``, used only when present).
+    default ``"client"``, used only when present). ``from_logits``: the score column holds
+    logits; a sigmoid maps them to [0, 1] (NaN stays NaN and is refused).
     """
     import pandas as pd
 
@@ -145,10 +147,13 @@ def read_score_file(
     except pd.errors.EmptyDataError:
         raise ScoreFileError(f"{path}: empty file") from None
     except ImportError as error:
-        raise ScoreFileError(f"{path}: cannot read Parquet here ({error})") from None
+        raise ScoreFileError(
+            f'{path}: reading Parquet needs pyarrow: pip install "dpauc-tf[parquet]" ({error})'
+        ) from None
     except (ValueError, OSError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ScoreFileError(f"{path}: cannot read ({first_line})") from None
+        # The whole message on one line: Parquet readers put the cause after the first line.
+        text = " ".join(str(error).split()) or type(error).__name__
+        raise ScoreFileError(f"{path}: cannot read ({text})") from None
     required = [score_column, label_column]
     if client_column is not None and not client_column_optional:
         required.append(client_column)
@@ -161,9 +166,15 @@ def read_score_file(
     clients = None
     if client_column is not None and client_column in frame.columns:
         clients = frame[client_column].to_numpy()
-    return ScoreSet.checked(
-        frame[label_column].to_numpy(), frame[score_column].to_numpy(), clients, source=str(path)
-    )
+    scores = frame[score_column].to_numpy()
+    if from_logits:
+        from scipy.special import expit
+
+        try:
+            scores = expit(scores.astype(np.float64))
+        except (TypeError, ValueError) as error:
+            raise ScoreFileError(f"{path}: logits must be numbers ({error})") from None
+    return ScoreSet.checked(frame[label_column].to_numpy(), scores, clients, source=str(path))
 
 
 def epoch_files(directory: str | os.PathLike) -> dict[int, Path]:

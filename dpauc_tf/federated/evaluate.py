@@ -13,6 +13,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 import tqdm
 
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import computations
 from dpauc_tf.mechanisms.registry import get_mechanism, require
@@ -201,7 +202,7 @@ def evaluate(
     *,
     mechanism: str = "histogram",
     epsilon: float | None,
-    num_thresholds: int = 100,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     delta: float | None = None,
     threshold_grid: str | Sequence[float] = "tf",
     seed: int | None = None,

@@ -26,13 +26,13 @@ import tensorflow as tf
 
 from dpauc_tf.core.counts import bucket_counts
 from dpauc_tf.core.curve import RocCurve, confusion_from_histogram, roc_from_confusion
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.summation import check_curve, keras_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 KERAS_MAJOR = int(getattr(tf.keras, "__version__", getattr(tf, "__version__", "2")).split(".")[0])
-DEFAULT_NUM_THRESHOLDS = 200  # tf.keras.metrics.AUC's; also the CLI's and federated.evaluate's
 
 
 @tf.keras.utils.register_keras_serializable(package="dpauc_tf")
