@@ -146,8 +146,8 @@ class Thresholds:
         the exact values: that is the ``"tf"`` grid with ``len(thresholds) + 2``
         thresholds, and this returns it. Otherwise every score is compared with every
         threshold, ``score > theta`` in float32, which is what :meth:`bucketize` does for
-        this ``"keras"`` grid. An empty list gives just the two end thresholds (AUC 0.5
-        or the area of the one point between them).
+        this ``"keras"`` grid. An empty list gives just the two end thresholds (the
+        curve from (1, 1) to (0, 0)).
 
         Refused (``ValueError``) where TensorFlow would give a meaningless curve: NaN or
         infinite thresholds. Scores are checked to lie in [0, 1] when counted

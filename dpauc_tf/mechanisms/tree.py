@@ -204,10 +204,11 @@ class TreeHistogram(CountMechanism):
 
         The Mann-Whitney statistic of the least-squares leaves, **without** the monotone
         projection: ``sum_b neg[b] (TP_above[b] + pos[b] / 2) / (P N)`` with ``P = sum pos``,
-        ``N = sum neg`` (the estimated roots), i.e. :func:`dpauc_tf.core.postprocessing.mann_whitney_auc`
-        of the unprojected counts (NaN where ``P`` or ``N`` is not positive). The numerator is bilinear in the two classes' leaves: with
-        both classes noisy their noises are independent, so it is unbiased; with public scores
-        (``neg = total - pos``) its bias is ``-Var(P^) / 2`` exactly (``pos``'s noise ``e``
+        ``N = sum neg`` (the estimated roots), i.e.
+        :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of the unprojected counts (NaN
+        where ``P`` or ``N`` is not positive). The numerator is bilinear in the two classes'
+        leaves: with both classes noisy their noises are independent, so it is unbiased; with
+        public scores (``neg = total - pos``) its bias is ``-Var(P^) / 2`` exactly (``pos``'s noise ``e``
         enters as ``-e^T M e = -(sum e)^2 / 2``). The ratio adds terms of relative order
         ``Var(P^) / P^2``. Measured bias on the paper-sized score set: see the module
         docstring. :meth:`to_confusion`'s monotone curve is for plotting; its trapezoid AUC
