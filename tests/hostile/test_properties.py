@@ -139,7 +139,7 @@ def _check_pipeline(batch, num_thresholds, grid, name, epsilon, seed):
     try:
         out = private_auc(mechanism, pos, neg, seed=seed, repeats=2)
     except ValueError as error:
-        integer_only = getattr(mechanism, "integer_release", False)
+        integer_only = mechanism.capabilities.integer_counts
         fractional = not (
             np.all(pos.numpy() == np.round(pos.numpy()))
             and np.all(neg.numpy() == np.round(neg.numpy()))
