@@ -7,11 +7,16 @@ Conventions (see :mod:`dpauc_tf.core.thresholds`): with ``T`` thresholds and ``T
 example in bucket ``b`` is predicted positive at threshold ``j`` when ``b > j``, so
 ``TP[j] = sum_{b > j} pos[b]`` and ``FN[j] = P - TP[j]`` with ``P = sum_b pos[b]``.
 
-Noisy counts are handled as in the DPAUC reference code: the four aggregates are clipped at 0,
-``TPR = TP / (TP + FN)`` and ``FPR = FP / (FP + TN)`` (0 where a denominator is 0, as in
-TensorFlow), the points are sorted by FPR (then TPR, which reproduces TensorFlow's order on
-noise-free counts), and the area is the trapezoid sum. No (0, 0) or (1, 1) point is added:
-TensorFlow's grid already produces them from its end thresholds.
+:func:`roc_from_confusion` and :func:`auc_from_roc` are the DPAUC reference code's rule: the
+four aggregates are clipped at 0, ``TPR = TP / (TP + FN)`` and ``FPR = FP / (FP + TN)`` (0
+where a denominator is 0, as in TensorFlow), the points are sorted by FPR (then TPR, which
+reproduces TensorFlow's order on noise-free counts), and the area is the trapezoid sum. No
+(0, 0) or (1, 1) point is added: TensorFlow's grid already produces them from its end
+thresholds. On exact counts this is TensorFlow's AUC (:func:`auc_from_histogram`). On noisy
+counts it is **not** a consistent estimator: points that share an FPR (buckets that hold
+only positives) land in the order of their noise, so it is kept only to reproduce the paper
+(``estimator="reference"``); the default estimate of every mechanism is
+:func:`dpauc_tf.core.postprocessing.mann_whitney_auc`.
 """
 
 from __future__ import annotations

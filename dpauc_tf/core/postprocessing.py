@@ -23,17 +23,14 @@ What noisy counts violate, and how it is restored:
   counts (ties in a bucket count 1/2) and equals what :func:`dpauc_tf.core.curve.auc_from_roc`
   gives after its clip-and-sort, which is then a no-op.
 
-**Bias.** The paper's estimator clips every noisy count at 0 and *re-sorts* the noisy ROC
-points by FPR; sorting noisy points systematically moves area, which makes it biased low
-(about 0.02 at K = 1,000 clients, epsilon = 1, |Theta| = 100). Least squares is linear and
-unbiased; the monotone projection is not linear but moves cumulative counts only where noise
-makes them cross. At high noise it pools neighbouring thresholds (coarser buckets, ties
-count 1/2) and clips near the ends of the curve, both of which pull the AUC down: on the
-paper-sized score set with the tree mechanisms, -9e-6 (secure tree, public scores) to
--3.5e-5 (secure tree), but -5.2e-4 / -1.2e-3 for local noise summed over K = 1,000
-clients. For the AUC itself, use the unprojected estimate
-(:meth:`dpauc_tf.mechanisms.tree.TreeHistogram.estimate_auc`, unbiased to first order: -2e-5
-/ -3.5e-5 there) and keep the monotone curve for plotting.
+**Bias.** The reference code's estimator clips every noisy count at 0 and *re-sorts* the
+noisy ROC points by FPR; sorting noisy points moves area, which biases it, and where buckets
+hold one class (points that share an FPR) it does not even converge as the noise vanishes.
+Least squares is linear and unbiased; the monotone projection is not linear: at high noise
+it pools neighbouring thresholds and clips near the ends of the curve, which pulls the AUC
+down. So the AUC is estimated from the *unprojected* counts (:func:`mann_whitney_auc`, every
+mechanism's default) and the monotone curve is kept for plotting. Measurements:
+``docs/estimators.md`` and ``docs/tree_histograms.md``.
 
 >>> import tensorflow as tf
 >>> isotonic_regression(tf.constant([1.0, 3.0, 2.0, 4.0])).numpy().tolist()
@@ -195,17 +192,82 @@ def monotone_confusion(pos: tf.Tensor, neg: tf.Tensor) -> Confusion:
     return _from_cumulative(raw.tp, raw.fp, num_pos, num_neg)
 
 
-def consistent_confusion(confusion: Confusion) -> Confusion:
-    """One P and one N for a release of the ``4T`` cumulative counts, then monotone counts.
+def least_squares_confusion(confusion: Confusion) -> Confusion:
+    """One P and one N for cumulative counts whose totals disagree (no monotone projection).
 
     ``P^ = mean_j (TP_j + FN_j)``, ``N^ = mean_j (FP_j + TN_j)``; each ``TP_j`` is the
     least-squares combination ``(TP_j + P^ - FN_j) / 2`` of its two observations (likewise
-    ``FP_j``); the result goes through :func:`monotone_cumulative`.
+    ``FP_j``); ``FN_j = P^ - TP_j``, ``TN_j = N^ - FP_j``. Linear, so unbiased. On counts
+    whose totals already agree (:func:`confusion_from_histogram`) it changes nothing.
     """
     tp, fp, tn, fn = confusion
     num_pos = tf.reduce_mean(tp + fn, axis=-1, keepdims=True)
     num_neg = tf.reduce_mean(fp + tn, axis=-1, keepdims=True)
-    return _from_cumulative((tp + num_pos - fn) / 2, (fp + num_neg - tn) / 2, num_pos, num_neg)
+    tp = (tp + num_pos - fn) / 2
+    fp = (fp + num_neg - tn) / 2
+    return Confusion(tp=tp, fp=fp, tn=num_neg - fp, fn=num_pos - tp)
+
+
+def consistent_confusion(confusion: Confusion) -> Confusion:
+    """One P and one N for a release of the ``4T`` cumulative counts, then monotone counts.
+
+    :func:`least_squares_confusion`, then :func:`monotone_cumulative` (for plotting).
+    """
+    ls = least_squares_confusion(confusion)
+    num_pos = ls.tp[..., :1] + ls.fn[..., :1]
+    num_neg = ls.fp[..., :1] + ls.tn[..., :1]
+    return _from_cumulative(ls.tp, ls.fp, num_pos, num_neg)
+
+
+def mann_whitney_auc(confusion: Confusion) -> tf.Tensor:
+    """The default AUC estimate of every mechanism that releases a curve; shape ``[...]``.
+
+    Consistent: as the noise vanishes it converges to TensorFlow's AUC
+    (:func:`dpauc_tf.core.curve.auc_from_histogram` of the exact counts) on any data,
+    including point masses and buckets that hold only one class, because the points are
+    taken in threshold order and never re-sorted. Steps:
+
+    1. :func:`least_squares_confusion` (one ``P^``, one ``N^``; a no-op on histogram counts);
+    2. the end points ``(TP, FP) = (P^, N^)`` and ``(0, 0)`` are added (an empty bucket below
+       and above every score), so every bucket's noise enters the area as it enters the
+       totals;
+    3. the trapezoid in threshold order, ``sum_j (FP_j - FP_{j+1}) (TP_j + TP_{j+1}) / 2``,
+       divided by ``P^ N^``: the Mann-Whitney statistic of the counts (ties within a
+       bucket count 1/2). Its numerator is bilinear in the two classes' counts, so it is
+       unbiased when their noises are independent;
+    4. the value is clipped to [0, 1] (post-processing; binds only when noise swamps the
+       counts).
+
+    **Undefined AUC.** Where ``P^ <= 0`` or ``N^ <= 0`` (noise-free: the data hold one class,
+    or none) the AUC is undefined and the result is **NaN**, not a number that looks like an
+    estimate (TensorFlow returns 0 there). With noise a one-class test set can still give
+    ``P^ > 0``; the estimate is then dominated by noise, as every estimate at that size is.
+
+    Runs eagerly, in ``tf.function`` and under XLA; computed in float64, returned in the
+    counts' dtype.
+
+    >>> from dpauc_tf.core.curve import confusion_from_histogram
+    >>> pos, neg = tf.constant([0., 0., 1., 2.]), tf.constant([0., 2., 1., 0.])
+    >>> round(float(mann_whitney_auc(confusion_from_histogram(pos, neg))), 4)
+    0.9444
+    >>> float(mann_whitney_auc(confusion_from_histogram(pos, tf.zeros(4))))
+    nan
+    """
+    dtype = confusion.tp.dtype
+    tp, fp, tn, fn = (tf.cast(c, tf.float64) for c in confusion)
+    tp, fp, tn, fn = least_squares_confusion(Confusion(tp, fp, tn, fn))
+    num_pos = tp[..., :1] + fn[..., :1]
+    num_neg = fp[..., :1] + tn[..., :1]
+    zero = tf.zeros_like(num_pos)
+    tp = tf.concat([num_pos, tp, zero], axis=-1)
+    fp = tf.concat([num_neg, fp, zero], axis=-1)
+    area = tf.reduce_sum((fp[..., :-1] - fp[..., 1:]) * (tp[..., :-1] + tp[..., 1:]) / 2, axis=-1)
+    num_pos, num_neg = num_pos[..., 0], num_neg[..., 0]
+    defined = (num_pos > 0) & (num_neg > 0)
+    safe = tf.where(defined, num_pos * num_neg, tf.ones_like(num_pos))
+    auc = tf.clip_by_value(area / safe, 0.0, 1.0)
+    auc = tf.where(defined, auc, tf.constant(float("nan"), tf.float64))
+    return tf.cast(auc, dtype)
 
 
 def auc_estimate(confusion: Confusion) -> tf.Tensor:

@@ -15,7 +15,11 @@ Three grids are offered:
 * ``"reference"``: the grid of the DPAUC paper's reference code: ``T//2`` points evenly in
   [0, 0.2], ``T//4`` in [0.2, 0.5] and the rest in [0.5, 1], ends included (0.2 and 0.5 appear
   twice), with ``s >= theta``.
-* an explicit sorted sequence of floats, with ``s > theta``.
+* an explicit list, as ``tf.keras.metrics.AUC(thresholds=...)`` takes it
+  (:meth:`Thresholds.from_keras`): see there for what TensorFlow does with it.
+
+:meth:`Thresholds.explicit` is the raw building block (exactly the given sorted list, no end
+points added) for grids the library builds itself.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import numpy as np
 import tensorflow as tf
 
 GRIDS = ("tf", "reference")
+
+# ``keras.backend.epsilon()``: the margin of TensorFlow's end thresholds below 0 and above 1.
+KERAS_EPSILON = 1e-7
 
 
 def tf_default_thresholds(num_thresholds: int) -> np.ndarray:
@@ -61,6 +68,15 @@ def reference_thresholds(num_thresholds: int) -> np.ndarray:
     return np.sort(grid)
 
 
+def _keras_evenly_distributed(values: np.ndarray) -> bool:
+    """``keras.metrics_utils.is_evenly_distributed_thresholds``, the same arithmetic."""
+    n = values.size
+    if n < 3:
+        return False
+    even = np.arange(n, dtype=np.float32) / (n - 1)
+    return bool(np.allclose(values, even, atol=KERAS_EPSILON))
+
+
 def _check_num_thresholds(num_thresholds: int) -> None:
     if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, (int, np.integer)):
         raise TypeError(f"num_thresholds must be an int, got {num_thresholds!r}")
@@ -75,7 +91,8 @@ class Thresholds:
     Attributes:
       values: the thresholds, ascending, as a tuple of floats.
       inclusive: ``True`` when ``score >= theta`` counts as positive, ``False`` for ``>``.
-      grid: ``"tf"``, ``"reference"`` or ``"explicit"``.
+      grid: ``"tf"``, ``"reference"``, ``"keras"`` (an explicit list as TensorFlow takes
+        it, :meth:`from_keras`) or ``"explicit"`` (a raw list, :meth:`explicit`).
 
     Example:
 
@@ -97,11 +114,16 @@ class Thresholds:
         threshold_grid: str | Sequence[float] = "tf",
         thresholds: Sequence[float] | None = None,
     ) -> Thresholds:
-        """Builds thresholds from a grid name and size, or from an explicit list."""
+        """Builds thresholds from a grid name and size, or from an explicit list.
+
+        An explicit list (``thresholds`` or a non-string ``threshold_grid``) is taken as
+        ``tf.keras.metrics.AUC(thresholds=...)`` takes it (:meth:`from_keras`), so that
+        noise-free results equal TensorFlow's; ``num_thresholds`` is then ignored.
+        """
         if thresholds is not None:
-            return cls.explicit(thresholds)
+            return cls.from_keras(thresholds)
         if not isinstance(threshold_grid, str):
-            return cls.explicit(threshold_grid)
+            return cls.from_keras(threshold_grid)
         if threshold_grid == "tf":
             return cls(tuple(tf_default_thresholds(num_thresholds).tolist()), False, "tf")
         if threshold_grid == "reference":
@@ -111,8 +133,48 @@ class Thresholds:
         )
 
     @classmethod
+    def from_keras(cls, thresholds: Sequence[float]) -> Thresholds:
+        """An explicit list exactly as ``tf.keras.metrics.AUC(thresholds=...)`` uses it.
+
+        What TensorFlow does (the same in Keras 2.14 and Keras 3): it **sorts** the list,
+        keeps **duplicates** (they add ROC points of zero width), does **not** check that the
+        values lie in [0, 1], and adds two end thresholds, ``-1e-7`` and ``1 + 1e-7``
+        (``keras.backend.epsilon()``), so its ``num_thresholds`` is ``len(thresholds) + 2``
+        and the curve always runs from (1, 1) to (0, 0). If ``[0] + sorted + [1]`` is evenly
+        spaced (``np.allclose`` with ``atol=1e-7`` against ``arange(n) / (n - 1)`` in
+        float32), TensorFlow takes its fast path, which clips scores to [0, 1] and ignores
+        the exact values: that is the ``"tf"`` grid with ``len(thresholds) + 2``
+        thresholds, and this returns it. Otherwise every score is compared with every
+        threshold, ``score > theta`` in float32, which is what :meth:`bucketize` does for
+        this ``"keras"`` grid. An empty list gives just the two end thresholds (the
+        curve from (1, 1) to (0, 0)).
+
+        Refused (``ValueError``) where TensorFlow would give a meaningless curve: NaN or
+        infinite thresholds. Scores are checked to lie in [0, 1] when counted
+        (:mod:`dpauc_tf.core.counts`), so values outside [0, 1] only add empty buckets.
+
+        >>> Thresholds.from_keras([0.7, 0.3, 0.3]).values
+        (-1e-07, 0.3, 0.3, 0.7, 1.0000001)
+        >>> Thresholds.from_keras([0.5]).grid  # [0, 0.5, 1] is evenly spaced: the fast path
+        'tf'
+        """
+        values = np.asarray(thresholds, dtype=np.float64).ravel()
+        if not np.all(np.isfinite(values)):
+            raise ValueError("thresholds must be finite")
+        values = np.sort(values)
+        if _keras_evenly_distributed(np.concatenate([[0.0], values, [1.0]])):
+            return cls.make(num_thresholds=values.size + 2)
+        ends = np.concatenate([[0.0 - KERAS_EPSILON], values, [1.0 + KERAS_EPSILON]])
+        return cls(tuple(ends.tolist()), False, "keras")
+
+    @classmethod
     def explicit(cls, thresholds: Sequence[float]) -> Thresholds:
-        """An explicit, ascending list; ``score > theta`` counts as positive."""
+        """Exactly this ascending list (no end points added); ``score > theta`` is positive.
+
+        The raw building block for grids the library builds itself (for example the
+        score-noise grid). To match ``tf.keras.metrics.AUC(thresholds=...)`` use
+        :meth:`from_keras` (what :meth:`make` does with an explicit list).
+        """
         values = np.asarray(thresholds, dtype=np.float64).ravel()
         if values.size < 2:
             raise ValueError(f"need at least 2 thresholds, got {values.size}")
@@ -141,6 +203,8 @@ class Thresholds:
         scores = tf.reshape(scores, [-1])
         if self.grid == "tf":
             return tf.cast(self._tf_grid_bucket(scores), tf.int32)
+        if self.grid == "keras":  # TensorFlow compares in float32 (its variables' dtype)
+            scores = tf.cast(scores, tf.float32)
         sorted_values = tf.constant(self.values, dtype=scores.dtype)
         side = "right" if self.inclusive else "left"
         return tf.searchsorted(sorted_values, scores, side=side, out_type=tf.int32)

@@ -58,6 +58,9 @@ from dpauc_tf.mechanisms import get_mechanism, mechanism_spec
 
 TABLES = ("table1", "table2", "table3", "table4", "table5")
 PROJECT_MECHANISMS = ("histogram", "histogram-public-scores", "secure-histogram")
+# The paper's own rows reproduce the reference code's estimator (clip, sort by FPR,
+# trapezoid); the project's rows use each mechanism's consistent default.
+PAPER_ROW_OPTIONS = {"paper": {"estimator": "reference"}}
 RR_EPSILONS = (8.0, 4.0, 2.0, 1.0)
 SCORE_NOISE_EPSILONS = (10.0, 8.0, 4.0, 2.0, 1.0)
 TABLE4_EPSILONS = (8.0, 4.0, 2.0, 1.0)
@@ -224,6 +227,7 @@ class TableRunner:
             epsilon=setting.epsilon,
             num_thresholds=setting.num_thresholds,
             num_clients=setting.clients,
+            **PAPER_ROW_OPTIONS.get(setting.mechanism, {}),
         )
         if mechanism.capabilities.transforms_data:
             data = self.score_sets[epoch]

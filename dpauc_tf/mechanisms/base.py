@@ -33,7 +33,8 @@ from typing import ClassVar
 import dp_accounting
 import tensorflow as tf
 
-from dpauc_tf.core.curve import Confusion, RocCurve, auc_from_roc, roc_from_confusion
+from dpauc_tf.core.curve import Confusion, RocCurve, auc_from_confusion, roc_from_confusion
+from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.noise.seeds import make_seed
@@ -41,6 +42,9 @@ from dpauc_tf.privacy.accounting import EpsilonSpent, composed_epsilon
 from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_delta, check_epsilon
 
 Release = dict[str, tf.Tensor]
+
+# AUC estimators: the consistent default, and the reference code's rule (for the paper's tables).
+ESTIMATORS = ("mann-whitney", "reference")
 
 
 class CountMechanism(abc.ABC):
@@ -50,8 +54,16 @@ class CountMechanism(abc.ABC):
     :meth:`dp_event`, :meth:`statement` and :attr:`noise_stddev`; their summary and
     :class:`Capabilities` are stated once, in the registry entry that names them
     (:mod:`dpauc_tf.mechanisms.registry`). An option that changes a capability (for example
-    exact integer noise) sets ``self._capabilities``. Construction validates ``epsilon`` and
-    ``delta``.
+    exact integer noise) sets ``self._capabilities``. Construction validates ``epsilon``,
+    ``delta`` and ``estimator``.
+
+    **Estimators** (``estimator=``): ``"mann-whitney"`` (default) is
+    :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of :meth:`released_confusion`:
+    consistent (it converges to TensorFlow's AUC as epsilon grows, on any data), NaN where
+    the estimated number of positives or negatives is not positive (the AUC is undefined).
+    ``"reference"`` is the DPAUC reference code's rule (clip the released counts at 0, sort
+    the ROC points by FPR, trapezoid), kept only to reproduce the paper's tables: it is not
+    consistent where buckets hold one class.
     """
 
     _capabilities: Capabilities | None = None
@@ -71,7 +83,16 @@ class CountMechanism(abc.ABC):
     # What the released ROC curve is, when it is not the curve of the true labels.
     roc_note: ClassVar[str] = ""
 
-    def __init__(self, epsilon: float, num_thresholds: int, delta: float | None = None):
+    def __init__(
+        self,
+        epsilon: float,
+        num_thresholds: int,
+        delta: float | None = None,
+        estimator: str = "mann-whitney",
+    ):
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+        self.estimator = estimator
         epsilon = check_epsilon(epsilon)
         if epsilon is None:
             raise ValueError(f"{self.name} needs an epsilon; use the 'none' mechanism for no noise")
@@ -125,12 +146,21 @@ class CountMechanism(abc.ABC):
 
     @abc.abstractmethod
     def to_confusion(self, release: Release) -> Confusion:
-        """Cumulative counts at every threshold from a (summed) release; no noise added."""
+        """Cumulative counts at every threshold from a (summed) release, for the ROC curve
+        (monotone where the mechanism is noisy); no noise added."""
+
+    def released_confusion(self, release: Release) -> Confusion:
+        """The cumulative counts as released (no projection): what the AUC is estimated
+        from. Defaults to :meth:`to_confusion`."""
+        return self.to_confusion(release)
 
     def estimate_auc(self, release: Release) -> tf.Tensor:
-        """The AUC of a (summed) release: by default the trapezoid under :meth:`to_confusion`'s
-        curve (clipped at 0, sorted by FPR, as in the reference code). No noise is added."""
-        return auc_from_roc(roc_from_confusion(self.to_confusion(release)))
+        """The AUC estimate ``[...]`` of a (summed) release (see the class docstring's
+        estimators); post-processing, no noise is added."""
+        confusion = self.released_confusion(release)
+        if getattr(self, "estimator", "mann-whitney") == "reference":
+            return auc_from_confusion(confusion)
+        return mann_whitney_auc(confusion)
 
     # -- the guarantee --------------------------------------------------------------------
     @abc.abstractmethod
@@ -158,7 +188,8 @@ class CountMechanism(abc.ABC):
 
     def options(self) -> dict:
         """Constructor options beyond ``epsilon``, ``num_thresholds`` and ``delta``."""
-        return {}
+        estimator = getattr(self, "estimator", "mann-whitney")
+        return {} if estimator == "mann-whitney" else {"estimator": estimator}
 
     def __repr__(self) -> str:
         extra = "".join(f", {key}={value!r}" for key, value in self.options().items())

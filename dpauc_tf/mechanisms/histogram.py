@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.curve import confusion_from_histogram
+from dpauc_tf.core.postprocessing import monotone_confusion
 from dpauc_tf.mechanisms.base import CountMechanism
 from dpauc_tf.noise import exact, samplers
 from dpauc_tf.noise.seeds import split_seed
@@ -59,8 +60,11 @@ class HistogramLaplace(CountMechanism):
         num_thresholds: int,
         delta: float | None = None,
         noise: str = "continuous",
+        estimator: str = "mann-whitney",
     ):
-        super().__init__(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta)
+        super().__init__(
+            epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, estimator=estimator
+        )
         if noise not in NOISE_KINDS:
             raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
         self.noise = noise
@@ -103,7 +107,7 @@ class HistogramLaplace(CountMechanism):
         return f"Laplace(scale={self.noise_scale:g})"
 
     def options(self) -> dict:
-        return {"noise": self.noise}
+        return {"noise": self.noise, **super().options()}
 
     @property
     def noise_scale(self) -> float:
@@ -122,8 +126,16 @@ class HistogramLaplace(CountMechanism):
             "neg": neg + self._laplace(neg, seeds[1]),
         }
 
+    def _histograms(self, release):
+        return release["pos"], release["neg"]
+
+    def released_confusion(self, release):
+        """The suffix sums of the noisy histograms (the AUC is estimated from these)."""
+        return confusion_from_histogram(*self._histograms(release))
+
     def to_confusion(self, release):
-        return confusion_from_histogram(release["pos"], release["neg"])
+        """Monotone, consistent cumulative counts (:func:`monotone_confusion`) for the curve."""
+        return monotone_confusion(*self._histograms(release))
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """Continuous noise: a Laplace event with the L1 sensitivity. Discrete noise: the exact
@@ -162,8 +174,8 @@ class HistogramPublicScores(HistogramLaplace):
     def _noisy_release(self, pos, neg, seed):
         return {"pos": pos + self._laplace(pos, seed), "total": pos + neg}
 
-    def to_confusion(self, release):
-        return confusion_from_histogram(release["pos"], release["total"] - release["pos"])
+    def _histograms(self, release):
+        return release["pos"], release["total"] - release["pos"]
 
     def statement(self):
         return PrivacyStatement(

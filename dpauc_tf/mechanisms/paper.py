@@ -12,6 +12,7 @@ import dp_accounting
 import tensorflow as tf
 
 from dpauc_tf.core.curve import Confusion, confusion_from_histogram
+from dpauc_tf.core.postprocessing import consistent_confusion
 from dpauc_tf.mechanisms.base import CountMechanism
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import split_seed
@@ -29,6 +30,12 @@ class PaperLaplace(CountMechanism):
     threshold (TP and FP, or FN and TN), so the true L1 sensitivity is ``2T`` and the same
     noise gives ``epsilon / 2``; that tight figure is what :meth:`dp_event` accounts.
     Neighbours: label DP.
+
+    Estimate: by default :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of the 4T
+    counts (least-squares totals, then the trapezoid in threshold order: consistent);
+    ``estimator="reference"`` is the reference code's clip-sort-trapezoid, for reproducing
+    the paper's tables. The curve (:meth:`to_confusion`) is
+    :func:`~dpauc_tf.core.postprocessing.consistent_confusion` (one P and N, monotone).
 
     >>> PaperLaplace(epsilon=1.0, num_thresholds=100).noise_scale
     400.0
@@ -56,8 +63,13 @@ class PaperLaplace(CountMechanism):
             for i, (key, value) in enumerate(exact._asdict().items())
         }
 
-    def to_confusion(self, release):
+    def released_confusion(self, release):
+        """The 4T noisy cumulative counts as released."""
         return Confusion(release["tp"], release["fp"], release["tn"], release["fn"])
+
+    def to_confusion(self, release):
+        """One P and one N, monotone counts (:func:`consistent_confusion`), for the curve."""
+        return consistent_confusion(self.released_confusion(release))
 
     def dp_event(self):
         tight_l1 = 2.0 * self.num_thresholds

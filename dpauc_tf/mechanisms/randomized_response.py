@@ -25,6 +25,18 @@ with ``q = p``:
 
 clipped to [0, 1] (the reference code does not clip; values above 1 occur there).
 
+**Where the estimate is undefined it is NaN** (never a number that looks like an estimate;
+the reference code and earlier versions returned 0 there):
+
+* the flipped labels hold one class (or no example): the flipped AUC is undefined
+  (:func:`dpauc_tf.core.postprocessing.mann_whitney_auc`); always the case for one row;
+* ``pi`` is not strictly inside (0, 1): the debiased number of positives says the data
+  hold no positive (``pi <= 0``) or no negative (``pi >= 1``). Then ``alpha + beta = 1``
+  and the debiasing divides by 0. At small epsilon (``1 - 2p`` near 0) this happens often
+  on small data: the release carries too little information for an AUC.
+
+Where ``0 < pi < 1`` the debiased value is defined and is clipped to [0, 1].
+
 >>> round(flip_probability(1.0), 4)
 0.2689
 >>> round(float(debias_auc(0.5, 50, 50, epsilon=1.0)), 12)  # a flipped AUC of 0.5 stays 0.5
@@ -39,7 +51,8 @@ import dp_accounting
 import tensorflow as tf
 from dp_accounting import dp_event
 
-from dpauc_tf.core.curve import auc_from_roc, confusion_from_histogram, roc_from_confusion
+from dpauc_tf.core.curve import auc_from_confusion, confusion_from_histogram
+from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.mechanisms.base import CountMechanism
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_epsilon
@@ -50,20 +63,26 @@ def flip_probability(epsilon: float) -> float:
     epsilon = check_epsilon(epsilon)
     if epsilon is None:
         raise ValueError("randomized response needs an epsilon > 0")
-    return 1.0 / (1.0 + math.exp(epsilon))
+    # exp(-eps) / (1 + exp(-eps)): the same value, without overflow for large epsilon
+    return math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
 
 
 def debias_auc(auc_flipped, num_positive_flipped, num_negative_flipped, epsilon: float):
-    """Menon et al.'s unbiased AUC estimate from the AUC on flipped labels, clipped to [0, 1].
+    """Menon et al.'s AUC estimate from the AUC on flipped labels; NaN where undefined.
 
     Args:
-      auc_flipped: AUC computed with the flipped labels (any shape).
+      auc_flipped: AUC computed with the flipped labels (any shape; NaN where undefined).
       num_positive_flipped: number of examples whose *flipped* label is 1 (``N~+``).
       num_negative_flipped: number whose flipped label is 0 (``N~-``).
       epsilon: the epsilon the labels were flipped with.
 
     Returns:
-      A float64 tensor of the shape of ``auc_flipped``.
+      A float64 tensor of the shape of ``auc_flipped``: the debiased AUC clipped to [0, 1]
+      where the estimated fraction of positives ``pi`` lies strictly inside (0, 1) and
+      ``auc_flipped`` is a number; NaN elsewhere (see the module docstring).
+
+    >>> float(debias_auc(0.7, 0, 0, epsilon=1.0))  # no example: undefined
+    nan
     """
     p = flip_probability(epsilon)
     q = p
@@ -72,11 +91,14 @@ def debias_auc(auc_flipped, num_positive_flipped, num_negative_flipped, epsilon:
     neg = tf.cast(num_negative_flipped, tf.float64)
     n = pos + neg
     positives_hat = (pos * (1 - q) - neg * q) / (1 - p - q)
-    pi = tf.clip_by_value(tf.math.divide_no_nan(positives_hat, n), 0.0, 1.0)
-    alpha = tf.math.divide_no_nan((1 - pi) * q, pi * (1 - p) + (1 - pi) * q)
-    beta = tf.math.divide_no_nan(pi * p, pi * p + (1 - pi) * (1 - q))
-    debiased = tf.math.divide_no_nan(auc_flipped - (alpha + beta) / 2, 1 - alpha - beta)
-    return tf.clip_by_value(debiased, 0.0, 1.0)
+    pi_raw = tf.math.divide_no_nan(positives_hat, n)
+    defined = (n > 0) & (pi_raw > 0) & (pi_raw < 1) & tf.math.is_finite(auc_flipped)
+    pi = tf.where(defined, pi_raw, tf.constant(0.5, tf.float64))  # keeps every op finite
+    alpha = (1 - pi) * q / (pi * (1 - p) + (1 - pi) * q)
+    beta = pi * p / (pi * p + (1 - pi) * (1 - q))
+    safe_auc = tf.where(defined, auc_flipped, tf.constant(0.5, tf.float64))
+    debiased = tf.clip_by_value((safe_auc - (alpha + beta) / 2) / (1 - alpha - beta), 0.0, 1.0)
+    return tf.where(defined, debiased, tf.constant(float("nan"), tf.float64))
 
 
 class RandomizedResponse(CountMechanism):
@@ -127,7 +149,17 @@ class RandomizedResponse(CountMechanism):
         return confusion_from_histogram(release["pos"], release["neg"])
 
     def estimate_auc(self, release):
-        flipped_auc = auc_from_roc(roc_from_confusion(self.to_confusion(release)))
+        """Debiased AUC of the flipped labels (:func:`debias_auc`); NaN where undefined.
+
+        The flipped counts are exact counts of the flipped labels, so the flipped AUC is
+        :func:`mann_whitney_auc` (``estimator="reference"``: the reference code's rule, which
+        gives the same number on exact counts except where it is undefined).
+        """
+        confusion = self.to_confusion(release)
+        if self.estimator == "reference":
+            flipped_auc = auc_from_confusion(confusion)
+        else:
+            flipped_auc = mann_whitney_auc(confusion)
         return debias_auc(
             flipped_auc,
             tf.reduce_sum(release["pos"], axis=-1),

@@ -57,6 +57,7 @@ import dp_accounting
 import tensorflow as tf
 
 from dpauc_tf.core.curve import confusion_from_histogram
+from dpauc_tf.core.postprocessing import monotone_confusion
 from dpauc_tf.mechanisms.base import CountMechanism
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import split_seed
@@ -88,6 +89,8 @@ class SecureHistogram(CountMechanism):
       num_clients: number of shares the total noise is split into (the number of clients
         expected to report).
       family: ``"discrete-laplace"`` or ``"skellam"``.
+      estimator: ``"mann-whitney"`` (default) or ``"reference"``
+        (:class:`~dpauc_tf.mechanisms.base.CountMechanism`).
 
     :meth:`release` is **one client's** report: its integer counts plus its share of noise.
     Summing ``num_clients`` releases gives counts plus one draw of the target noise.
@@ -107,11 +110,14 @@ class SecureHistogram(CountMechanism):
         delta: float | None = None,
         num_clients: int = 1,
         family: str = "discrete-laplace",
+        estimator: str = "mann-whitney",
     ):
         self.num_clients = check_shares(num_clients, family)
         self.family = family
         self.requires_delta = family == "skellam"
-        super().__init__(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta)
+        super().__init__(
+            epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, estimator=estimator
+        )
 
     # -- noise parameters ----------------------------------------------------------------
     @property
@@ -146,8 +152,13 @@ class SecureHistogram(CountMechanism):
             ]
         return {"pos": pos + shares[0], "neg": neg + shares[1]}
 
-    def to_confusion(self, release):
+    def released_confusion(self, release):
+        """The suffix sums of the summed noisy histograms (the AUC is estimated from these)."""
         return confusion_from_histogram(release["pos"], release["neg"])
+
+    def to_confusion(self, release):
+        """Monotone, consistent cumulative counts (:func:`monotone_confusion`) for the curve."""
+        return monotone_confusion(release["pos"], release["neg"])
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
@@ -166,6 +177,7 @@ class SecureHistogram(CountMechanism):
             delta=self.delta or None,
             num_clients=1,
             family=self.family,
+            estimator=self.estimator,
         )
 
     def achieved_epsilon(self, num_reporting: int) -> float:
@@ -226,4 +238,4 @@ class SecureHistogram(CountMechanism):
         )
 
     def options(self) -> dict:
-        return {"num_clients": self.num_clients, "family": self.family}
+        return {"num_clients": self.num_clients, "family": self.family, **super().options()}

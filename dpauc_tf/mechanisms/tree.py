@@ -49,7 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.curve import Confusion, confusion_from_histogram
-from dpauc_tf.core.postprocessing import auc_estimate, monotone_confusion
+from dpauc_tf.core.postprocessing import mann_whitney_auc, monotone_confusion
 from dpauc_tf.core.tree import DEFAULT_BRANCHING, TreeLayout, least_squares_leaves, level_weights
 from dpauc_tf.mechanisms.base import CountMechanism, Release
 from dpauc_tf.noise import samplers
@@ -204,10 +204,11 @@ class TreeHistogram(CountMechanism):
 
         The Mann-Whitney statistic of the least-squares leaves, **without** the monotone
         projection: ``sum_b neg[b] (TP_above[b] + pos[b] / 2) / (P N)`` with ``P = sum pos``,
-        ``N = sum neg`` (the estimated roots), i.e. :func:`dpauc_tf.core.postprocessing.auc_estimate`
-        of the unprojected counts. The numerator is bilinear in the two classes' leaves: with
-        both classes noisy their noises are independent, so it is unbiased; with public scores
-        (``neg = total - pos``) its bias is ``-Var(P^) / 2`` exactly (``pos``'s noise ``e``
+        ``N = sum neg`` (the estimated roots), i.e.
+        :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of the unprojected counts (NaN
+        where ``P`` or ``N`` is not positive). The numerator is bilinear in the two classes'
+        leaves: with both classes noisy their noises are independent, so it is unbiased; with
+        public scores (``neg = total - pos``) its bias is ``-Var(P^) / 2`` exactly (``pos``'s noise ``e``
         enters as ``-e^T M e = -(sum e)^2 / 2``). The ratio adds terms of relative order
         ``Var(P^) / P^2``. Measured bias on the paper-sized score set: see the module
         docstring. :meth:`to_confusion`'s monotone curve is for plotting; its trapezoid AUC
@@ -217,16 +218,9 @@ class TreeHistogram(CountMechanism):
             pos, neg = release["pos"], release["neg"]
         else:
             pos, neg = self.leaves(release)
-        dtype = pos.dtype
-        # An empty bucket at each end: thresholds below and above every score, so the
-        # trapezoid runs from (1, 1) to (0, 0) and covers every bucket (the first and the
-        # last bucket's noise enters the numerator as well as P and N).
-        ends = [[0, 0]] * (pos.shape.rank - 1) + [[1, 1]]
-        pos, neg = (tf.pad(tf.cast(c, tf.float64), ends) for c in (pos, neg))
-        auc = auc_estimate(confusion_from_histogram(pos, neg))
-        # Post-processing into [0, 1]: only binds when noise swamps the counts (tiny or
-        # one-class test sets); at the AUCs and noise levels measured above it never does.
-        return tf.cast(tf.clip_by_value(auc, 0.0, 1.0), dtype)
+        # The shared estimator (an empty bucket padded at each end, the Mann-Whitney
+        # statistic, clipped to [0, 1]; NaN where the estimated P or N is not positive).
+        return mann_whitney_auc(confusion_from_histogram(pos, neg))
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:

@@ -263,10 +263,11 @@ def _gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
 
-    def phi(x):
-        return 0.5 * math.erfc(-x / math.sqrt(2.0))
+    from scipy.special import log_ndtr, ndtr
 
-    return phi(a - b) - math.exp(epsilon) * phi(-a - b)
+    # exp(epsilon) * Phi(-a - b) in log space: exp(epsilon) alone overflows above ~709,
+    # while the product never exceeds Phi(a - b) <= 1.
+    return float(ndtr(a - b)) - math.exp(epsilon + float(log_ndtr(-a - b)))
 
 
 @functools.lru_cache(maxsize=256)

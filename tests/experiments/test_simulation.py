@@ -6,7 +6,7 @@ import tensorflow as tf
 from scipy import stats
 
 from dpauc_tf.core.counts import bucket_counts
-from dpauc_tf.core.curve import auc_from_confusion, auc_from_histogram
+from dpauc_tf.core.curve import auc_from_histogram
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.simulation import (
     client_histograms,
@@ -34,7 +34,7 @@ def _one_at_a_time(mechanism, pos, neg, repeats):
     for r in range(repeats):
         releases = [mechanism.release(pos[k], neg[k], seed=10_000 + r * K + k) for k in range(K)]
         total = {key: sum(rel[key] for rel in releases) for key in releases[0]}
-        aucs.append(float(auc_from_confusion(mechanism.to_confusion(total))))
+        aucs.append(float(mechanism.estimate_auc(total)))
     return np.asarray(aucs)
 
 

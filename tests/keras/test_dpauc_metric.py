@@ -68,7 +68,8 @@ def test_mechanism_options_reach_the_metric():
     g = DPAUC(epsilon=1.0, mechanism="paper-gaussian", delta=1e-6, num_thresholds=20)
     assert g.privacy_statement().delta == 1e-6
     e = DPAUC(epsilon=1.0, thresholds=[0.1, 0.5, 0.9])
-    assert e.thresholds == [0.1, 0.5, 0.9] and e.positives.shape == (4,)
+    # as tf.keras.metrics.AUC(thresholds=...): end points -1e-7 and 1 + 1e-7 added
+    assert e.thresholds == [-1e-7, 0.1, 0.5, 0.9, 1.0 + 1e-7] and e.positives.shape == (6,)
 
 
 def test_config_round_trip_keeps_every_argument():
