@@ -44,13 +44,14 @@ def _columns(rows: Sequence[dict]) -> list[str]:
     return columns
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN and infinities replaced by ``None`` (JSON has neither)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -59,7 +60,7 @@ def format_rows(rows: Sequence[dict], fmt: str) -> str:
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     if fmt == "json":
-        return json.dumps(_json_safe(list(rows)), allow_nan=False)
+        return json.dumps(json_safe(list(rows)), allow_nan=False)
     columns = _columns(rows)
     if fmt == "csv":
         buffer = io.StringIO()

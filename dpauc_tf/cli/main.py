@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.cli.formats import FORMATS, format_rows
+from dpauc_tf.cli.formats import FORMATS, format_rows, json_safe
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms, mechanism_spec
 
@@ -332,6 +332,8 @@ def evaluate_scores(args) -> dict[str, Any]:
         "auc_mean": None if result is None else float(np.mean(result.aucs)),
         "auc_std": None if result is None else float(np.std(result.aucs)),
         "aucs": None if result is None else [float(a) for a in result.aucs],
+        # releases whose AUC estimate is undefined (noise left no positive or no negative)
+        "num_undefined": None if result is None else int(np.isnan(result.aucs).sum()),
         "roc": None
         if result is None
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
@@ -455,7 +457,7 @@ def run_evaluate(args) -> int:
             file=sys.stderr,
         )
     if args.format == "json":
-        print(json.dumps(result, allow_nan=False))
+        print(json.dumps(json_safe(result), allow_nan=False))
     elif args.format == "table":
         print(_format_evaluation(result))
     else:
