@@ -329,11 +329,12 @@ def evaluate_scores(args) -> dict[str, Any]:
         "repeats": args.repeats,
         "seed": args.seed,
         "backend": args.backend,
-        "auc_mean": None if result is None else float(np.mean(result.aucs)),
-        "auc_std": None if result is None else float(np.std(result.aucs)),
+        # over the releases whose estimate is defined (see num_undefined)
+        "auc_mean": None if result is None else result.mean,
+        "auc_std": None if result is None else result.std,
         "aucs": None if result is None else [float(a) for a in result.aucs],
         # releases whose AUC estimate is undefined (noise left no positive or no negative)
-        "num_undefined": None if result is None else int(np.isnan(result.aucs).sum()),
+        "num_undefined": None if result is None else result.num_undefined,
         "roc": None
         if result is None
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
@@ -419,12 +420,16 @@ def _format_auc(value: float | None) -> str:
 
 
 def _format_evaluation(result: dict[str, Any]) -> str:
-    private = (
-        "undefined"
-        if result["auc_mean"] is None
-        else f"{result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
-        f"over {result['repeats']} repeat(s)"
-    )
+    undefined = result.get("num_undefined") or 0
+    if result["auc_mean"] is None or undefined == result["repeats"]:
+        private = "undefined"
+    else:
+        private = (
+            f"{result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
+            f"over {result['repeats'] - undefined} repeat(s)"
+        )
+        if undefined:
+            private += f" ({undefined} release(s) undefined: noise left no positive or negative)"
     lines = [
         f"mechanism        {result['mechanism']}",
         f"privacy          {result['privacy']}",

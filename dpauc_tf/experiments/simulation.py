@@ -70,11 +70,20 @@ class SimulationResult:
 
     @property
     def mean(self) -> float:
-        return float(np.mean(self.aucs))
+        """Mean over the releases whose AUC estimate is defined (NaN if none is)."""
+        defined = self.aucs[~np.isnan(self.aucs)]
+        return float(np.mean(defined)) if defined.size else float("nan")
 
     @property
     def std(self) -> float:
-        return float(np.std(self.aucs))
+        """Standard deviation over the releases whose estimate is defined."""
+        defined = self.aucs[~np.isnan(self.aucs)]
+        return float(np.std(defined)) if defined.size else float("nan")
+
+    @property
+    def num_undefined(self) -> int:
+        """Releases whose AUC estimate is undefined (noise left no positive or negative)."""
+        return int(np.isnan(self.aucs).sum())
 
 
 def client_histograms(

@@ -260,6 +260,7 @@ class TableRunner:
             "repeats": self.repeats,
             "mean": result.mean,
             "std": result.std,
+            "undefined": result.num_undefined,
             "exact_auc": self.exact_auc(epoch),
             "tf_auc": self.tf_auc(epoch, tf_thresholds),
             "tf_num_thresholds": tf_thresholds,
