@@ -186,6 +186,28 @@ class CountMechanism(abc.ABC):
         del num_reporting
         return float(self.statement().epsilon)
 
+    def colluding_epsilon(self, num_colluding: int, num_reporting: int | None = None) -> float:
+        """Epsilon left against ``num_colluding`` reporting clients who pool their own shares.
+
+        Colluders (possibly with the server) know their own noise shares and can subtract
+        them from a secure sum: only the ``num_reporting - num_colluding`` other shares
+        protect the labels, exactly as if those clients had dropped out, so this is
+        :meth:`achieved_epsilon` of that many shares (``inf`` when no honest share is left).
+        For local mechanisms every report is private on its own: collusion changes nothing.
+
+        Args:
+          num_colluding: colluding clients among those that report (>= 0).
+          num_reporting: clients whose reports were summed (default: ``num_clients``).
+        """
+        if num_reporting is None:
+            num_reporting = int(getattr(self, "num_clients", 1))
+        num_reporting = int(num_reporting)
+        if num_colluding < 0 or num_reporting < 0:
+            raise ValueError(
+                f"num_colluding and num_reporting must be >= 0, got {num_colluding}, {num_reporting}"
+            )
+        return self.achieved_epsilon(max(num_reporting - int(num_colluding), 0))
+
     def options(self) -> dict:
         """Constructor options beyond ``epsilon``, ``num_thresholds`` and ``delta``."""
         estimator = getattr(self, "estimator", "mann-whitney")

@@ -411,25 +411,6 @@ class SecureTreeHistogram(TreeHistogram):
             for scale in self.level_scales
         )
 
-    def colluding_epsilon(self, num_colluding: int, num_reporting: int | None = None) -> float:
-        """Epsilon left against ``num_colluding`` reporting clients who pool their own shares.
-
-        Colluders (possibly with the server) know their own noise shares and can subtract
-        them from the secure sum: only the ``num_reporting - num_colluding`` other shares
-        protect the labels, exactly as if those clients had dropped out, so this is
-        :meth:`achieved_epsilon` of that many shares (``inf`` when no honest share is left).
-
-        Args:
-          num_colluding: colluding clients among those that report (>= 0).
-          num_reporting: clients whose reports were summed (default: ``num_clients``).
-        """
-        num_reporting = self.num_clients if num_reporting is None else int(num_reporting)
-        if num_colluding < 0 or num_reporting < 0:
-            raise ValueError(
-                f"num_colluding and num_reporting must be >= 0, got {num_colluding}, {num_reporting}"
-            )
-        return self.achieved_epsilon(max(num_reporting - int(num_colluding), 0))
-
     def _noise_text(self) -> str:
         if self.family == "skellam":
             mus = ", ".join(f"{mu:.4g}" for mu in self.level_mus)

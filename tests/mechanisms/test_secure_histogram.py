@@ -49,3 +49,14 @@ def test_secure_histogram_dropout_shortfall_raises_epsilon():
     assert m.achieved_epsilon(10) == 1.0 and m.achieved_epsilon(20) == 1.0
     eps = [m.achieved_epsilon(r) for r in (9, 5, 1)]
     assert 1.0 < eps[0] < eps[1] < eps[2] and math.isinf(m.achieved_epsilon(0))
+
+
+def test_collusion_changes_nothing_for_local_mechanisms_and_everything_for_secure_ones():
+    local = get_mechanism("histogram", epsilon=1.0, num_thresholds=10)
+    assert local.colluding_epsilon(9, 10) == 1.0  # every local report is private on its own
+    secure = get_mechanism("secure-histogram", epsilon=1.0, num_thresholds=10, num_clients=10)
+    assert secure.colluding_epsilon(0) == 1.0
+    assert secure.colluding_epsilon(5) == secure.achieved_epsilon(5) > 1.0
+    assert math.isinf(secure.colluding_epsilon(10))
+    with pytest.raises(ValueError):
+        secure.colluding_epsilon(-1)
