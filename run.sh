@@ -5,8 +5,8 @@
 #                              and the keras3 world on Python 3.13 (ARGS go to pytest)
 # Environments (all locked in uv.lock):
 #   .venv         federated: TensorFlow 2.14 (Keras 2) + TFF 0.87 + tensorflow-privacy 0.9
-#   .venv-keras3  keras3:    the newest TensorFlow (Keras 3), no TFF; the docs tools
-#   .venv-py313   keras3 on Python 3.13 (the newest Python the library supports)
+#   .venv-keras3  keras3:    the newest TensorFlow (Keras 3), no TFF; Beam, TFMA, Flower; docs tools
+#   .venv-py313   keras3 on Python 3.13 (the newest Python the library supports) with JAX
 set -euo pipefail
 cd "$(dirname "$0")"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
@@ -56,6 +56,10 @@ run_pytest() {  # run_pytest ENV_DIR LOG ARGS...: output goes to a file first (T
   return "$rc"
 }
 
+# The keras3 world also carries the integrations (Apache Beam, TFMA, Flower); the JAX backend of
+# Keras 3 is tested on Python 3.13 (see the overrides in pyproject.toml).
+KERAS3_EXTRAS=(--extra beam --extra tfma --extra flower)
+
 # On Python 3.13 the library's layers and adapters are tested (the notebooks, the demo, the
 # paper's tables and the data preparation run on 3.11 above).
 PY313_TESTS=(tests/core tests/noise tests/privacy tests/mechanisms tests/keras tests/cli
@@ -66,8 +70,8 @@ cmd=${1:-}
 case "$cmd" in
   setup)
     sync_env .venv federated 3.11
-    sync_env .venv-keras3 keras3 3.11 --group docs
-    sync_env .venv-py313 keras3 3.13
+    sync_env .venv-keras3 keras3 3.11 "${KERAS3_EXTRAS[@]}" --group docs
+    sync_env .venv-py313 keras3 3.13 --extra jax
     ;;
   demo)
     sync_env .venv federated 3.11
@@ -75,8 +79,8 @@ case "$cmd" in
     ;;
   test)
     sync_env .venv federated 3.11
-    sync_env .venv-keras3 keras3 3.11 --group docs
-    sync_env .venv-py313 keras3 3.13
+    sync_env .venv-keras3 keras3 3.11 "${KERAS3_EXTRAS[@]}" --group docs
+    sync_env .venv-py313 keras3 3.13 --extra jax
     mkdir -p test-logs
     .venv/bin/ruff check . && .venv/bin/ruff format --check .
     echo "=== API reference site (mkdocs, warnings are errors) ==="
