@@ -42,18 +42,22 @@ sync_env() {  # sync_env DIR EXTRA PYTHON [uv sync options]
     --python "$(python_for "$python")" "$@"
 }
 
-run_pytest() {  # run_pytest ENV_DIR LOG ARGS...: output goes to a file first (TFF's worker holds pipes)
-  local env_dir=$1 log=$2; shift 2
+run_pytest() {  # run_pytest ENV_DIR LOG ARGS...: pytest's output goes only to LOG (TFF's worker
+  local env_dir=$1 log=$2; shift 2  # holds pipes); "no tests collected" (5) counts as success
   set +e
-  "$env_dir/bin/python" -m pytest "$@" >"$log" 2>&1
+  "$env_dir/bin/python" -m pytest -p no:cacheprovider --durations=15 "$@" >"$log" 2>&1
   local rc=$?
   set -e
-  cat "$log"
   if [ "$rc" -eq 5 ]; then
-    echo "[run.sh] pytest collected no tests in $env_dir" >&2
+    echo "[run.sh] pytest collected no tests in $env_dir" >>"$log"
     rc=0
   fi
   return "$rc"
+}
+
+show_log() {  # show_log TITLE LOG
+  echo "=== $1 ==="
+  cat "$2"
 }
 
 # The keras3 world also carries the integrations (Apache Beam, TFMA, Flower); the JAX backend of
@@ -86,12 +90,22 @@ case "$cmd" in
     echo "=== API reference site (mkdocs, warnings are errors) ==="
     .venv-keras3/bin/mkdocs build --strict --quiet --site-dir site
     status=0
-    echo "=== federated world: TensorFlow 2.14 / Keras 2 / TFF 0.87 ==="
-    run_pytest .venv test-logs/pytest-federated.log "$@" || status=1
-    echo "=== keras3 world: newest TensorFlow / Keras 3 ==="
-    run_pytest .venv-keras3 test-logs/pytest-keras3.log "$@" || status=1
-    echo "=== keras3 world on Python 3.13: the library's own layers ==="
-    run_pytest .venv-py313 test-logs/pytest-py313.log "${@:-${PY313_TESTS[@]}}" || status=1
+    # Two lanes, one per core: the federated world; the keras3 world, then Python 3.13.
+    run_pytest .venv test-logs/pytest-federated.log "$@" &
+    federated_lane=$!
+    (
+      lane_status=0
+      run_pytest .venv-keras3 test-logs/pytest-keras3.log "$@" || lane_status=1
+      run_pytest .venv-py313 test-logs/pytest-py313.log "${@:-${PY313_TESTS[@]}}" || lane_status=1
+      exit "$lane_status"
+    ) &
+    keras3_lane=$!
+    wait "$federated_lane" || status=1
+    show_log "federated world: TensorFlow 2.14 / Keras 2 / TFF 0.87" test-logs/pytest-federated.log
+    wait "$keras3_lane" || status=1
+    show_log "keras3 world: newest TensorFlow / Keras 3, Beam, TFMA, Flower" test-logs/pytest-keras3.log
+    show_log "keras3 world on Python 3.13 (with JAX): the library's own layers" \
+      test-logs/pytest-py313.log
     exit "$status"
     ;;
   *)
