@@ -108,6 +108,17 @@ _WORKER = textwrap.dedent(
         out["history"] = history.history
         out["releases"] = {m.name: m.releases_drawn for m in compiled[2:]}
         out["ledger"] = {d: ledger.releases(d) for d in ledger.datasets()}
+    # A metric built outside the scope would count one worker's share: refused on both.
+    outside = DPAUC(epsilon=1.0, num_thresholds=thresholds, name="outside")
+    @tf.function
+    def outside_step(x, y):
+        strategy.run(lambda x, y: outside.update_state(y, tf.sigmoid(x[:, 0])), args=(x, y))
+    try:
+        outside_step(*next(iter(strategy.experimental_distribute_dataset(
+            dataset(data["x"], data["y"])))))
+        out["outside_scope"] = "accepted"
+    except ValueError as error:
+        out["outside_scope"] = str(error)
     print("RESULT " + json.dumps(out), flush=True)
     """
 )
@@ -205,6 +216,11 @@ def _single_process(x, y):
 def test_both_workers_joined_one_job_with_sync_on_read_sums(runs):
     assert [run["workers"] for run in runs] == [2, 2]
     assert [run["variable"] for run in runs] == ["SyncOnReadVariable"] * 2
+
+
+def test_a_metric_built_outside_the_scope_is_refused_on_every_worker(runs):
+    for run in runs:
+        assert "outside the distribution strategy's scope" in run["outside_scope"]
 
 
 def test_custom_loop_noise_is_added_once_to_the_global_counts(runs):
