@@ -41,7 +41,7 @@ SEED = 7
 NUM_THRESHOLDS = 50
 EPOCHS = 2
 BATCH = 100  # global batch: 50 per worker; the data sizes leave a partial last batch
-WORKER_TIMEOUT_S = 300
+WORKER_TIMEOUT_S = 480  # bounded: a lost worker never hangs CI; generous for loaded runners
 
 _WORKER = textwrap.dedent(
     """
