@@ -247,6 +247,7 @@ class DPAUC(tf.keras.metrics.Metric):
 
     # -- Metric API ---------------------------------------------------------------------
     def update_state(self, y_true, y_pred, sample_weight=None):
+        _check_distributed(self.positives)
         integer = self._mechanism.capabilities.integer_counts
         options = {"from_logits": self._config["from_logits"], "integer_weights": integer}
         if not self.multi_label:
@@ -366,6 +367,20 @@ def _check_backend() -> None:
         raise ValueError(
             f"DPAUC runs on Keras' TensorFlow backend, not KERAS_BACKEND={backend!r}: its "
             "counting, noise and privacy checks are TensorFlow ops. Set KERAS_BACKEND=tensorflow."
+        )
+
+
+def _check_distributed(counts) -> None:
+    """Counts updated on several replicas must be the strategy's sync-on-read sums: a metric
+    built outside ``strategy.scope()`` would count, and release, one worker's share only."""
+    context = tf.distribute.get_replica_context()  # None in a cross-replica context
+    if context is None or context.num_replicas_in_sync == 1:
+        return
+    variable = counts if isinstance(counts, tf.Variable) else getattr(counts, "value", counts)
+    if not isinstance(variable, tf.distribute.DistributedValues):
+        raise ValueError(
+            "DPAUC was created outside the distribution strategy's scope: its counts would "
+            "hold one replica's examples only. Create it inside `with strategy.scope():`."
         )
 
 
