@@ -18,6 +18,7 @@ Usage::
 
     python benchmarks/bench_curve_noise.py                  # 1,000 repeats secure, 200 local
     python benchmarks/bench_curve_noise.py --secure-repeats 200 --local-repeats 50   # quicker
+    python benchmarks/bench_curve_noise.py --design   # linearised std: grid x fan-out x split
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from bench_utility import FINE, _run  # benchmarks/ is on sys.path when run as a
 from dpauc_tf.analysis.tree_design import mechanism_auc_variance
 from dpauc_tf.core.adaptive_thresholds import quantile_thresholds
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.core.tree import TreeLayout
 from dpauc_tf.experiments.simulation import client_histograms
 from dpauc_tf.experiments.synthetic import paper_score_set
 from dpauc_tf.mechanisms import get_mechanism
@@ -85,12 +87,45 @@ def _linearised_std(data, mechanism, grid, clients: int) -> float:
     return math.sqrt(variance * (clients if local else 1))
 
 
+def design() -> None:
+    """Linearised std of the central Laplace tree (both classes noisy, epsilon 1) for each
+    grid, fan-out and level-budget ratio, with the equal split and the split for the prior;
+    the discretisation bias of the grid beside it. Local mode at K clients: times sqrt(K)."""
+    data = paper_score_set(0)
+    print("| T | bucketed AUC - exact | branching | ratio | std, equal split | std, split |")
+    print("|---|---|---|---|---|---|")
+    for num_thresholds in (63, 255, 1023):
+        grid = _grid(data, num_thresholds, "q")
+        pos, neg = client_histograms(data.labels, data.scores, grid)
+        pos, neg = pos[0].astype(float), neg[0].astype(float)
+        bucketed = np.sum(neg * (pos.sum() - np.cumsum(pos) + pos / 2)) / (pos.sum() * neg.sum())
+        for branching in (4, 8):
+            for ratio in (0.8, 1.0):
+                depth = TreeLayout.for_buckets(num_thresholds + 1, branching).depth
+                budget = list(ratio ** np.arange(depth + 1))
+                stds = []
+                for split in ({}, {"positive_rate": PRIOR}):
+                    tree = TreeHistogram(
+                        EPSILON, num_thresholds, branching=branching, budget=budget, **split
+                    )
+                    stds.append(math.sqrt(mechanism_auc_variance(pos, neg, tree)))
+                print(
+                    f"| {num_thresholds} | {bucketed - data.auc:+.1e} | {branching} | {ratio} "
+                    f"| {stds[0]:.2e} | {stds[1]:.2e} |",
+                    flush=True,
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--secure-repeats", type=int, default=1000)
     parser.add_argument("--local-repeats", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--design", action="store_true")
     args = parser.parse_args()
+    if args.design:
+        design()
+        return
     data = paper_score_set(0)
     exact = data.auc
     print(f"score set: n={data.labels.size}, P={int(data.labels.sum())}, exact AUC={exact:.6f}")

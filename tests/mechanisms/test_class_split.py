@@ -240,3 +240,16 @@ def test_split_is_refused_where_only_the_positives_are_noisy():
             "tree-histogram", epsilon=1.0, num_thresholds=T, public_scores=True, positive_rate=0.3
         )
     assert resolve_positive_share(None, None) == 0.5
+
+
+def test_keras_metric_passes_the_split_through():
+    from dpauc_tf.keras.metric import DPAUC
+
+    metric = DPAUC(
+        epsilon=1.0,
+        mechanism="tree-histogram",
+        num_thresholds=T,
+        mechanism_options={"positive_rate": 0.25},
+    )
+    assert metric.mechanism.positive_share == pytest.approx(positive_share_for_rate(0.25))
+    assert pure_epsilon(metric.mechanism.dp_event()) == pytest.approx(1.0)
