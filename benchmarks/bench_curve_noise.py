@@ -64,11 +64,11 @@ def _local_rows():
     uniform = {"budget": "uniform"}
     return [
         ("local histogram, T=100 tf grid (old)", "histogram", 100, "tf", {}),
+        ("local histogram, T=63 quantiles, split", "histogram", 63, "q", split),
+        ("local tree, T=63 uniform, split", "tree-histogram", 63, "q", {**uniform, **split}),
+        ("local tree, T=255, split", "tree-histogram", 255, "q", split),
         ("local tree, T=1023 (old)", "tree-histogram", FINE, "q", {}),
         ("local tree, T=1023, split", "tree-histogram", FINE, "q", split),
-        ("local tree, T=255, split", "tree-histogram", 255, "q", split),
-        ("local tree, T=63 uniform, split", "tree-histogram", 63, "q", {**uniform, **split}),
-        ("local histogram, T=63 quantiles, split", "histogram", 63, "q", split),
     ]
 
 
@@ -122,6 +122,7 @@ def main() -> None:
     parser.add_argument("--local-repeats", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--design", action="store_true")
+    parser.add_argument("--rows", choices=("all", "secure", "local"), default="all")
     args = parser.parse_args()
     if args.design:
         design()
@@ -129,9 +130,12 @@ def main() -> None:
     data = paper_score_set(0)
     exact = data.auc
     print(f"score set: n={data.labels.size}, P={int(data.labels.sum())}, exact AUC={exact:.6f}")
-    plan = [(10, r, args.secure_repeats) for r in _secure_rows(10)]
-    plan += [(1000, r, args.secure_repeats) for r in _secure_rows(1000)]
-    plan += [(1000, r, args.local_repeats) for r in _local_rows()]
+    plan = []
+    if args.rows in ("all", "secure"):
+        plan += [(10, r, args.secure_repeats) for r in _secure_rows(10)]
+        plan += [(1000, r, args.secure_repeats) for r in _secure_rows(1000)]
+    if args.rows in ("all", "local"):
+        plan += [(1000, r, args.local_repeats) for r in _local_rows()]
     lines = []
     for clients, (label, name, num_thresholds, kind, options), repeats in plan:
         options = dict(options)
