@@ -51,17 +51,22 @@ def mechanism_auc_variance(
     Exact for the linear estimator: ``sum_nodes (L^T g)_n^2 var_n``, with ``g`` the AUC
     gradient (:func:`auc_gradient`), ``L`` the estimator of :func:`least_squares_leaves`
     (applied to the basis vectors of the node space) and ``var_n`` the mechanism's node
-    variances (``level_variances``, the mechanism's own unless given). Second-order terms
-    are of relative order ``Var(P^) / P^2``.
+    variances (per class, ``class_level_variances``: the mechanism's own unless
+    ``level_variances`` is given for both classes). Second-order terms are of relative
+    order ``Var(P^) / P^2``.
     """
     layout = mechanism.layout
-    if level_variances is None:
-        level_variances = mechanism.level_variances
-    level_var = np.asarray(level_variances, np.float64)
-    node_var = level_var[layout.node_levels()] * layout.real_nodes
-    basis = tf.eye(layout.num_nodes, dtype=tf.float64)
-    operator = least_squares_leaves(basis, layout, level_var).numpy()  # [nodes, buckets]
+    classes = mechanism.class_level_variances
+    if level_variances is not None:
+        classes = (level_variances,) * len(classes)
     grad_pos, grad_neg = auc_gradient(pos, neg)
     # with public bucket totals, neg = total - pos: one noisy tree with gradient g_pos - g_neg
     gradients = [grad_pos - grad_neg] if mechanism.public_scores else [grad_pos, grad_neg]
-    return sum(float(np.sum((operator @ g) ** 2 * node_var)) for g in gradients)
+    basis = tf.eye(layout.num_nodes, dtype=tf.float64)
+    total = 0.0
+    for g, variances in zip(gradients, classes, strict=True):
+        level_var = np.asarray(variances, np.float64)
+        node_var = level_var[layout.node_levels()] * layout.real_nodes
+        operator = least_squares_leaves(basis, layout, level_var).numpy()  # [nodes, buckets]
+        total += float(np.sum((operator @ g) ** 2 * node_var))
+    return total

@@ -105,6 +105,9 @@ def evaluate_scores(args) -> dict[str, Any]:
         "delta": args.delta,
         "guaranteed_epsilon": _finite_or_none(None if statement is None else statement.epsilon),
         "guaranteed_delta": None if statement is None else statement.delta,
+        # the same release by the PLD accountant (None where it does not apply)
+        "pld_epsilon": _pld_epsilon(mechanism, args.delta or PLD_DELTA),
+        "pld_delta": args.delta or PLD_DELTA,
         "privacy": None if statement is None else str(statement),
         "num_examples": data.num_examples,
         "num_positives": data.num_positives,
@@ -151,6 +154,16 @@ def _undefined_auc_reason(data) -> str | None:
     if data.num_positives == data.num_examples:
         return f"all {data.num_examples} labels are 1 (no negative example)"
     return None
+
+
+PLD_DELTA = 1e-6  # delta of the PLD figure for pure-DP mechanisms
+
+
+def _pld_epsilon(mechanism, delta: float) -> float | None:
+    """Epsilon of one release by dp-accounting's PLD accountant at ``delta``."""
+    if mechanism.epsilon is None:
+        return None
+    return mechanism.privacy_spent(1, delta=delta).pld
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -205,6 +218,12 @@ def _format_auc(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.6f}"
 
 
+def _format_pld(result: dict[str, Any]) -> str:
+    if result["pld_epsilon"] is None:
+        return "not available (no noise, or not covered by the PLD accountant)"
+    return f"{result['pld_epsilon']:.4g} at delta {result['pld_delta']:g} (one release)"
+
+
 def _format_evaluation(result: dict[str, Any]) -> str:
     undefined = result.get("num_undefined") or 0
     if result["auc_mean"] is None or undefined == result["repeats"]:
@@ -219,6 +238,7 @@ def _format_evaluation(result: dict[str, Any]) -> str:
     lines = [
         f"mechanism        {result['mechanism']}",
         f"privacy          {result['privacy']}",
+        f"PLD epsilon      {_format_pld(result)}",
         f"examples         {result['num_examples']} ({result['num_positives']} positive), "
         f"{result['num_clients']} client(s)",
         f"thresholds       {result['num_thresholds']} ({result['threshold_grid']} grid)",

@@ -25,9 +25,10 @@ import tensorflow as tf
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import monotone_confusion
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
 from dpauc_tf.noise import exact, samplers
 from dpauc_tf.noise.seeds import split_seed
-from dpauc_tf.privacy.events import discrete_laplace_event
+from dpauc_tf.privacy.events import class_pair_event, discrete_laplace_event
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 NOISE_KINDS = ("continuous", "discrete")
@@ -43,8 +44,16 @@ class HistogramLaplace(CountMechanism):
     ``P(k) ~ exp(-|k| epsilon / 2)``, which is epsilon-DP for integer counts (unit weights;
     fractional weights raise). Neighbours: label DP.
 
+    **Unequal split** (``positive_share`` or a public ``positive_rate`` prior;
+    :mod:`dpauc_tf.mechanisms.class_split`): ``Laplace(1 / (s epsilon))`` on the positive
+    counts and ``Laplace(1 / ((1 - s) epsilon))`` on the negative counts, ``s`` the positive
+    share (0.5 by default: both ``2 / epsilon``). A flip moves one unit in each: epsilon
+    ``s epsilon + (1 - s) epsilon = epsilon`` whatever ``s``.
+
     >>> HistogramLaplace(epsilon=0.5, num_thresholds=100).noise_scale
     4.0
+    >>> HistogramLaplace(epsilon=1.0, num_thresholds=100, positive_share=0.75).class_scales
+    (1.3333333333333333, 4.0)
     >>> m = HistogramLaplace(epsilon=1.0, num_thresholds=3, noise="discrete")
     >>> r = m.release(tf.constant([0., 5., 3., 0.]), tf.constant([0., 4., 1., 0.]), seed=0)
     >>> bool(tf.reduce_all(r["pos"] == tf.round(r["pos"])))
@@ -61,10 +70,16 @@ class HistogramLaplace(CountMechanism):
         delta: float | None = None,
         noise: str = "continuous",
         estimator: str = "mann-whitney",
+        positive_share: float | None = None,
+        positive_rate: float | None = None,
     ):
         super().__init__(
             epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, estimator=estimator
         )
+        if self.l1_sensitivity == 1.0 and (positive_share, positive_rate) != (None, None):
+            raise ValueError(f"{self.name} noises the positive counts only: no class split")
+        self.positive_rate = positive_rate
+        self.positive_share = resolve_positive_share(positive_share, positive_rate, "laplace")
         if noise not in NOISE_KINDS:
             raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
         self.noise = noise
@@ -75,10 +90,10 @@ class HistogramLaplace(CountMechanism):
                 capabilities_of(type(self)), integer_counts=True, xla=False
             )
 
-    def _laplace(self, counts: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
-        """Laplace noise of ``noise_scale`` shaped like ``counts`` (continuous or exact discrete)."""
+    def _laplace(self, counts: tf.Tensor, seed: tf.Tensor, scale: float) -> tf.Tensor:
+        """Laplace noise of ``scale`` shaped like ``counts`` (continuous or exact discrete)."""
         if self.noise == "continuous":
-            return samplers.laplace(tf.shape(counts), self.noise_scale, seed, counts.dtype)
+            return samplers.laplace(tf.shape(counts), scale, seed, counts.dtype)
         message = (
             f"{self.name} with noise='discrete' needs integer counts (unit sample weights); "
             "use noise='continuous' for fractional weights"
@@ -90,7 +105,6 @@ class HistogramLaplace(CountMechanism):
             check = []
         else:
             check = [tf.debugging.assert_equal(counts, tf.round(counts), message=message)]
-        scale = self.noise_scale
 
         def sample(seed_values, shape):
             draws = exact.discrete_laplace_sample(scale, tuple(shape), seed=seed_values)
@@ -101,29 +115,44 @@ class HistogramLaplace(CountMechanism):
         draws.set_shape(counts.shape)
         return tf.cast(draws, counts.dtype)
 
-    def _noise_description(self) -> str:
+    def _noise_description(self, scale: float | None = None) -> str:
+        scale = self.noise_scale if scale is None else scale
         if self.noise == "discrete":
-            return f"exact discrete Laplace(scale={self.noise_scale:g}) (integer noise)"
-        return f"Laplace(scale={self.noise_scale:g})"
+            return f"exact discrete Laplace(scale={scale:g}) (integer noise)"
+        return f"Laplace(scale={scale:g})"
 
     def options(self) -> dict:
-        return {"noise": self.noise, **super().options()}
+        split = split_options(self.positive_share, self.positive_rate)
+        return {"noise": self.noise, **split, **super().options()}
 
     @property
     def noise_scale(self) -> float:
+        """The scale of the equal split (``l1_sensitivity / epsilon``)."""
         return self.l1_sensitivity / self.epsilon
 
     @property
+    def class_scales(self) -> tuple[float, float]:
+        """Laplace scales of the positive and the negative counts (``1 / eps_class``)."""
+        share = self.positive_share
+        return (
+            self.noise_scale * EQUAL_SHARE / share,
+            self.noise_scale * EQUAL_SHARE / (1.0 - share),
+        )
+
+    @property
     def noise_stddev(self) -> float:
+        """Standard deviation of the noise on one count (the noisier class's)."""
+        scale = max(self.class_scales)
         if self.noise == "discrete":
-            return math.sqrt(exact.discrete_laplace_variance(self.noise_scale))
-        return math.sqrt(2.0) * self.noise_scale
+            return math.sqrt(exact.discrete_laplace_variance(scale))
+        return math.sqrt(2.0) * scale
 
     def _noisy_release(self, pos, neg, seed):
         seeds = split_seed(seed, 2)
+        scale_pos, scale_neg = self.class_scales
         return {
-            "pos": pos + self._laplace(pos, seeds[0]),
-            "neg": neg + self._laplace(neg, seeds[1]),
+            "pos": pos + self._laplace(pos, seeds[0], scale_pos),
+            "neg": neg + self._laplace(neg, seeds[1], scale_neg),
         }
 
     def _histograms(self, release):
@@ -139,18 +168,32 @@ class HistogramLaplace(CountMechanism):
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """Continuous noise: a Laplace event with the L1 sensitivity. Discrete noise: the exact
-        discrete-Laplace event (a flip moves ``l1_sensitivity`` counts by one each)."""
+        discrete-Laplace event (a flip moves ``l1_sensitivity`` counts by one each). An
+        unequal split: the composition of the two classes' unit-sensitivity events."""
+        if self.positive_share != EQUAL_SHARE:
+            return class_pair_event(*self.class_scales, discrete=self.noise == "discrete")
         if self.noise == "discrete":
             return discrete_laplace_event(self.noise_scale, int(self.l1_sensitivity))
         return dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_scale / self.l1_sensitivity)
 
     def statement(self):
+        if self.positive_share == EQUAL_SHARE:
+            noise = (
+                f"{self._noise_description()} on each of 2(T+1) = "
+                f"{2 * self.num_buckets} bucket counts"
+            )
+        else:
+            scale_pos, scale_neg = self.class_scales
+            noise = (
+                f"{self._noise_description(scale_pos)} on each of the T+1 = {self.num_buckets} "
+                f"positive counts, {self._noise_description(scale_neg)} on each negative count "
+                f"(epsilon split {self.positive_share:.4g} : {1 - self.positive_share:.4g})"
+            )
         return PrivacyStatement(
             mechanism=self.name,
             neighbouring=self.neighbouring,
             sensitivity="L1 = 2 (one unit of weight moves between pos[b] and neg[b])",
-            noise=f"{self._noise_description()} on each of 2(T+1) = "
-            f"{2 * self.num_buckets} bucket counts",
+            noise=noise,
             epsilon=self.epsilon,
             delta=0.0,
         )
@@ -172,7 +215,7 @@ class HistogramPublicScores(HistogramLaplace):
     l1_sensitivity: ClassVar[float] = 1.0
 
     def _noisy_release(self, pos, neg, seed):
-        return {"pos": pos + self._laplace(pos, seed), "total": pos + neg}
+        return {"pos": pos + self._laplace(pos, seed, self.noise_scale), "total": pos + neg}
 
     def _histograms(self, release):
         return release["pos"], release["total"] - release["pos"]

@@ -23,6 +23,13 @@ Guarantee (per evaluation, with every share present):
     & Liu 2021, Thm. 3.5, with L1 = 2 and L2^2 = 2), converted to ``(epsilon, delta)``,
     meets the target.
 
+* **Class split** (``positive_share``, or a public prior ``positive_rate``;
+  :mod:`dpauc_tf.mechanisms.class_split`): discrete Laplace of scale ``1 / (s epsilon)`` on
+  the positive and ``1 / ((1 - s) epsilon)`` on the negative counts (epsilon unchanged), or
+  Skellam parameters ``mu_pos, mu_neg`` with Renyi precisions ``1 / mu`` in the ratio
+  ``s : 1 - s``, calibrated together (:func:`dpauc_tf.privacy.skellam.skellam_tree_mus`, a
+  unit change in each class). The default ``s = 0.5`` is the equal split above.
+
 **Trust model.** The guarantee is against a server (and anyone else) who sees *only the
 securely aggregated sum*. It requires that the secure-aggregation protocol hides individual
 reports, and that clients follow the protocol. A single client's report on its own carries
@@ -59,6 +66,7 @@ import tensorflow as tf
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import monotone_confusion
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.noise.shares import (
@@ -67,12 +75,14 @@ from dpauc_tf.noise.shares import (
     shortfall_unit_epsilon,
     skellam_share,
 )
-from dpauc_tf.privacy.events import SkellamDpEvent, discrete_laplace_event
+from dpauc_tf.privacy.events import SkellamDpEvent, class_pair_event, discrete_laplace_event
 from dpauc_tf.privacy.skellam import (
     HISTOGRAM_L1,
     HISTOGRAM_L2_SQUARED,
     skellam_epsilon,
     skellam_mu,
+    skellam_tree_epsilon,
+    skellam_tree_mus,
 )
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -89,6 +99,9 @@ class SecureHistogram(CountMechanism):
       num_clients: number of shares the total noise is split into (the number of clients
         expected to report).
       family: ``"discrete-laplace"`` or ``"skellam"``.
+      positive_share: the positive histogram's share of the budget (default 0.5).
+      positive_rate: a public prior of the fraction of positives; sets the share that
+        minimises the AUC's variance (not with ``positive_share``).
       estimator: ``"mann-whitney"`` (default) or ``"reference"``
         (:class:`~dpauc_tf.mechanisms.base.CountMechanism`).
 
@@ -111,6 +124,8 @@ class SecureHistogram(CountMechanism):
         num_clients: int = 1,
         family: str = "discrete-laplace",
         estimator: str = "mann-whitney",
+        positive_share: float | None = None,
+        positive_rate: float | None = None,
     ):
         self.num_clients = check_shares(num_clients, family)
         self.family = family
@@ -118,6 +133,14 @@ class SecureHistogram(CountMechanism):
         super().__init__(
             epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, estimator=estimator
         )
+        self.positive_rate = positive_rate
+        self.positive_share = resolve_positive_share(
+            positive_share, positive_rate, "skellam" if family == "skellam" else "laplace"
+        )
+        self._split = self.positive_share != EQUAL_SHARE
+        if self._split and family == "skellam":
+            shares = (self.positive_share, 1.0 - self.positive_share)
+            self.class_mus = tuple(skellam_tree_mus(self.epsilon, self.delta, shares, 1.0))
 
     # -- noise parameters ----------------------------------------------------------------
     @property
@@ -128,11 +151,23 @@ class SecureHistogram(CountMechanism):
         return HISTOGRAM_L1 / self.epsilon
 
     @property
-    def noise_stddev(self) -> float:
-        """Standard deviation of the *total* noise on one summed count."""
+    def class_scales(self) -> tuple[float, float]:
+        """Total noise parameter of the positive and the negative counts: discrete Laplace
+        scales ``1 / eps_class``, or Skellam ``mu`` (both ``noise_scale`` when equal)."""
+        if not self._split:
+            return (self.noise_scale, self.noise_scale)
         if self.family == "skellam":
-            return math.sqrt(2.0 * self.noise_scale)
-        return math.sqrt(discrete_laplace_variance(self.noise_scale))
+            return self.class_mus
+        share = self.positive_share
+        return (1.0 / (share * self.epsilon), 1.0 / ((1.0 - share) * self.epsilon))
+
+    @property
+    def noise_stddev(self) -> float:
+        """Standard deviation of the *total* noise on one summed count (the noisier class)."""
+        scale = max(self.class_scales)
+        if self.family == "skellam":
+            return math.sqrt(2.0 * scale)
+        return math.sqrt(discrete_laplace_variance(scale))
 
     @property
     def client_noise_stddev(self) -> float:
@@ -142,12 +177,15 @@ class SecureHistogram(CountMechanism):
     def _noisy_release(self, pos, neg, seed):
         shape = tf.shape(pos)
         seeds = split_seed(seed, 2)
+        scales = self.class_scales
         if self.family == "skellam":
-            mu = self.noise_scale / self.num_clients
-            shares = [skellam_share(shape, mu, seeds[i], pos.dtype) for i in range(2)]
+            shares = [
+                skellam_share(shape, scales[i] / self.num_clients, seeds[i], pos.dtype)
+                for i in range(2)
+            ]
         else:
             shares = [
-                polya_difference(shape, self.noise_scale, self.num_clients, seeds[i], pos.dtype)
+                polya_difference(shape, scales[i], self.num_clients, seeds[i], pos.dtype)
                 for i in range(2)
             ]
         return {"pos": pos + shares[0], "neg": neg + shares[1]}
@@ -163,7 +201,13 @@ class SecureHistogram(CountMechanism):
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
         """The summed release: exact discrete Laplace (a flip moves two counts by one each),
-        or one :class:`~dpauc_tf.privacy.events.SkellamDpEvent` (L1 = 2, L2^2 = 2)."""
+        or one :class:`~dpauc_tf.privacy.events.SkellamDpEvent` (L1 = 2, L2^2 = 2). An
+        unequal split: the two classes' unit changes, composed (discrete Laplace) or one
+        Skellam event over ``(mu_pos, mu_neg)`` with L1 = L2^2 = 1 per vector."""
+        if self._split and self.family == "skellam":
+            return SkellamDpEvent(self.class_mus, 1.0, 1.0)
+        if self._split:
+            return class_pair_event(*self.class_scales, discrete=True)
         if self.family == "skellam":
             return SkellamDpEvent((self.noise_scale,), HISTOGRAM_L1, HISTOGRAM_L2_SQUARED)
         return discrete_laplace_event(self.noise_scale, int(HISTOGRAM_L1))
@@ -178,6 +222,7 @@ class SecureHistogram(CountMechanism):
             num_clients=1,
             family=self.family,
             estimator=self.estimator,
+            **split_options(self.positive_share, self.positive_rate),
         )
 
     def achieved_epsilon(self, num_reporting: int) -> float:
@@ -192,11 +237,23 @@ class SecureHistogram(CountMechanism):
             return math.inf
         fraction = num_reporting / self.num_clients
         if self.family == "skellam":
+            if self._split:
+                return skellam_tree_epsilon(
+                    [mu * fraction for mu in self.class_mus], 1.0, self.delta
+                )
             return skellam_epsilon(self.noise_scale * fraction, self.delta)
-        return HISTOGRAM_L1 * shortfall_unit_epsilon(self.noise_scale, fraction)
+        return sum(shortfall_unit_epsilon(scale, fraction) for scale in self.class_scales)
 
     def statement(self) -> PrivacyStatement:
-        if self.family == "skellam":
+        if self._split:
+            kind = "Skellam(mu=" if self.family == "skellam" else "discrete Laplace(scale="
+            scale_pos, scale_neg = self.class_scales
+            noise_text = (
+                f"{kind}{scale_pos:.4g}) in total on each of the T+1 = {self.num_buckets} "
+                f"positive counts and {kind}{scale_neg:.4g}) on each negative count (positive "
+                f"share {self.positive_share:.4g}), split into {self.num_clients} client shares"
+            )
+        elif self.family == "skellam":
             noise_text = (
                 f"Skellam(mu={self.noise_scale:.4g}) in total on each of 2(T+1) = "
                 f"{2 * self.num_buckets} bucket counts, split into {self.num_clients} client "
@@ -219,4 +276,10 @@ class SecureHistogram(CountMechanism):
         )
 
     def options(self) -> dict:
-        return {"num_clients": self.num_clients, "family": self.family, **super().options()}
+        split = split_options(self.positive_share, self.positive_rate)
+        return {
+            "num_clients": self.num_clients,
+            "family": self.family,
+            **split,
+            **super().options(),
+        }

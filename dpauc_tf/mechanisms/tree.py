@@ -25,6 +25,13 @@ leaf is padding.
 totals are released exactly (as ``histogram-public-scores``): the same label-DP guarantee
 with sensitivity 1 per level, but the score histogram is published.
 
+**Class split.** ``positive_share`` (or a public prior ``positive_rate``;
+:mod:`dpauc_tf.mechanisms.class_split`) gives the positive tree the share ``s`` of every
+level's budget and the negative tree ``1 - s``: scales ``1 / (s eps_l)`` and ``1 / ((1 - s)
+eps_l)`` (Skellam: Renyi precisions in the ratio ``s : 1 - s``). A flip moves one unit in
+one node of each class per level, so epsilon is unchanged; the default ``s = 0.5`` is the
+equal split.
+
 **Noise families.** The secure tree takes ``family="skellam"`` (with ``delta``): Skellam
 shares whose sum is ``Skellam(mu_l, mu_l)`` per node, calibrated by the levels' Renyi bounds
 added up (:mod:`dpauc_tf.privacy.skellam`); it composes far better over many evaluations
@@ -52,6 +59,7 @@ from dpauc_tf.core.curve import Confusion, confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc, monotone_confusion
 from dpauc_tf.core.tree import DEFAULT_BRANCHING, TreeLayout, least_squares_leaves, level_weights
 from dpauc_tf.mechanisms.base import CountMechanism, Release
+from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import split_seed
@@ -61,7 +69,7 @@ from dpauc_tf.noise.shares import (
     shortfall_unit_epsilon,
     skellam_share,
 )
-from dpauc_tf.privacy.events import SkellamDpEvent, discrete_laplace_event
+from dpauc_tf.privacy.events import SkellamDpEvent, class_pair_event, discrete_laplace_event
 from dpauc_tf.privacy.skellam import (
     skellam_precision_shares,
     skellam_tree_epsilon,
@@ -98,6 +106,10 @@ class TreeHistogram(CountMechanism):
       budget: ``"auc"`` (default), ``"uniform"`` or one weight per level (root first).
       public_scores: release the bucket totals exactly and noise only the positive tree
         (L1 = 1 per level, ``Laplace(1 / eps_l)``); see the module docstring.
+      positive_share: the positive tree's share of every level's budget (default 0.5; not
+        with public scores).
+      positive_rate: a public prior of the fraction of positives; sets the share that
+        minimises the AUC's variance (:mod:`dpauc_tf.mechanisms.class_split`).
 
     >>> m = TreeHistogram(epsilon=1.0, num_thresholds=15)
     >>> [round(s, 3) for s in m.level_scales]
@@ -116,9 +128,16 @@ class TreeHistogram(CountMechanism):
         branching: int = DEFAULT_BRANCHING,
         budget: str | Sequence[float] = "auc",
         public_scores: bool = False,
+        positive_share: float | None = None,
+        positive_rate: float | None = None,
     ):
         super().__init__(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta)
         self.public_scores = bool(public_scores)
+        if self.public_scores and (positive_share, positive_rate) != (None, None):
+            raise ValueError("public_scores noises the positive tree only: no class split")
+        self.positive_rate = positive_rate
+        family = "skellam" if getattr(self, "family", "") == "skellam" else "laplace"
+        self.positive_share = resolve_positive_share(positive_share, positive_rate, family)
         self.l1_per_level = L1_PER_LEVEL_PUBLIC_SCORES if public_scores else L1_PER_LEVEL
         self.layout = TreeLayout.for_buckets(self.num_buckets, branching)
         self.branching = self.layout.branching
@@ -137,23 +156,39 @@ class TreeHistogram(CountMechanism):
         return [self.l1_per_level / e for e in self.level_epsilons]
 
     @property
+    def class_level_scales(self) -> tuple[list[float], ...]:
+        """Per noisy class (positive first), the noise scale of every level, root first:
+        ``level_scales`` times ``0.5 / s`` and ``0.5 / (1 - s)`` (``s`` the positive share)."""
+        if self.public_scores:
+            return (self.level_scales,)
+        share = self.positive_share
+        factors = (EQUAL_SHARE / share, EQUAL_SHARE / (1.0 - share))
+        return tuple([scale * f for scale in self.level_scales] for f in factors)
+
+    @property
     def level_variances(self) -> list[float]:
-        """Noise variance of one node count at every level (of one release)."""
+        """Noise variance of one node count at every level (of one release, equal split)."""
         return [2.0 * s**2 for s in self.level_scales]
 
     @property
-    def noise_stddev(self) -> float:
-        """Standard deviation of the noise on one leaf count (the noisiest level)."""
-        return math.sqrt(self.level_variances[-1])
+    def class_level_variances(self) -> tuple[list[float], ...]:
+        """Per noisy class (positive first), the noise variance of a node at every level."""
+        return tuple([2.0 * s**2 for s in scales] for scales in self.class_level_scales)
 
-    def node_scales(self) -> np.ndarray:
-        """Noise scale of every node ``[num_nodes]`` (0 for padding-only nodes)."""
-        scales = np.asarray(self.level_scales)[self.layout.node_levels()]
+    @property
+    def noise_stddev(self) -> float:
+        """Standard deviation of the noise on one leaf count (the noisiest level and class)."""
+        return math.sqrt(max(v[-1] for v in self.class_level_variances))
+
+    def node_scales(self, noisy_class: int = 0) -> np.ndarray:
+        """Noise scale of every node ``[num_nodes]`` of a class's tree (0 for padding)."""
+        scales = np.asarray(self.class_level_scales[noisy_class])[self.layout.node_levels()]
         return scales * self.layout.real_nodes
 
     # -- release and post-processing ---------------------------------------------------
-    def _node_noise(self, shape, seed, dtype) -> tf.Tensor:
-        return samplers.laplace(shape, tf.constant(self.node_scales(), dtype), seed, dtype)
+    def _node_noise(self, shape, seed, dtype, noisy_class: int = 0) -> tf.Tensor:
+        scales = tf.constant(self.node_scales(noisy_class), dtype)
+        return samplers.laplace(shape, scales, seed, dtype)
 
     def _noisy_release(self, pos, neg, seed):
         pos_nodes = self.layout.node_counts(pos)
@@ -167,7 +202,7 @@ class TreeHistogram(CountMechanism):
         neg_nodes = self.layout.node_counts(neg)
         return {
             "pos_tree": pos_nodes + self._node_noise(shape, seeds[0], pos_nodes.dtype),
-            "neg_tree": neg_nodes + self._node_noise(shape, seeds[1], neg_nodes.dtype),
+            "neg_tree": neg_nodes + self._node_noise(shape, seeds[1], neg_nodes.dtype, 1),
         }
 
     def leaves(self, release: Release) -> tuple[tf.Tensor, tf.Tensor]:
@@ -175,9 +210,10 @@ class TreeHistogram(CountMechanism):
         out = []
         # Discrete noise at a huge epsilon has variance 0 (the counts are exact): any tiny
         # positive variance then gives the same leaves.
-        variances = np.asarray(self.level_variances, np.float64)
-        variances = np.maximum(variances, 1e-12 * max(float(variances.max()), 1.0))
-        for key in ("pos_tree",) if self.public_scores else ("pos_tree", "neg_tree"):
+        keys = ("pos_tree",) if self.public_scores else ("pos_tree", "neg_tree")
+        for key, class_variances in zip(keys, self.class_level_variances, strict=True):
+            variances = np.asarray(class_variances, np.float64)
+            variances = np.maximum(variances, 1e-12 * max(float(variances.max()), 1.0))
             nodes = tf.convert_to_tensor(release[key])
             if nodes.shape[-1] != self.layout.num_nodes:
                 raise ValueError(
@@ -224,6 +260,15 @@ class TreeHistogram(CountMechanism):
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
+        """Per level, a Laplace event with the level's L1 (equal split) or the two classes'
+        unit changes composed (:func:`class_pair_event`); composed over the levels."""
+        if self.positive_share != EQUAL_SHARE:
+            return dp_accounting.ComposedDpEvent(
+                [
+                    class_pair_event(pos, neg, discrete=False)
+                    for pos, neg in zip(*self.class_level_scales, strict=True)
+                ]
+            )
         return dp_accounting.ComposedDpEvent(
             [
                 dp_accounting.LaplaceDpEvent(noise_multiplier=scale / self.l1_per_level)
@@ -231,11 +276,20 @@ class TreeHistogram(CountMechanism):
             ]
         )
 
+    def _split_text(self) -> str:
+        if self.positive_share == EQUAL_SHARE:
+            return ""
+        scales = ", ".join(f"{s:.4g}" for s in self.class_level_scales[1])
+        return (
+            f"; positive share {self.positive_share:.4g} of every level: positive scales as "
+            f"above, negative scales [{scales}]"
+        )
+
     def _noise_text(self) -> str:
-        scales = ", ".join(f"{s:.4g}" for s in self.level_scales)
+        scales = ", ".join(f"{s:.4g}" for s in self.class_level_scales[0])
         return (
             f"Laplace(scale {self.l1_per_level:g}/eps_l) on every node count of a {self.branching}-ary tree, "
-            f"{self.layout.depth + 1} levels, scales (root first) [{scales}]"
+            f"{self.layout.depth + 1} levels, scales (root first) [{scales}]" + self._split_text()
         )
 
     def statement(self) -> PrivacyStatement:
@@ -265,6 +319,7 @@ class TreeHistogram(CountMechanism):
             "branching": self.branching,
             "budget": self.budget,
             "public_scores": self.public_scores,
+            **split_options(self.positive_share, self.positive_rate),
         }
 
 
@@ -318,24 +373,50 @@ class SecureTreeHistogram(TreeHistogram):
         public_scores: bool = False,
         num_clients: int = 1,
         family: str = "discrete-laplace",
+        positive_share: float | None = None,
+        positive_rate: float | None = None,
     ):
         self.num_clients = check_shares(num_clients, family)
         self.family = family
         self.requires_delta = family == "skellam"
-        super().__init__(epsilon, num_thresholds, delta, branching, budget, public_scores)
+        super().__init__(
+            epsilon,
+            num_thresholds,
+            delta,
+            branching,
+            budget,
+            public_scores,
+            positive_share,
+            positive_rate,
+        )
         if family == "skellam":
-            self.level_mus = skellam_tree_mus(
-                self.epsilon,
-                self.delta,
-                skellam_precision_shares(self.level_shares),
-                self.l1_per_level,
-            )
+            precision = skellam_precision_shares(self.level_shares)
+            if self.positive_share == EQUAL_SHARE:
+                self.level_mus = skellam_tree_mus(
+                    self.epsilon, self.delta, precision, self.l1_per_level
+                )
+                self.class_level_mus = (self.level_mus,) * (1 if public_scores else 2)
+            else:  # one Renyi calibration over both classes' levels, unit change in each
+                share = self.positive_share
+                shares = np.concatenate([share * precision, (1.0 - share) * precision])
+                mus = skellam_tree_mus(self.epsilon, self.delta, shares, 1.0)
+                levels = len(precision)
+                self.class_level_mus = (mus[:levels], mus[levels:])
+                self.level_mus = mus[:levels]
 
     @property
     def level_variances(self) -> list[float]:
         if self.family == "skellam":
             return [2.0 * mu for mu in self.level_mus]
         return [discrete_laplace_variance(s) for s in self.level_scales]
+
+    @property
+    def class_level_variances(self) -> tuple[list[float], ...]:
+        if self.family == "skellam":
+            return tuple([2.0 * mu for mu in mus] for mus in self.class_level_mus)
+        return tuple(
+            [discrete_laplace_variance(s) for s in scales] for scales in self.class_level_scales
+        )
 
     def aggregate(self) -> SecureTreeHistogram:
         """The same mechanism with one share: its release of summed counts is distributed
@@ -349,9 +430,10 @@ class SecureTreeHistogram(TreeHistogram):
             self.public_scores,
             1,
             self.family,
+            **split_options(self.positive_share, self.positive_rate),
         )
 
-    def _node_noise(self, shape, seed, dtype) -> tf.Tensor:
+    def _node_noise(self, shape, seed, dtype, noisy_class: int = 0) -> tf.Tensor:
         offsets = self.layout.offsets
         seeds = split_seed(seed, self.layout.depth + 1)
         batch = shape[:-1]
@@ -359,13 +441,12 @@ class SecureTreeHistogram(TreeHistogram):
         for level, size in enumerate(self.layout.level_sizes):
             level_shape = tf.concat([batch, [size]], 0)
             if self.family == "skellam":
-                mu = self.level_mus[level] / self.num_clients
+                mu = self.class_level_mus[noisy_class][level] / self.num_clients
                 parts.append(skellam_share(level_shape, mu, seeds[level], dtype))
             else:
+                scale = self.class_level_scales[noisy_class][level]
                 parts.append(
-                    polya_difference(
-                        level_shape, self.level_scales[level], self.num_clients, seeds[level], dtype
-                    )
+                    polya_difference(level_shape, scale, self.num_clients, seeds[level], dtype)
                 )
         real = tf.constant(self.layout.real_nodes[: offsets[-1]], dtype)
         return tf.concat(parts, axis=-1) * real
@@ -388,8 +469,18 @@ class SecureTreeHistogram(TreeHistogram):
         by one), composed over the levels; or one
         :class:`~dpauc_tf.privacy.events.SkellamDpEvent` over the levels' ``mu_l`` (Renyi
         bounds added up, as in the calibration)."""
+        if self.family == "skellam" and self.positive_share != EQUAL_SHARE:
+            mus = [mu for mus in self.class_level_mus for mu in mus]
+            return SkellamDpEvent(mus, 1.0, 1.0)
         if self.family == "skellam":
             return SkellamDpEvent(self.level_mus, self.l1_per_level, self.l1_per_level)
+        if self.positive_share != EQUAL_SHARE:
+            return dp_accounting.ComposedDpEvent(
+                [
+                    class_pair_event(pos, neg, discrete=True)
+                    for pos, neg in zip(*self.class_level_scales, strict=True)
+                ]
+            )
         return dp_accounting.ComposedDpEvent(
             [discrete_laplace_event(scale, int(self.l1_per_level)) for scale in self.level_scales]
         )
@@ -403,27 +494,40 @@ class SecureTreeHistogram(TreeHistogram):
         if num_reporting <= 0:
             return math.inf
         fraction = num_reporting / self.num_clients
+        if self.family == "skellam" and self.positive_share != EQUAL_SHARE:
+            mus = [mu * fraction for mus in self.class_level_mus for mu in mus]
+            return skellam_tree_epsilon(mus, 1.0, self.delta)
         if self.family == "skellam":
             mus = [mu * fraction for mu in self.level_mus]
             return skellam_tree_epsilon(mus, self.l1_per_level, self.delta)
+        # one unit change per level in each noisy class's tree
         return sum(
-            self.l1_per_level * shortfall_unit_epsilon(scale, fraction)
-            for scale in self.level_scales
+            shortfall_unit_epsilon(scale, fraction)
+            for scales in self.class_level_scales
+            for scale in scales
         )
 
     def _noise_text(self) -> str:
         if self.family == "skellam":
             mus = ", ".join(f"{mu:.4g}" for mu in self.level_mus)
+            split = ""
+            if self.positive_share != EQUAL_SHARE:
+                negative = ", ".join(f"{mu:.4g}" for mu in self.class_level_mus[1])
+                split = (
+                    f"; positive share {self.positive_share:.4g} of the Renyi precision: "
+                    f"positive mu_l as above, negative mu_l [{negative}]"
+                )
             return (
                 f"Skellam(mu_l, mu_l) in total on every node count of a {self.branching}-ary "
                 f"tree, {self.layout.depth + 1} levels, mu_l (root first) [{mus}], split into "
-                f"{self.num_clients} client shares Poisson(mu_l/K) - Poisson(mu_l/K)"
+                f"{self.num_clients} client shares Poisson(mu_l/K) - Poisson(mu_l/K)" + split
             )
-        scales = ", ".join(f"{s:.4g}" for s in self.level_scales)
+        scales = ", ".join(f"{s:.4g}" for s in self.class_level_scales[0])
         return (
             f"discrete Laplace(scale {self.l1_per_level:g}/eps_l) in total on every node count of a "
             f"{self.branching}-ary tree, {self.layout.depth + 1} levels, scales (root first) "
             f"[{scales}], split into {self.num_clients} client shares (Polya differences)"
+            + self._split_text()
         )
 
     def statement(self) -> PrivacyStatement:

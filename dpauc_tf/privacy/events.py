@@ -248,3 +248,25 @@ def discrete_laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpE
     if unit_changes == 1:
         return event
     return dp_accounting.SelfComposedDpEvent(event, int(unit_changes))
+
+
+def class_pair_event(scale_pos: float, scale_neg: float, discrete: bool) -> dp_accounting.DpEvent:
+    """One release of a positive and a negative count vector with Laplace noise of scales
+    ``scale_pos`` and ``scale_neg`` (continuous, or exact discrete Laplace when
+    ``discrete``), of which a label flip moves one count of each by one unit.
+
+    The privacy loss is the sum of the two independent unit losses, so the event is their
+    composition; its pure epsilon is ``1 / scale_pos + 1 / scale_neg``.
+
+    >>> event = class_pair_event(1.5, 3.0, discrete=False)
+    >>> [e.noise_multiplier for e in event.events]
+    [1.5, 3.0]
+    """
+    if discrete:
+        parts = [discrete_laplace_event(scale, 1) for scale in (scale_pos, scale_neg)]
+    else:
+        parts = [
+            dp_accounting.LaplaceDpEvent(noise_multiplier=float(scale))
+            for scale in (scale_pos, scale_neg)
+        ]
+    return dp_accounting.ComposedDpEvent(parts)

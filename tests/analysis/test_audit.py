@@ -20,6 +20,7 @@ from dpauc_tf.analysis.audit import (
 from dpauc_tf.analysis.audit_cli import DEFAULT_SAMPLES, register_cli
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 from dpauc_tf.mechanisms.paper import PaperGaussian, PaperLaplace
+from dpauc_tf.mechanisms.tree import SecureTreeHistogram
 
 # The audit is plain TensorFlow and NumPy, the same in both worlds: it runs in the keras3 world
 # only, which keeps CI within its time.
@@ -36,6 +37,7 @@ EPSILON = 1.0
 HONEST = [
     ("histogram", {}),
     ("histogram", {"noise": "discrete"}),
+    ("histogram", {"positive_share": 0.7}),
     ("histogram-public-scores", {}),
     ("histogram-public-scores", {"noise": "discrete"}),
     ("paper", {}),
@@ -48,6 +50,7 @@ HONEST = [
     ("secure-tree-histogram", {}),
     ("secure-tree-histogram", {"num_clients": 3}),
     ("secure-tree-histogram", {"family": "skellam", "delta": 1e-5}),
+    ("secure-tree-histogram", {"positive_rate": 0.25}),
     ("rr", {}),
 ]
 GAUSSIAN_TYPE = {"paper-gaussian", "skellam"}
@@ -125,10 +128,20 @@ class HalvedNoisePaperGaussian(PaperGaussian):
         return super().noise_stddev / 2
 
 
+class HalvedNoiseSplitTree(SecureTreeHistogram):
+    """Broken on purpose: half of every class's noise scale, the same claimed epsilon."""
+
+    @property
+    def class_level_scales(self):
+        return tuple([s / 2 for s in scales] for scales in super().class_level_scales)
+
+
 @pytest.mark.parametrize(
     "broken",
     [
         HalvedNoiseHistogram(epsilon=EPSILON, num_thresholds=2),
+        HalvedNoiseHistogram(epsilon=EPSILON, num_thresholds=2, positive_share=0.7),
+        HalvedNoiseSplitTree(epsilon=EPSILON, num_thresholds=2, positive_rate=0.25),
         HalvedNoiseHistogram(epsilon=EPSILON, num_thresholds=2, noise="discrete"),
         QuarterNoisePaper(epsilon=EPSILON, num_thresholds=2),
         HalvedNoisePaperGaussian(epsilon=EPSILON, num_thresholds=2, delta=1e-5),

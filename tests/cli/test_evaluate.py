@@ -92,11 +92,14 @@ def test_every_mechanism_json(capsys, csv_path, score_frame, name):
     if name == "none":
         assert out["aucs"] == [pytest.approx(out["tf_auc"], abs=1e-6)] * 6
         assert out["guaranteed_epsilon"] is None
+        assert out["pld_epsilon"] is None
     else:
         assert out["auc_std"] > 0
         assert 0.3 < out["auc_mean"] < 1.0
     if name == "paper":
         assert out["guaranteed_epsilon"] == 0.5  # tight accounting of the paper's noise
+        # by the PLD accountant (2T unit Laplace losses composed), far below the pure 0.5
+        assert 0.05 < out["pld_epsilon"] < 0.4 and out["pld_delta"] == 1e-6
 
 
 def test_seed_reproduces_and_partition_sets_clients(capsys, csv_path):
@@ -137,6 +140,7 @@ def test_table_format_and_plot(capsys, csv_path, tmp_path):
     assert code == 0
     text = capsys.readouterr().out
     assert "private AUC" in text and "exact AUC" in text
+    assert "PLD epsilon" in text and "at delta 1e-06 (one release)" in text
     assert png.stat().st_size > 10_000
 
 

@@ -189,3 +189,14 @@ def test_bad_mechanism_arguments_raise(kwargs, error):
     name = kwargs.pop("name")
     with pytest.raises(error):
         get_mechanism(name, **kwargs)
+
+
+def test_paper_event_is_the_exact_composition_and_pld_is_far_below_its_claim():
+    """A flip moves 2T counts by one unit: 2T Laplace(4T / eps) unit losses. The paper's
+    epsilon 1 at T = 100 is 0.5 by its own sensitivity and about 0.13 by PLD at 1e-6."""
+    m = PaperLaplace(epsilon=1.0, num_thresholds=100)
+    event = m.dp_event()
+    assert event.count == 200 and event.event.noise_multiplier == 400.0
+    spent = m.privacy_spent(1, delta=1e-6)
+    assert spent.basic == pytest.approx(0.5)
+    assert spent.pld == pytest.approx(0.13, abs=0.005)

@@ -1,0 +1,171 @@
+"""Where the curve is released (issue 15, part 2): the class split and the grid, measured.
+
+Score set: the paper-sized synthetic stand-in (458,407 examples, 117,317 positives, AUC
+0.7494; :func:`dpauc_tf.experiments.synthetic.paper_score_set`, epoch 0), epsilon = 1, IID
+clients. Every row states its repeats; RMSE and bias are against the exact AUC (ties
+counted one half), std over the repeats; ``lin. std`` is the linearised std of the tree
+estimate (:func:`dpauc_tf.analysis.tree_design.mechanism_auc_variance`, times ``K`` in local
+mode), a check on the measured one.
+
+Secure rows are simulated by their exact aggregate (one release of the summed counts with
+the total noise: the sum of ``K`` shares *is* one draw), so ``K`` changes only the seed.
+Local rows draw every client's noise (``[R, K, nodes]``) and sum it.
+
+The split comes from a **public prior** ``positive_rate=0.25`` (e.g. the training set's
+rate), not from the test labels (whose rate is 0.2559): it costs no budget.
+
+Usage::
+
+    python benchmarks/bench_curve_noise.py                  # 1,000 repeats secure, 200 local
+    python benchmarks/bench_curve_noise.py --secure-repeats 200 --local-repeats 50   # quicker
+    python benchmarks/bench_curve_noise.py --design   # linearised std: grid x fan-out x split
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+from bench_utility import FINE, _run  # benchmarks/ is on sys.path when run as a script
+
+from dpauc_tf.analysis.tree_design import mechanism_auc_variance
+from dpauc_tf.core.adaptive_thresholds import quantile_thresholds
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.core.tree import TreeLayout
+from dpauc_tf.experiments.simulation import client_histograms
+from dpauc_tf.experiments.synthetic import paper_score_set
+from dpauc_tf.mechanisms import get_mechanism
+from dpauc_tf.mechanisms.tree import TreeHistogram
+
+EPSILON = 1.0
+DELTA = 1e-6
+PRIOR = 0.25  # public prior of the positive rate
+
+
+def _secure_rows(clients: int):
+    tree = "secure-tree-histogram"
+    split = {"positive_rate": PRIOR}
+    skellam = {"family": "skellam", "delta": DELTA}
+    return [
+        ("secure tree, T=1023 (old default)", tree, FINE, "q", {}),
+        ("secure tree Skellam, T=1023 (old)", tree, FINE, "q", skellam),
+        ("secure tree, T=1023, split", tree, FINE, "q", split),
+        ("secure tree Skellam, T=1023, split", tree, FINE, "q", {**skellam, **split}),
+        ("secure tree, T=255, split", tree, 255, "q", split),
+        ("secure tree Skellam, T=255, split", tree, 255, "q", {**skellam, **split}),
+        ("secure histogram, T=100 tf grid (old)", "secure-histogram", 100, "tf", {}),
+    ]
+
+
+def _local_rows():
+    split = {"positive_rate": PRIOR}
+    uniform = {"budget": "uniform"}
+    return [
+        ("local histogram, T=100 tf grid (old)", "histogram", 100, "tf", {}),
+        ("local histogram, T=63 quantiles, split", "histogram", 63, "q", split),
+        ("local tree, T=63 uniform, split", "tree-histogram", 63, "q", {**uniform, **split}),
+        ("local tree, T=255, split", "tree-histogram", 255, "q", split),
+        ("local tree, T=1023 (old)", "tree-histogram", FINE, "q", {}),
+        ("local tree, T=1023, split", "tree-histogram", FINE, "q", split),
+    ]
+
+
+def _grid(data, num_thresholds: int, kind: str) -> Thresholds:
+    if kind == "tf":
+        return Thresholds.make(num_thresholds, "tf")
+    return Thresholds.explicit(quantile_thresholds(data.scores, num_thresholds))
+
+
+def _linearised_std(data, mechanism, grid, clients: int) -> float:
+    if not isinstance(mechanism, TreeHistogram):
+        return math.nan
+    pos, neg = client_histograms(data.labels, data.scores, grid)
+    variance = mechanism_auc_variance(pos[0].astype(float), neg[0].astype(float), mechanism)
+    local = not mechanism.name.startswith("secure")
+    return math.sqrt(variance * (clients if local else 1))
+
+
+def design() -> None:
+    """Linearised std of the central Laplace tree (both classes noisy, epsilon 1) for each
+    grid, fan-out and level-budget ratio, with the equal split and the split for the prior;
+    the discretisation bias of the grid beside it. Local mode at K clients: times sqrt(K)."""
+    data = paper_score_set(0)
+    print("| T | bucketed AUC - exact | branching | ratio | std, equal split | std, split |")
+    print("|---|---|---|---|---|---|")
+    for num_thresholds in (63, 255, 1023):
+        grid = _grid(data, num_thresholds, "q")
+        pos, neg = client_histograms(data.labels, data.scores, grid)
+        pos, neg = pos[0].astype(float), neg[0].astype(float)
+        bucketed = np.sum(neg * (pos.sum() - np.cumsum(pos) + pos / 2)) / (pos.sum() * neg.sum())
+        for branching in (4, 8):
+            for ratio in (0.8, 1.0):
+                depth = TreeLayout.for_buckets(num_thresholds + 1, branching).depth
+                budget = list(ratio ** np.arange(depth + 1))
+                stds = []
+                for split in ({}, {"positive_rate": PRIOR}):
+                    tree = TreeHistogram(
+                        EPSILON, num_thresholds, branching=branching, budget=budget, **split
+                    )
+                    stds.append(math.sqrt(mechanism_auc_variance(pos, neg, tree)))
+                print(
+                    f"| {num_thresholds} | {bucketed - data.auc:+.1e} | {branching} | {ratio} "
+                    f"| {stds[0]:.2e} | {stds[1]:.2e} |",
+                    flush=True,
+                )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--secure-repeats", type=int, default=1000)
+    parser.add_argument("--local-repeats", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--design", action="store_true")
+    parser.add_argument("--rows", choices=("all", "secure", "local"), default="all")
+    args = parser.parse_args()
+    if args.design:
+        design()
+        return
+    data = paper_score_set(0)
+    exact = data.auc
+    print(f"score set: n={data.labels.size}, P={int(data.labels.sum())}, exact AUC={exact:.6f}")
+    plan = []
+    if args.rows in ("all", "secure"):
+        plan += [(10, r, args.secure_repeats) for r in _secure_rows(10)]
+        plan += [(1000, r, args.secure_repeats) for r in _secure_rows(1000)]
+    if args.rows in ("all", "local"):
+        plan += [(1000, r, args.local_repeats) for r in _local_rows()]
+    lines = []
+    for clients, (label, name, num_thresholds, kind, options), repeats in plan:
+        options = dict(options)
+        delta = options.pop("delta", None)
+        mechanism = get_mechanism(
+            name,
+            epsilon=EPSILON,
+            num_thresholds=num_thresholds,
+            delta=delta,
+            num_clients=clients,
+            **options,
+        )
+        grid = _grid(data, num_thresholds, kind)
+        start = time.time()
+        row = _run(label, mechanism, grid, data, "iid", clients, repeats, args.seed, exact)
+        rmse = math.hypot(row["bias"], row["std"])
+        lin = _linearised_std(data, mechanism, grid, clients)
+        line = (
+            f"| {label} | {clients} | {repeats} | {rmse:.2e} | {row['bias']:+.2e} "
+            f"| {row['std']:.2e} | {lin:.2e} |"
+        )
+        lines.append(line)
+        print(line, f"({time.time() - start:.0f} s)", flush=True)
+    print()
+    print(f"epsilon = {EPSILON}, Skellam delta = {DELTA}, split from the public prior {PRIOR}")
+    print("| configuration | K | repeats | RMSE | bias | std | lin. std |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
