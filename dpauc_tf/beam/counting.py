@@ -91,7 +91,7 @@ def _as_batch(element: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _one_line(error: Exception) -> str:
     """The library's ``DPAUC: ...`` message out of a TensorFlow assertion error."""
-    found = re.search(r"DPAUC: [^\n\]\"']*", str(getattr(error, "message", error)))
+    found = re.search(r"DPAUC: .*?\.(?=[\]\"'\s]|$)", str(getattr(error, "message", error)))
     return found.group(0).strip() if found else str(error).splitlines()[0]
 
 

@@ -49,15 +49,16 @@ def pipeline_options(flags: Sequence[str] | str | None) -> PipelineOptions:
     return PipelineOptions(flags)
 
 
-def _encode(release: SliceRelease) -> str:
-    return base64.b64encode(pickle.dumps(release)).decode("ascii")
+def _encode(value) -> str:
+    return base64.b64encode(pickle.dumps(value)).decode("ascii")
 
 
 def run_and_collect(
     build, options: PipelineOptions | None = None, directory: str | None = None
 ) -> tuple[list[SliceRelease], int | None]:
-    """Runs ``build(pipeline) -> PCollection[SliceRelease]`` and returns the releases read
-    back from files, with the number of releases Beam counted (``None`` if not reported)."""
+    """Runs ``build(pipeline) -> PCollection`` (of :class:`SliceRelease` or any picklable
+    values) and returns its elements read back from files, with the number of releases Beam
+    counted (``None`` if the runner reports no metrics)."""
     options = options or PipelineOptions([])
     if directory is None:
         directory = options.get_all_options().get("temp_location") or tempfile.mkdtemp(
