@@ -77,6 +77,12 @@ def test_docstring_examples(name):
         "tensorflow_federated"
     ):
         pytest.skip("needs TensorFlow Federated")
+    if name.startswith("dpauc_tf.beam") and not importlib.util.find_spec("apache_beam"):
+        pytest.skip("needs Apache Beam")
+    if name == "dpauc_tf.beam.tfma_metric" and not importlib.util.find_spec(
+        "tensorflow_model_analysis"
+    ):
+        pytest.skip("needs TensorFlow Model Analysis")
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dpauc_tf"
 ORDER = ["core", "noise", "privacy", "mechanisms"]
-ADAPTERS = {"keras", "federated", "cli", "analysis", "experiments", "demo", "tf_startup"}
+ADAPTERS = {"keras", "federated", "cli", "analysis", "experiments", "demo", "tf_startup", "beam"}
 MAX_LINES = 600
 
 

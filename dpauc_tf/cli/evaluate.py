@@ -85,6 +85,9 @@ def evaluate_scores(args) -> dict[str, Any]:
     elif args.backend == "tff":
         result = _evaluate_with_tff(args, data, client_ids, num_clients)
         statement = result.statement
+    elif args.backend == "beam":
+        result = _evaluate_with_beam(args, data, client_ids, num_clients)
+        statement = result.statement
     else:
         result = simulate_examples(
             mechanism,
@@ -212,6 +215,31 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
         tprs.append(np.asarray(out.roc.tpr))
         statement = out.statement
     return SimulationResult(np.asarray(aucs), np.stack(fprs), np.stack(tprs), statement)
+
+
+def _evaluate_with_beam(args, data, client_ids, num_clients):
+    """``--backend beam``: :func:`dpauc_tf.beam.pipeline.evaluate_with_beam`, all repeats."""
+    if importlib.util.find_spec("apache_beam") is None:
+        raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
+    from dpauc_tf.beam.pipeline import evaluate_with_beam
+    from dpauc_tf.experiments.simulation import SimulationResult
+
+    out = evaluate_with_beam(
+        data.scores,
+        data.labels,
+        client_ids,
+        num_clients,
+        mechanism=args.mechanism,
+        epsilon=args.epsilon,
+        num_thresholds=args.num_thresholds,
+        threshold_grid=args.threshold_grid,
+        delta=args.delta,
+        seed=args.seed,
+        repeats=args.repeats,
+        beam_options=args.beam_options,
+    )
+    statement = _mechanism(args, num_clients).statement()
+    return SimulationResult(out.auc, out.fpr, out.tpr, statement)
 
 
 def _format_auc(value: float | None) -> str:

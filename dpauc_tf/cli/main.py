@@ -203,9 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
     ev.add_argument(
         "--backend",
-        choices=("simulate", "tff"),
+        choices=("simulate", "tff", "beam"),
         default="simulate",
-        help="simulate (default; no TFF needed) or tff (dpauc_tf.federated.evaluate)",
+        help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate) or beam "
+        '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]")',
+    )
+    ev.add_argument(
+        "--beam-options",
+        help="Beam pipeline flags in one quoted string, e.g. '--runner=FlinkRunner "
+        "--flink_master=HOST:8081' (docs/beam.md); default: the local runner, 2 processes",
     )
     ev.set_defaults(func=_lazy("evaluate", "run_evaluate"))
 

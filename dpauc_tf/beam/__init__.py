@@ -1,0 +1,29 @@
+"""Apache Beam: count per score bucket in parallel, merge, release once per slice.
+
+Needs Apache Beam (``pip install "dpauc-tf[beam]"``); importing this package without it
+raises a one-line ``ImportError`` naming the extra. The pieces:
+
+* :class:`~dpauc_tf.beam.counting.CountBuckets`: a ``CombineFn`` whose accumulator is the
+  per-bucket ``pos, neg`` counts of :func:`dpauc_tf.core.counts.bucket_counts` (float64,
+  exact integers up to 2^53), merged by addition.
+* :class:`~dpauc_tf.beam.release.PrivateAUC`: a ``PTransform`` from keyed examples to one
+  release per slice through a mechanism of the registry (central noise at extraction), or
+  the sum of clients' reports when the input is per client, with the epsilon of every slice
+  and of the whole.
+* :func:`~dpauc_tf.beam.pipeline.evaluate_with_beam`: the pipeline behind
+  ``dpauc evaluate --backend beam``.
+
+See ``docs/beam.md`` (runners and their flags) and ``docs/tfma.md`` (TFMA).
+"""
+
+from __future__ import annotations
+
+try:
+    import apache_beam  # noqa: F401
+except ImportError:  # pragma: no cover - the keras3 world has Beam
+    raise ImportError('dpauc_tf.beam needs Apache Beam: pip install "dpauc-tf[beam]"') from None
+
+from dpauc_tf.beam.counting import BucketCounts, CountBuckets
+from dpauc_tf.beam.release import PrivateAUC, SliceRelease
+
+__all__ = ["BucketCounts", "CountBuckets", "PrivateAUC", "SliceRelease"]

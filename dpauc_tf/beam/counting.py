@@ -1,0 +1,182 @@
+"""Per-bucket class counts as an Apache Beam ``CombineFn`` (count in parallel, merge by adding).
+
+:class:`CountBuckets` buffers examples and counts them in vectorised batches with the
+library's one counting function, :func:`dpauc_tf.core.counts.bucket_counts` (the same
+bucket rule, the same validation). Its accumulator, :class:`BucketCounts`, holds ``pos``
+and ``neg`` as float64 arrays of ``T + 1`` buckets: exact integers up to 2^53 (a float32
+counter would stop at 2^24). Merging adds them, so any split of the data over workers and
+bundles gives the same integer counts.
+
+An input element is one example or a batch of examples:
+
+* ``(score, label)`` or ``(score, label, weight)`` with scalars;
+* the same with 1-D arrays (a batch): far fewer Python calls per example.
+
+Invalid input (a label other than 0/1, a score outside [0, 1] or NaN, a weight outside
+[0, 1], or a fractional weight for an integer-noise mechanism) raises ``ValueError`` with
+the library's one-line message; Beam reports it as the pipeline's failure.
+
+>>> from dpauc_tf.core.thresholds import Thresholds
+>>> fn = CountBuckets(Thresholds.make(3))
+>>> acc = fn.create_accumulator()
+>>> acc = fn.add_input(acc, (0.9, 1))
+>>> acc = fn.add_input(acc, ([0.2, 0.4], [0, 1]))
+>>> out = fn.extract_output(acc)
+>>> out.pos.tolist(), out.neg.tolist()
+([0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+
+from dpauc_tf.core.thresholds import Thresholds
+
+# Examples buffered before one vectorised bucket_counts call.
+FLUSH_SIZE = 65_536
+
+
+@dataclasses.dataclass
+class BucketCounts:
+    """The accumulator: float64 per-bucket counts ``pos, neg`` ``[T + 1]`` and the examples
+    not yet counted (``pending``: a list of ``(scores, labels, weights)`` arrays).
+
+    >>> counts = BucketCounts.zeros(3)
+    >>> counts.pos.tolist(), counts.num_examples
+    ([0.0, 0.0, 0.0, 0.0], 0.0)
+    """
+
+    pos: np.ndarray
+    neg: np.ndarray
+    pending: list = dataclasses.field(default_factory=list)
+    pending_size: int = 0
+
+    @classmethod
+    def zeros(cls, num_thresholds: int) -> BucketCounts:
+        return cls(np.zeros(num_thresholds + 1), np.zeros(num_thresholds + 1))
+
+    @property
+    def num_examples(self) -> float:
+        """The (weighted) number of counted examples; independent of the labels."""
+        return float(self.pos.sum() + self.neg.sum())
+
+
+def _as_batch(element: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not isinstance(element, (tuple, list)) or len(element) not in (2, 3):
+        raise ValueError(
+            "dpauc_tf.beam: an example is (score, label) or (score, label, weight) "
+            f"(scalars or 1-D arrays), got {type(element).__name__}"
+        )
+    try:
+        scores = np.asarray(element[0], dtype=np.float64).ravel()
+        labels = np.asarray(element[1], dtype=np.float64).ravel()
+        weights = (
+            np.ones_like(scores)
+            if len(element) == 2
+            else np.broadcast_to(np.asarray(element[2], dtype=np.float64), scores.shape).ravel()
+        )
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"dpauc_tf.beam: scores, labels and weights must be numbers ({error})"
+        ) from None
+    if scores.size != labels.size:
+        raise ValueError(f"dpauc_tf.beam: {scores.size} scores but {labels.size} labels")
+    return scores, labels, weights
+
+
+def _one_line(error: Exception) -> str:
+    """The library's ``DPAUC: ...`` message out of a TensorFlow assertion error."""
+    found = re.search(r"DPAUC: .*?\.(?=[\]\"'\s]|$)", str(getattr(error, "message", error)))
+    return found.group(0).strip() if found else str(error).splitlines()[0]
+
+
+class CountBuckets(beam.CombineFn):
+    """A ``CombineFn``: examples -> :class:`BucketCounts` (see the module docstring).
+
+    Args:
+      thresholds: the grid whose ``T + 1`` buckets are counted.
+      from_logits: the scores are logits (a sigmoid maps them, as in ``bucket_counts``).
+      integer_weights: refuse fractional weights (integer-noise mechanisms).
+      flush_size: examples buffered before one vectorised count.
+
+    >>> from dpauc_tf.core.thresholds import Thresholds
+    >>> fn = CountBuckets(Thresholds.make(3))
+    >>> left = fn.add_input(fn.create_accumulator(), ([0.9, 0.1], [1, 0]))
+    >>> right = fn.add_input(fn.create_accumulator(), (0.6, 0))
+    >>> fn.extract_output(fn.merge_accumulators([left, right])).neg.tolist()
+    [0.0, 1.0, 1.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        thresholds: Thresholds,
+        *,
+        from_logits: bool = False,
+        integer_weights: bool = False,
+        flush_size: int = FLUSH_SIZE,
+    ):
+        if flush_size < 1:
+            raise ValueError(f"flush_size must be >= 1, got {flush_size}")
+        self.thresholds = thresholds
+        self.from_logits = from_logits
+        self.integer_weights = integer_weights
+        self.flush_size = int(flush_size)
+
+    def create_accumulator(self) -> BucketCounts:
+        return BucketCounts.zeros(self.thresholds.num_thresholds)
+
+    def add_input(self, accumulator: BucketCounts, element: Any) -> BucketCounts:
+        batch = _as_batch(element)
+        accumulator.pending.append(batch)
+        accumulator.pending_size += batch[0].size
+        if accumulator.pending_size >= self.flush_size:
+            self._flush(accumulator)
+        return accumulator
+
+    def _flush(self, accumulator: BucketCounts) -> BucketCounts:
+        if not accumulator.pending:
+            return accumulator
+        import tensorflow as tf
+
+        from dpauc_tf.core.counts import bucket_counts
+
+        scores, labels, weights = (
+            np.concatenate(part) for part in zip(*accumulator.pending, strict=True)
+        )
+        accumulator.pending, accumulator.pending_size = [], 0
+        if scores.size == 0:
+            return accumulator
+        try:
+            pos, neg = bucket_counts(
+                labels,
+                scores,
+                self.thresholds,
+                sample_weight=weights,
+                from_logits=self.from_logits,
+                integer_weights=self.integer_weights,
+                dtype=tf.float64,
+            )
+        except tf.errors.InvalidArgumentError as error:
+            raise ValueError(_one_line(error)) from None
+        accumulator.pos = accumulator.pos + pos.numpy()
+        accumulator.neg = accumulator.neg + neg.numpy()
+        return accumulator
+
+    def merge_accumulators(self, accumulators) -> BucketCounts:
+        merged = self.create_accumulator()
+        for accumulator in accumulators:
+            self._flush(accumulator)
+            merged.pos = merged.pos + accumulator.pos
+            merged.neg = merged.neg + accumulator.neg
+        return merged
+
+    def compact(self, accumulator: BucketCounts) -> BucketCounts:
+        return self._flush(accumulator)
+
+    def extract_output(self, accumulator: BucketCounts) -> BucketCounts:
+        return self._flush(accumulator)

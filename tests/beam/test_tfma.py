@@ -1,0 +1,117 @@
+"""DPAUC as a TFMA metric on the model-agnostic path (predictions and labels in the examples):
+noise off it equals the Beam transform's value per slice; every slice is one release; with
+confidence intervals TFMA releases once per resample, so they are refused unless allowed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("apache_beam")
+pytest.importorskip("tensorflow_model_analysis")
+
+import tensorflow as tf
+from tensorflow_model_analysis.api import model_eval_lib
+from tensorflow_model_analysis.proto import config_pb2
+
+from dpauc_tf.beam import tfma_metric
+from dpauc_tf.beam.counting import CountBuckets
+from dpauc_tf.beam.release import MechanismConfig, _release_slice
+from dpauc_tf.core.thresholds import Thresholds
+
+T = 20
+N = 120
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    scores = rng.random(N).astype(np.float32)
+    labels = (rng.random(N) < scores).astype(np.float32)
+    groups = rng.integers(0, 2, N)
+    path = str(tmp_path_factory.mktemp("tfma") / "examples.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for score, label, group in zip(scores, labels, groups, strict=True):
+            feature = {
+                "prediction": tf.train.Feature(float_list=tf.train.FloatList(value=[score])),
+                "label": tf.train.Feature(float_list=tf.train.FloatList(value=[label])),
+                "group": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"g%d" % group])),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    return path, scores, labels, groups
+
+
+def eval_config(confidence_intervals: bool, allow: bool = False) -> config_pb2.EvalConfig:
+    options = {"epsilon": None, "num_thresholds": T}
+    if allow:
+        options["confidence_intervals"] = "allow"
+    metric = config_pb2.MetricConfig(
+        class_name="DPAUCMetric", module="dpauc_tf.beam.tfma_metric", config=json.dumps(options)
+    )
+    return config_pb2.EvalConfig(
+        model_specs=[config_pb2.ModelSpec(label_key="label", prediction_key="prediction")],
+        metrics_specs=[config_pb2.MetricsSpec(metrics=[metric])],
+        slicing_specs=[config_pb2.SlicingSpec(), config_pb2.SlicingSpec(feature_keys=["group"])],
+        options=config_pb2.Options(compute_confidence_intervals={"value": confidence_intervals}),
+    )
+
+
+def run_tfma(path, tmp_path, config, monkeypatch):
+    """Runs TFMA (in-process runner) and counts the metric's releases."""
+    calls = []
+    original = tfma_metric._DPAUCCombiner.extract_output
+
+    def counting(self, accumulator):
+        calls.append(1)
+        return original(self, accumulator)
+
+    monkeypatch.setattr(tfma_metric._DPAUCCombiner, "extract_output", counting)
+    result = model_eval_lib.run_model_analysis(
+        eval_config=config, data_location=path, output_path=str(tmp_path)
+    )
+    values = {}
+    for slice_key, metrics in result.slicing_metrics:
+        values[slice_key] = metrics[""][""]["dpauc"]
+    return values, len(calls)
+
+
+def beam_transform_auc(scores, labels) -> float:
+    """The value of PrivateAUC's per-slice step (count, release, finish) with noise off."""
+    thresholds = Thresholds.make(T)
+    counter = CountBuckets(thresholds)
+    counts = counter.extract_output(
+        counter.add_input(counter.create_accumulator(), (scores, labels))
+    )
+    config = MechanismConfig("histogram", None, thresholds.num_thresholds, None)
+    return _release_slice(("s", counts), config, None, 1, 1).auc_or_none
+
+
+def test_tfma_metric_equals_beam_transform_one_release_per_slice(examples, tmp_path, monkeypatch):
+    path, scores, labels, groups = examples
+    values, releases = run_tfma(path, tmp_path, eval_config(False), monkeypatch)
+    assert releases == 3  # overall, g0, g1
+    expected = {
+        (): beam_transform_auc(scores, labels),
+        (("group", "g0"),): beam_transform_auc(scores[groups == 0], labels[groups == 0]),
+        (("group", "g1"),): beam_transform_auc(scores[groups == 1], labels[groups == 1]),
+    }
+    assert {key: value["doubleValue"] for key, value in values.items()} == expected
+
+
+def test_confidence_intervals_are_refused_by_default(examples, tmp_path):
+    with pytest.raises(ValueError, match="every run is a DP release"):
+        model_eval_lib.run_model_analysis(
+            eval_config=eval_config(True), data_location=examples[0], output_path=str(tmp_path)
+        )
+
+
+def test_allowed_confidence_intervals_release_once_per_resample(examples, tmp_path, monkeypatch):
+    path, scores, labels, _ = examples
+    values, releases = run_tfma(path, tmp_path, eval_config(True, allow=True), monkeypatch)
+    # TFMA's default jackknife: 20 delete-one-bucket resamples + the full data, per slice.
+    assert releases == 3 * 21
+    # the metric asks TFMA for no interval: the value reported is the full data's
+    assert values[()] == {"doubleValue": beam_transform_auc(scores, labels)}
