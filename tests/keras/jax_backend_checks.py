@@ -23,6 +23,7 @@ import tensorflow as tf
 from dpauc_tf import DPAUC, DPAUCBudgetCallback, PrivacyLedger
 from dpauc_tf.core.counts import bucket_counts
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.keras.callbacks import _dpauc_metrics
 from dpauc_tf.mechanisms import private_auc
 
 START = time.perf_counter()
@@ -98,13 +99,14 @@ def check_fit_and_evaluate(jit_compile: bool) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.keras")
             model.save(path)
-            reloaded = [
-                keras.models.load_model(path).evaluate(
-                    x, y, sample_weight=w, verbose=0, return_dict=True
-                )
-                for _ in range(2)
-            ]
-            out["reload"] = [{k: float(v) for k, v in r.items()} for r in reloaded]
+            reloaded = keras.models.load_model(path)
+            result = reloaded.evaluate(x, y, sample_weight=w, verbose=0, return_dict=True)
+            metric = next(m for m in _dpauc_metrics(reloaded) if m.name == "noisy")
+            out["reload"] = {
+                "evaluate": {k: float(v) for k, v in result.items()},
+                "type": type(metric).__name__,
+                "same_config": metric.get_config() == noisy.get_config(),
+            }
     return out
 
 
@@ -113,30 +115,26 @@ def check_options() -> list:
     y = rng.integers(0, 2, (3000, 3)).astype("float32")
     p = (1 / (1 + np.exp(-(rng.normal(size=(3000, 3)) + 1.2 * y)))).astype("float32")
     w = rng.random(3000).astype("float32")
-    rows = []
-    single = [
-        {"num_thresholds": 57, "curve": c, "summation_method": s}
+    logits = np.log(p) - np.log1p(-p)
+    # one number of thresholds (57) where possible: JAX compiles each op once per shape
+    cases = [
+        ({"num_thresholds": 57, "curve": c, "summation_method": s}, p[:, 0])
         for c in ("ROC", "PR")
         for s in ("interpolation", "minoring", "majoring")
-    ] + [{"thresholds": [0.3, 0.5, 0.7]}, {"thresholds": [0.05, 0.5, 0.51, 0.9]}]
-    for options in single:
-        for weights in (None, w):
-            rows.append(
-                {
-                    "options": repr(options),
-                    "weighted": weights is not None,
-                    "keras": keras_auc(y[:, 0], p[:, 0], weights, **options),
-                    "dpauc": dpauc(y[:, 0], p[:, 0], weights, **options),
-                }
-            )
+    ]
+    cases.append(({"thresholds": [0.05, 0.5, 0.51, 0.9]}, p[:, 0]))
+    cases.append(({"num_thresholds": 57, "from_logits": True}, logits[:, 0]))
     for label_weights in (None, [0.2, 0.0, 1.0]):
-        options = {"num_thresholds": 33, "multi_label": True, "num_labels": 3}
+        options = {"multi_label": True, "num_labels": 3, "label_weights": label_weights}
+        cases.append(({"num_thresholds": 57, **options}, p))
+    rows = []
+    for options, scores in cases:
+        labels = y if options.get("multi_label") else y[:, 0]
         rows.append(
             {
-                "options": repr({**options, "label_weights": label_weights}),
-                "weighted": True,
-                "keras": keras_auc(y, p, w, label_weights=label_weights, **options),
-                "dpauc": dpauc(y, p, w, label_weights=label_weights, **options),
+                "options": repr(options),
+                "keras": keras_auc(labels, scores, w, **options),
+                "dpauc": dpauc(labels, scores, w, **options),
             }
         )
     return rows
@@ -190,23 +188,20 @@ def check_wide_counts() -> dict:
     batch = 2**22
     ones, high = np.ones(batch, np.float32), np.full(batch, 0.9, np.float32)
     out = {}
-    eager = DPAUC(epsilon=None, num_thresholds=3)
-    for _ in range(4):
-        eager.update_state(ones, high)
-    eager.update_state(np.zeros(7, np.float32), np.full(7, 0.1, np.float32))
-    eager.update_state(np.ones(7, np.float32), np.full(7, 0.9, np.float32))
-    pos, neg = eager.counts()
-    out["eager"] = [float(pos.sum()), float(neg.sum()), float(eager.result())]
     jitted = DPAUC(epsilon=None, num_thresholds=3)
     update = jax.jit(jitted.stateless_update_state)
     state = [v.value for v in jitted.variables]
     for _ in range(4):
         state = update(state, ones, high)
-    state = update(state, np.ones(7, np.float32), np.full(7, 0.9, np.float32))
+    # past 2^24 inside jit (float32 alone: 2^24 + 3 -> 2^24 + 4), then eagerly (2^24 + 7 -> + 8)
+    state = update(state, np.ones(3, np.float32), np.full(3, 0.9, np.float32))
+    state = update(state, np.zeros(7, np.float32), np.full(7, 0.1, np.float32))
     for variable, value in zip(jitted.variables, state, strict=True):
         variable.assign(value)
-    pos, _ = jitted.counts()
-    out["jit"] = float(pos.sum())
+    jitted.update_state(np.ones(4, np.float32), np.full(4, 0.9, np.float32))
+    pos, neg = jitted.counts()
+    out["counts"] = [float(pos.sum()), float(neg.sum())]
+    out["result"] = float(jitted.result())
     out["expected"] = [4 * batch + 7, 7]
     return out
 
