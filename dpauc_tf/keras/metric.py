@@ -1,7 +1,8 @@
 """``DPAUC``: a Keras metric whose value is a label-differentially-private AUC.
 
-The metric keeps per-bucket positive/negative counts in its weights (``update_state``,
-float64: exact up to 2^53 examples per bucket) and releases a noisy AUC from them (central
+The metric keeps per-bucket positive/negative counts in its weights (``update_state``;
+float64 on TensorFlow, exact up to 2^53 examples per bucket; two float32 halves on JAX, exact
+up to 2^47) and releases a noisy AUC from them (central
 DP: whoever runs Keras holds the labels and publishes the value). It runs unchanged in
 Keras 2 (TensorFlow 2.14) and Keras 3 (TensorFlow >= 2.16) on the TensorFlow and the JAX
 backends (on JAX it counts with ``keras.ops`` and releases on the host:
@@ -343,7 +344,7 @@ class DPAUC(tf.keras.metrics.Metric):
             return tf.constant(pos), tf.constant(neg)
         return tf.convert_to_tensor(self.positives), tf.convert_to_tensor(self.negatives)
 
-    def counts(self):
+    def counts(self) -> tuple[np.ndarray, np.ndarray]:
         """``(pos, neg)``: the exact per-bucket counts so far, float64 numpy arrays
         (``[T + 1]``, ``[num_labels, T + 1]`` with ``multi_label``). Not a release: the
         counts are the private data; publish only releases."""
