@@ -30,6 +30,29 @@ import tensorflow as tf
 
 from dpauc_tf.core.thresholds import Thresholds
 
+# What a bad batch is told (also by the keras.ops counting of Keras 3's JAX backend).
+LABEL_MESSAGE = "DPAUC: labels must be 0 or 1."
+LOGIT_MESSAGE = "DPAUC: logits must not be NaN."
+SCORE_MESSAGE = "DPAUC: predictions must be finite and in [0, 1] (use from_logits=True for logits)."
+WEIGHT_MESSAGE = (
+    "DPAUC: sample weights must be in [0, 1]; larger weights break the sensitivity "
+    "bound of the privacy guarantee."
+)
+INTEGER_WEIGHT_MESSAGE = (
+    "DPAUC: this mechanism adds integer noise and needs sample weights of 0 or "
+    "1; a fractional weight would show through the noise (epsilon = infinity)."
+)
+
+
+def shape_error(what: str, shape) -> ValueError:
+    """The error for inputs that hold more than one value per example."""
+    return ValueError(
+        f"DPAUC: {what} of shape {shape} hold more than one value per example; "
+        "DPAUC counts one score and one 0/1 label per example (shape [N] or [N, 1]). "
+        "One-hot labels or several outputs would count each example several times and "
+        "multiply the privacy cost."
+    )
+
 
 def validate_batch(
     y_true: tf.Tensor,
@@ -46,32 +69,20 @@ def validate_batch(
     label_ok = tf.logical_or(tf.equal(y_true, 0.0), tf.equal(y_true, 1.0))
     if from_logits:
         score_ok = tf.logical_not(tf.math.is_nan(y_pred))
-        score_msg = "DPAUC: logits must not be NaN."
+        score_msg = LOGIT_MESSAGE
     else:
         # NaN fails both comparisons, so it is caught here too.
         score_ok = tf.logical_and(tf.greater_equal(y_pred, 0.0), tf.less_equal(y_pred, 1.0))
-        score_msg = (
-            "DPAUC: predictions must be finite and in [0, 1] (use from_logits=True for logits)."
-        )
-    checks = [(label_ok, "DPAUC: labels must be 0 or 1."), (score_ok, score_msg)]
+        score_msg = SCORE_MESSAGE
+    checks = [(label_ok, LABEL_MESSAGE), (score_ok, score_msg)]
     if sample_weight is not None:
         weight_ok = tf.logical_and(
             tf.greater_equal(sample_weight, 0.0), tf.less_equal(sample_weight, 1.0)
         )
-        checks.append(
-            (
-                weight_ok,
-                "DPAUC: sample weights must be in [0, 1]; larger weights break the sensitivity "
-                "bound of the privacy guarantee.",
-            )
-        )
+        checks.append((weight_ok, WEIGHT_MESSAGE))
         if integer_weights:
             checks.append(
-                (
-                    tf.equal(sample_weight, tf.round(sample_weight)),
-                    "DPAUC: this mechanism adds integer noise and needs sample weights of 0 or "
-                    "1; a fractional weight would show through the noise (epsilon = infinity).",
-                )
+                (tf.equal(sample_weight, tf.round(sample_weight)), INTEGER_WEIGHT_MESSAGE)
             )
     all_ok = checks[0][0]
     for cond, _ in checks[1:]:
@@ -92,12 +103,7 @@ def _one_per_example(tensor: tf.Tensor, what: str) -> tf.Tensor:
     if shape.rank is not None and shape.rank >= 2:
         trailing = shape[1:]
         if shape.rank > 2 or (trailing[0] is not None and trailing[0] != 1):
-            raise ValueError(
-                f"DPAUC: {what} of shape {shape} hold more than one value per example; "
-                "DPAUC counts one score and one 0/1 label per example (shape [N] or [N, 1]). "
-                "One-hot labels or several outputs would count each example several times and "
-                "multiply the privacy cost."
-            )
+            raise shape_error(what, shape)
         if trailing[0] is None:
             check = tf.debugging.assert_equal(
                 tf.shape(tensor)[1], 1, message=f"DPAUC: {what} must have shape [N] or [N, 1]"

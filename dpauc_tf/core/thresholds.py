@@ -232,6 +232,44 @@ class Thresholds:
         negative = 1 - tf.cast(tf.reshape(labels, [-1]), tf.int32)
         return self.bucketize(scores) + negative * self.num_buckets
 
+    def float32_values(self) -> np.ndarray:
+        """The thresholds as float32 numbers that bucket float32 scores as :meth:`bucketize`.
+
+        For the ``"keras"`` grid that is TensorFlow's own rounding (to nearest: it compares
+        in float32). Otherwise the comparison is exact: ``s >= theta`` holds for a float32
+        ``s`` exactly when ``s >=`` the smallest float32 ``>= theta``, and ``s > theta``
+        exactly when ``s >`` the largest float32 ``<= theta``.
+
+        >>> Thresholds.make(4, "reference").float32_values().dtype
+        dtype('float32')
+        """
+        values = self.as_array()
+        nearest = values.astype(np.float32)
+        if self.grid == "keras":
+            return nearest
+        if self.inclusive:
+            above = np.nextafter(nearest, np.float32(np.inf))
+            return np.where(nearest.astype(np.float64) < values, above, nearest)
+        below = np.nextafter(nearest, np.float32(-np.inf))
+        return np.where(nearest.astype(np.float64) > values, below, nearest)
+
+    def segment_ids_with(self, ops, scores, labels):
+        """:meth:`segment_ids` for float32 scores, written with ``ops``, ``keras.ops`` (or a
+        namespace with its ``reshape``, ``cast``, ``ceil``, ``clip``, ``searchsorted`` and
+        ``convert_to_tensor``), for Keras 3's backends other than TensorFlow. The same
+        buckets as :meth:`segment_ids` (``tests/core/test_thresholds_ops.py``).
+        """
+        scores = ops.reshape(ops.cast(scores, "float32"), [-1])
+        negative = 1 - ops.cast(ops.reshape(labels, [-1]), "int32")
+        if self.grid == "tf":  # the arithmetic of _tf_grid_bucket
+            inner = float(self.num_thresholds - 1)
+            bucket = ops.clip(ops.ceil(scores * inner), 1.0, inner)
+        else:
+            side = "right" if self.inclusive else "left"
+            values = ops.convert_to_tensor(self.float32_values())
+            bucket = ops.searchsorted(values, scores, side=side)
+        return ops.cast(bucket, "int32") + negative * self.num_buckets
+
     def describe(self) -> str:
         rule = ">=" if self.inclusive else ">"
         return f"{self.grid} grid, T={self.num_thresholds}, positive when score {rule} theta"

@@ -1,17 +1,22 @@
 """``DPAUC``: a Keras metric whose value is a label-differentially-private AUC.
 
-The metric keeps per-bucket positive/negative counts in its weights (``update_state``,
-float64: exact up to 2^53 examples per bucket) and releases a noisy AUC from them (central
+The metric keeps per-bucket positive/negative counts in its weights (``update_state``;
+float64 on TensorFlow, exact up to 2^53 examples per bucket; two float32 halves on JAX, exact
+up to 2^47) and releases a noisy AUC from them (central
 DP: whoever runs Keras holds the labels and publishes the value). It runs unchanged in
-Keras 2 (TensorFlow 2.14) and Keras 3 (TensorFlow >= 2.16, TensorFlow backend).
+Keras 2 (TensorFlow 2.14) and Keras 3 (TensorFlow >= 2.16) on the TensorFlow and the JAX
+backends (on JAX it counts with ``keras.ops`` and releases on the host:
+:mod:`dpauc_tf.keras.ops_counts`, ``docs/keras_backends.md``). PyTorch is refused (not
+supported yet).
 
 **Which values are releases.** A release draws fresh noise and costs its epsilon. It
 happens when ``result()`` runs *eagerly*: that is where Keras computes the values it
 publishes (the epoch-end training and validation values that go into ``History``,
 TensorBoard and the epoch's progress line, and the values ``model.evaluate`` returns), and
 where user code calls it. Inside a compiled step (the per-batch progress bar, a
-``tf.function``, XLA) ``result()`` draws nothing: it shows the last release (NaN before the
-first), so per-batch display neither churns nor creates releases that no ledger counts.
+``tf.function``, XLA; on JAX every train or test step, jitted or not) ``result()`` draws
+nothing: it shows the last release (NaN before the first), so per-batch display neither
+churns nor creates releases that no ledger counts.
 ``releases_drawn`` counts the releases; :class:`dpauc_tf.keras.callbacks.DPAUCBudgetCallback`
 charges each of them to a :class:`dpauc_tf.privacy.ledger.PrivacyLedger`.
 """
@@ -22,6 +27,7 @@ import secrets
 from collections.abc import Sequence
 
 import dp_accounting
+import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.counts import bucket_counts
@@ -33,6 +39,7 @@ from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 KERAS_MAJOR = int(getattr(tf.keras, "__version__", getattr(tf, "__version__", "2")).split(".")[0])
+SUPPORTED_BACKENDS = ("tensorflow", "jax")
 
 
 @tf.keras.utils.register_keras_serializable(package="dpauc_tf")
@@ -116,8 +123,9 @@ class DPAUC(tf.keras.metrics.Metric):
         name: str = "dp_auc",
         dtype=None,
     ):
-        _check_backend()
+        on_jax = _check_backend() == "jax"
         super().__init__(name=name, dtype=dtype)
+        object.__setattr__(self, "_on_jax", on_jax)
         curve, summation_method = check_curve(curve, summation_method)
         self._thresholds = Thresholds.make(num_thresholds, threshold_grid, thresholds)
         self._mechanism = get_mechanism(
@@ -151,6 +159,11 @@ class DPAUC(tf.keras.metrics.Metric):
         shape = (self._thresholds.num_buckets,)
         if multi_label:
             shape = (self._num_labels, *shape)
+        object.__setattr__(self, "_noise_generator", self._make_generator(seed))
+        object.__setattr__(self, "_releases_drawn", 0)
+        if on_jax:
+            self._jax_variables(shape)
+            return
         self.positives = self.add_weight(
             name="positives", shape=shape, initializer="zeros", dtype="float64"
         )
@@ -161,9 +174,27 @@ class DPAUC(tf.keras.metrics.Metric):
         # (TFF sums metric variables across clients, and checkpoints would save them).
         with tf.init_scope():
             last = tf.Variable(float("nan"), dtype=tf.float64, trainable=False)
-        object.__setattr__(self, "_noise_generator", self._make_generator(seed))
         object.__setattr__(self, "_last_release", last)
-        object.__setattr__(self, "_releases_drawn", 0)
+
+    def _jax_variables(self, shape) -> None:
+        """JAX: counts as float32 ``high + low`` halves ``[2 (pos, neg), ...]`` (exact without
+        float64, :mod:`dpauc_tf.keras.ops_counts`), and the last release as a metric variable:
+        a jitted step reads only the state Keras passes in, so the value a step shows must
+        be part of it (its float64 original stays on the host)."""
+        import keras
+
+        for half in ("counts_high", "counts_low"):
+            variable = self.add_weight(
+                name=half, shape=(2, *shape), initializer="zeros", dtype="float32"
+            )
+            setattr(self, half, variable)
+        self.released = self.add_weight(
+            name="released",
+            shape=(),
+            initializer=keras.initializers.Constant(float("nan")),
+            dtype="float32",
+        )
+        object.__setattr__(self, "_last_release_host", float("nan"))
 
     @staticmethod
     def _make_generator(seed: int | None) -> tf.random.Generator:
@@ -220,6 +251,8 @@ class DPAUC(tf.keras.metrics.Metric):
     @property
     def released_value(self) -> float:
         """The last release's value (NaN before the first); reading it is not a release."""
+        if self._on_jax:
+            return self._last_release_host
         return float(self._last_release.numpy())
 
     def privacy_statement(self) -> PrivacyStatement:
@@ -250,6 +283,22 @@ class DPAUC(tf.keras.metrics.Metric):
         _check_distributed(self.positives)
         integer = self._mechanism.capabilities.integer_counts
         options = {"from_logits": self._config["from_logits"], "integer_weights": integer}
+        if self._on_jax:
+            from dpauc_tf.keras import ops_counts
+
+            batch = ops_counts.batch_counts(
+                self._thresholds,
+                y_true,
+                y_pred,
+                sample_weight,
+                num_labels=self._num_labels,
+                multi_label=self.multi_label,
+                **options,
+            )
+            high, low = ops_counts.add_exactly(self.counts_high.value, self.counts_low.value, batch)
+            self.counts_high.assign(high)
+            self.counts_low.assign(low)
+            return
         if not self.multi_label:
             pos, neg = bucket_counts(
                 y_true, y_pred, self._thresholds, sample_weight, dtype=tf.float64, **options
@@ -289,7 +338,31 @@ class DPAUC(tf.keras.metrics.Metric):
         )
 
     def _counts(self):
+        if self._on_jax:  # eagerly only: the host reads the float32 halves as float64
+            from dpauc_tf.keras import ops_counts
+
+            pos, neg = ops_counts.read_counts(self.counts_high.value, self.counts_low.value)
+            return tf.constant(pos), tf.constant(neg)
         return tf.convert_to_tensor(self.positives), tf.convert_to_tensor(self.negatives)
+
+    def counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(pos, neg)``: the exact per-bucket counts so far, float64 numpy arrays
+        (``[T + 1]``, ``[num_labels, T + 1]`` with ``multi_label``). Not a release: the
+        counts are the private data; publish only releases."""
+        pos, neg = self._counts()
+        return pos.numpy(), neg.numpy()
+
+    def _output(self, value):
+        """A value as ``result()`` returns it: a tensor of the metric's dtype and backend."""
+        if self._on_jax:
+            import keras
+
+            return keras.ops.convert_to_tensor(np.asarray(value, self.dtype))
+        return tf.cast(value, self.dtype)
+
+    def _exact_value(self, pos, neg) -> float:
+        """The noise-free value of numpy counts (``epsilon=None``), on the host."""
+        return float(self._value({"pos": tf.constant(pos), "neg": tf.constant(neg)}))
 
     def _value(self, release) -> tf.Tensor:
         """The metric's value from a release (or from exact counts): post-processing."""
@@ -314,18 +387,38 @@ class DPAUC(tf.keras.metrics.Metric):
         pos, neg = self._counts()
         release = self._mechanism.release(pos, neg, seed=self._noise_generator.make_seeds(1)[:, 0])
         value = tf.cast(self._value(release), tf.float64)
-        self._last_release.assign(value)
+        if self._on_jax:
+            object.__setattr__(self, "_last_release_host", float(value))
+            self.released.assign(np.float32(float(value)))
+        else:
+            self._last_release.assign(value)
         object.__setattr__(self, "_releases_drawn", self._releases_drawn + 1)
-        return tf.cast(value, self.dtype)
+        return self._output(value)
 
     def result(self):
         """Eagerly: a new release (see the module docstring). In a graph: the last release."""
+        if self._on_jax:
+            return self._jax_result()
         if self.epsilon is None:  # not private: TensorFlow's AUC of the exact counts
             pos, neg = self._counts()
             return tf.cast(self._value({"pos": pos, "neg": neg}), self.dtype)
         if tf.executing_eagerly():
             return self.release()
         return tf.cast(tf.convert_to_tensor(self._last_release), self.dtype)
+
+    def _jax_result(self):
+        """JAX: in a Keras step (traced or in a ``StatelessScope``) the last release, or the
+        live noise-free value through a host callback; eagerly a release on the host."""
+        from dpauc_tf.keras import ops_counts
+
+        high, low = self.counts_high.value, self.counts_low.value
+        if self.epsilon is None:
+            return ops_counts.host_value(self._exact_value, high, low, self.dtype)
+        if ops_counts.in_step(high):
+            import keras
+
+            return keras.ops.cast(self.released.value, self.dtype)
+        return self.release()
 
     def roc_curve(self) -> RocCurve:
         """One release as ROC points (sorted by FPR). Each call is a release."""
@@ -337,6 +430,10 @@ class DPAUC(tf.keras.metrics.Metric):
         return roc_from_confusion(self._mechanism.to_confusion(release))
 
     def reset_state(self):
+        if self._on_jax:
+            for variable in (self.counts_high, self.counts_low):
+                variable.assign(np.zeros(variable.shape, "float32"))
+            return
         for variable in (self.positives, self.negatives):
             variable.assign(tf.zeros_like(variable))
 
@@ -356,18 +453,19 @@ class DPAUC(tf.keras.metrics.Metric):
         return cls(dtype=dtype, **config)
 
 
-def _check_backend() -> None:
-    """DPAUC counts and draws noise with TensorFlow ops: Keras 3's other backends are refused."""
+def _check_backend() -> str:
+    """Keras' backend: TensorFlow or JAX; the others (PyTorch, ...) are refused."""
     if KERAS_MAJOR < 3:
-        return
+        return "tensorflow"
     import keras
 
     backend = keras.backend.backend()
-    if backend != "tensorflow":
+    if backend not in SUPPORTED_BACKENDS:
         raise ValueError(
-            f"DPAUC runs on Keras' TensorFlow backend, not KERAS_BACKEND={backend!r}: its "
-            "counting, noise and privacy checks are TensorFlow ops. Set KERAS_BACKEND=tensorflow."
+            f"DPAUC does not support KERAS_BACKEND={backend!r} yet (untested: PyTorch cannot "
+            "be installed in this project's CI); it supports the tensorflow and jax backends."
         )
+    return backend
 
 
 def _check_distributed(counts) -> None:

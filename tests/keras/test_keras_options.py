@@ -134,14 +134,19 @@ def test_noise_off_values_are_live_in_graphs():
     assert float(read()) == pytest.approx(_tf_auc(y[:, 0], p[:, 0], num_thresholds=20), abs=1e-6)
 
 
-def test_other_keras_backends_are_refused_at_construction(monkeypatch):
+def test_unsupported_keras_backends_are_refused_at_construction(monkeypatch):
+    """PyTorch (and Keras' numpy/openvino backends) are refused with one line naming the
+    supported ones; JAX is supported (tests/keras/test_jax_backend.py)."""
     from dpauc_tf.keras import metric as metric_module
 
     if metric_module.KERAS_MAJOR < 3:
         pytest.skip("Keras 2 has one backend")
     import keras
 
-    for backend in ("jax", "torch"):
+    for backend in ("torch", "numpy", "openvino"):
         monkeypatch.setattr(keras.backend, "backend", lambda backend=backend: backend)
-        with pytest.raises(ValueError, match=f"not KERAS_BACKEND='{backend}'"):
+        with pytest.raises(ValueError) as refused:
             DPAUC(epsilon=1.0)
+        message = str(refused.value)
+        assert f"KERAS_BACKEND='{backend}'" in message and "\n" not in message
+        assert "not support" in message and "tensorflow and jax" in message
