@@ -243,7 +243,8 @@ def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
             parsed = tf.io.parse_example(batch, spec)
             size = int(batch.shape[0])
             values = []
-            for name, sparse in parsed.items():
+            for name in kinds:  # labels, scores[, clients] (parse_example sorts its keys)
+                sparse = parsed[name]
                 lengths = np.bincount(sparse.indices[:, 0].numpy(), minlength=size)
                 bad = np.flatnonzero(lengths != 1)
                 if bad.size:
