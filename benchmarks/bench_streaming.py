@@ -65,8 +65,8 @@ def _command(args, path: Path) -> list[str]:
     return command + args.extra
 
 
-def _evaluate(args, path: Path, repo: Path, env: dict) -> tuple[float, int, dict]:
-    """Seconds, the child's own peak RSS (KiB, ``os.wait4``) and the parsed JSON output."""
+def _evaluate(args, path: Path, repo: Path, env: dict) -> tuple[float, object, dict]:
+    """Seconds, the child's own rusage (``os.wait4``: peak RSS, CPU) and its JSON output."""
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         child = subprocess.Popen(
@@ -79,7 +79,7 @@ def _evaluate(args, path: Path, repo: Path, env: dict) -> tuple[float, int, dict
         stderr.seek(0)
         if child.returncode:
             sys.exit(f"dpauc evaluate failed ({child.returncode}): {stderr.read().strip()}")
-        return seconds, usage.ru_maxrss, json.loads(stdout.read())
+        return seconds, usage, json.loads(stdout.read())
 
 
 def _generate(rows: int, path: Path, args) -> None:
@@ -122,8 +122,8 @@ def main() -> None:
         env["PYTHONPYCACHEPREFIX"] = args.pycache_prefix
     if args.pycache_prefix:
         _evaluate(args, tiny, repo, env)  # fills the bytecode cache
-    startup, startup_kib, _ = _evaluate(args, tiny, repo, env)
-    seconds, peak_kib, out = _evaluate(args, path, repo, env)
+    startup, startup_usage, _ = _evaluate(args, tiny, repo, env)
+    seconds, usage, out = _evaluate(args, path, repo, env)
     rows = out["num_examples"]
     print(f"command      {' '.join(_command(args, path))}")
     print(f"file         {path} ({path.stat().st_size / 1e6:.0f} MB, {rows} rows)")
@@ -131,7 +131,12 @@ def main() -> None:
     print(f"start-up     {startup:.1f} s (the same command on a 1000-row file)")
     net = max(seconds - startup, 1e-9)
     print(f"reading      {rows / net / 1e6:.2f} M rows/s (time minus start-up)")
-    print(f"peak RSS     {peak_kib / 1024:.0f} MiB ({startup_kib / 1024:.0f} MiB on 1000 rows)")
+    print(
+        f"peak RSS     {usage.ru_maxrss / 1024:.0f} MiB "
+        f"({startup_usage.ru_maxrss / 1024:.0f} MiB on 1000 rows)"
+    )
+    cpu, startup_cpu = (u.ru_utime + u.ru_stime for u in (usage, startup_usage))
+    print(f"CPU time     {cpu:.1f} s user+sys, {startup_cpu:.1f} s on 1000 rows")
     print(f"load         {os.getloadavg()[0]:.1f} (1-min average, {os.cpu_count()} CPUs)")
     for key in ("exact_auc", "exact_auc_method", "exact_auc_max_error", "tf_auc", "auc_mean"):
         print(f"{key:<12} {out[key]}")
