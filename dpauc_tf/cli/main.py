@@ -3,8 +3,10 @@
 Subcommands:
 
 * ``dpauc evaluate --scores FILE --mechanism NAME --epsilon E ...``: the private AUC of a
-  file of scores (CSV or Parquet with ``score``, ``label`` and optionally ``client``
-  columns), ``--repeats`` times, with the exact (scikit-learn) and TensorFlow AUCs beside it.
+  file of scores (CSV, Parquet or TFRecord, or a directory or glob of them, with ``score``,
+  ``label`` and optionally ``client`` columns, read in chunks: docs/streaming.md),
+  ``--repeats`` times, with the exact (scikit-learn, or a fine histogram with its error
+  bound past ``--max-rows-in-memory``) and TensorFlow AUCs beside it.
 * ``dpauc reproduce {table1,...,table5,all} --scores synthetic|DIR``: the DPAUC paper's
   tables with the paper's settings, plus rows for the project's mechanisms
   (:mod:`dpauc_tf.experiments.tables`).

@@ -47,6 +47,9 @@ class ScoreChunk:
     """Validated examples: labels (int8, 0/1), scores (float64 in [0, 1]), raw client ids.
 
     ``first_row`` is the row number (from 1) of the first example in its file ``source``.
+
+    >>> ScoreChunk(np.array([1, 0], np.int8), np.array([0.5, 0.1]), None, "f.csv", 1).num_examples
+    2
     """
 
     labels: np.ndarray

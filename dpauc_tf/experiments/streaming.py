@@ -79,6 +79,12 @@ class CountedScores:
       examples: the validated examples (client ids ``0..K-1``) if there were at most
         ``max_rows_in_memory``, else ``None``.
       max_rows_in_memory: that limit.
+
+    >>> counter = ScoreCounter(Thresholds.make(3), max_rows_in_memory=0)
+    >>> counter.add(ScoreChunk(np.array([1, 0], np.int8), np.array([0.9, 0.2]), None, "x", 1))
+    >>> counted = counter.finish()
+    >>> counted.num_clients, counted.num_positives, counted.examples is None
+    (1, 1, True)
     """
 
     pos: np.ndarray

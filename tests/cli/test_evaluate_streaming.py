@@ -36,7 +36,10 @@ NOISY = ["--mechanism", "histogram", "--epsilon", "1", "--seed", "3", "--repeats
 
 
 def test_chunks_give_the_same_json(capsys, csv_path):
-    whole = run_json(capsys, "--scores", csv_path, *NOISY)
+    assert main(["evaluate", "--scores", str(csv_path), *NOISY, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""  # --progress auto: no bar when stderr is not a terminal
+    whole = json.loads(captured.out)
     chunked = run_json(capsys, "--scores", csv_path, *NOISY, "--chunk-rows", 7)
     assert chunked == whole
     assert whole["num_clients"] == 9
