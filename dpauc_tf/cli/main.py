@@ -48,7 +48,7 @@ from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms
 
 # Mirrors of dpauc_tf.experiments.streaming's defaults (help imports no numpy; a test checks).
-DEFAULT_MAX_ROWS_IN_MEMORY = 5_000_000
+DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
 DEFAULT_CHUNK_ROWS = 1 << 20
 PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")

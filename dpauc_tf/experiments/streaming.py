@@ -49,7 +49,7 @@ from dpauc_tf.experiments.score_sources import (
 FINE_BUCKETS = 1 << 20
 # Examples kept for the exact AUC (float64 score, int8 label, int64 client: 17 bytes each;
 # scikit-learn's exact AUC needs a few times that while it sorts).
-DEFAULT_MAX_ROWS_IN_MEMORY = 5_000_000
+DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
 # Per-client counts of one chunk are bincounted densely up to this many cells.
 _MAX_DENSE_CELLS = 1 << 23
 
