@@ -58,6 +58,9 @@ MUST_HAVE_EXAMPLES = {
     "dpauc_tf.experiments.simulation",
     "dpauc_tf.experiments.synthetic",
     "dpauc_tf.experiments.tables",
+    "dpauc_tf.experiments.streaming",
+    "dpauc_tf.experiments.score_sources",
+    "dpauc_tf.experiments.ground_truth",
 }
 
 

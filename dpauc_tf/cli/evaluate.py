@@ -21,20 +21,31 @@ from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
 from dpauc_tf.mechanisms.registry import mechanism_spec
 
 
-def _client_ids(data, args) -> tuple[np.ndarray, int]:
+def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
+    """Client ids of the kept examples (``None``: counted per client) and the client count."""
     from dpauc_tf.core import partitions
 
     if args.clients is not None:
-        if args.clients > data.num_examples:
+        if args.clients > counted.num_examples:
             raise CommandError(
-                f"--clients {args.clients} exceeds the number of examples ({data.num_examples})"
+                f"--clients {args.clients} exceeds the number of examples ({counted.num_examples})"
             )
+        data = _kept_examples(counted, f"--clients {args.clients} (a partition)")
         kind = PARTITION_NAMES[args.partition]
         ids = partitions.partition(kind, data.scores, data.labels, args.clients, seed=args.seed)
         return np.asarray(ids, np.int64), args.clients
-    if data.clients is not None:
-        return data.clients, data.num_file_clients
-    return np.zeros(data.num_examples, np.int64), 1
+    return None, counted.num_clients
+
+
+def _kept_examples(counted, what: str):
+    """The examples, when they were kept in memory; a one-line error otherwise."""
+    if counted.examples is None:
+        raise CommandError(
+            f"{what} needs every example in memory, and the file has more than "
+            f"--max-rows-in-memory {counted.max_rows_in_memory} rows; raise that limit, or use "
+            "a client column (--client-column) and a mechanism that does not transform the data"
+        )
+    return counted.examples
 
 
 def _mechanism(args, num_clients: int):
@@ -54,12 +65,122 @@ def _mechanism(args, num_clients: int):
     )
 
 
-def evaluate_scores(args) -> dict[str, Any]:
-    """Runs ``dpauc evaluate`` and returns the JSON-ready result."""
+def _show_progress(args) -> bool:
+    if args.progress == "auto":
+        return sys.stderr.isatty()
+    return args.progress == "on"
+
+
+def count_scores(args, grid):
+    """Step 1, read and count: one chunked pass over ``--scores`` (bounded memory)."""
     from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.experiments.ground_truth import exact_auc, tf_auc
-    from dpauc_tf.experiments.score_files import read_score_file
-    from dpauc_tf.experiments.simulation import client_histograms, simulate_examples
+    from dpauc_tf.experiments.streaming import count_score_file
+
+    summed = {"tf": Thresholds.make(args.num_thresholds)}
+    if args.plot:
+        summed["plot"] = Thresholds.make(1000)
+    return count_score_file(
+        args.scores,
+        grid,
+        summed,
+        score_column=args.score_column,
+        label_column=args.label_column,
+        client_column=args.client_column or "client",
+        client_column_optional=args.client_column is None,
+        from_logits=args.from_logits,
+        per_client=args.clients is None,
+        chunk_rows=args.chunk_rows,
+        max_rows_in_memory=args.max_rows_in_memory,
+        progress=_show_progress(args),
+    )
+
+
+def reference_aucs(counted, num_thresholds: int) -> dict[str, Any]:
+    """The noise-free AUCs: exact (scikit-learn) when the examples were kept, else from the
+    fine histogram with its error bound; TensorFlow's from its grid's counts."""
+    import tensorflow as tf
+
+    from dpauc_tf.core.curve import auc_from_histogram
+    from dpauc_tf.experiments.ground_truth import exact_auc, histogram_auc
+    from dpauc_tf.experiments.streaming import FINE_BUCKETS
+
+    tf_pos, tf_neg = counted.summed["tf"]
+    tf_value = float(
+        auc_from_histogram(tf.constant(tf_pos, tf.float64), tf.constant(tf_neg, tf.float64))
+    )
+    if counted.examples is not None:
+        value = exact_auc(counted.examples.labels, counted.examples.scores)
+        method, bound = "exact (scikit-learn, all examples in memory)", 0.0
+    else:
+        value, bound = histogram_auc(counted.fine_pos, counted.fine_neg)
+        method = (
+            f"fine histogram ({FINE_BUCKETS} equal buckets over [0, 1]; more than "
+            f"{counted.max_rows_in_memory} examples): |error| <= exact_auc_max_error"
+        )
+    return {
+        "exact_auc": value,
+        "exact_auc_method": method,
+        "exact_auc_max_error": bound,
+        "tf_auc": tf_value,
+    }
+
+
+def release_simulate(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend simulate``: releases from the counts (or the kept examples)."""
+    from dpauc_tf.experiments.simulation import simulate, simulate_examples
+
+    if client_ids is not None or mechanism.capabilities.transforms_data:
+        what = (
+            f"mechanism {args.mechanism!r} (it transforms every example)"
+            if mechanism.capabilities.transforms_data
+            else "--clients"
+        )
+        data = _kept_examples(counted, what)
+        return simulate_examples(
+            mechanism,
+            data.labels,
+            data.scores,
+            thresholds,
+            data.clients if client_ids is None else client_ids,
+            num_clients,
+            seed=args.seed,
+            repeats=args.repeats,
+        )
+    return simulate(mechanism, counted.pos, counted.neg, seed=args.seed, repeats=args.repeats)
+
+
+def release_tff(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend tff``: every client's examples through TFF."""
+    data = _kept_examples(counted, "--backend tff")
+    if client_ids is None:
+        client_ids = (
+            data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)
+        )
+    return _evaluate_with_tff(args, data, client_ids, num_clients)
+
+
+def release_beam(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend beam``: the kept examples through a Beam pipeline."""
+    data = _kept_examples(counted, "--backend beam")
+    if client_ids is None:
+        client_ids = (
+            data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)
+        )
+    return _evaluate_with_beam(args, data, client_ids, num_clients)
+
+
+# ``--backend NAME`` -> a function (args, mechanism, counted, client_ids, num_clients,
+# thresholds) -> SimulationResult. A backend starts from the counts of step 1.
+BACKENDS = {"simulate": release_simulate, "tff": release_tff, "beam": release_beam}
+
+
+def evaluate_scores(args) -> dict[str, Any]:
+    """Runs ``dpauc evaluate`` and returns the JSON-ready result.
+
+    Three steps: read and count (:func:`count_scores`, one chunked pass), the reference AUCs
+    (:func:`reference_aucs`) and the release (``BACKENDS[args.backend]``).
+    """
+    from dpauc_tf.core.thresholds import Thresholds
 
     if args.repeats * args.num_thresholds > MAX_CURVE_VALUES:
         raise CommandError(
@@ -67,42 +188,29 @@ def evaluate_scores(args) -> dict[str, Any]:
             f"{args.repeats * args.num_thresholds} ROC values per curve array; the limit is "
             f"{MAX_CURVE_VALUES}"
         )
-    data = read_score_file(
-        args.scores,
-        score_column=args.score_column,
-        label_column=args.label_column,
-        client_column=args.client_column or "client",
-        client_column_optional=args.client_column is None,
-        from_logits=args.from_logits,
-    )
-    client_ids, num_clients = _client_ids(data, args)
-    mechanism = _mechanism(args, num_clients)
     thresholds = Thresholds.make(args.num_thresholds, args.threshold_grid)
-    undefined = _undefined_auc_reason(data)
+    grid = _mechanism(args, 1).count_thresholds(thresholds)  # checks the options first
+    counted = count_scores(args, grid)
+    client_ids, num_clients = _client_ids(counted, args)
+    mechanism = _mechanism(args, num_clients)
+    undefined = _undefined_auc_reason(counted)
     if undefined is not None:
         result = None
         statement = mechanism.statement()
-    elif args.backend == "tff":
-        result = _evaluate_with_tff(args, data, client_ids, num_clients)
-        statement = result.statement
-    elif args.backend == "beam":
-        result = _evaluate_with_beam(args, data, client_ids, num_clients)
-        statement = result.statement
+        reference = {
+            "exact_auc": None,
+            "exact_auc_method": None,
+            "exact_auc_max_error": None,
+            "tf_auc": None,
+        }
     else:
-        result = simulate_examples(
-            mechanism,
-            data.labels,
-            data.scores,
-            thresholds,
-            client_ids,
-            num_clients,
-            seed=args.seed,
-            repeats=args.repeats,
+        reference = reference_aucs(counted, args.num_thresholds)
+        result = BACKENDS[args.backend](
+            args, mechanism, counted, client_ids, num_clients, thresholds
         )
         statement = result.statement
     output = {
-        "exact_auc": None if undefined else exact_auc(data.labels, data.scores),
-        "tf_auc": None if undefined else tf_auc(data.labels, data.scores, args.num_thresholds),
+        **reference,
         "mechanism": args.mechanism,
         "epsilon": args.epsilon,
         "delta": args.delta,
@@ -112,8 +220,8 @@ def evaluate_scores(args) -> dict[str, Any]:
         "pld_epsilon": _pld_epsilon(mechanism, args.delta or PLD_DELTA),
         "pld_delta": args.delta or PLD_DELTA,
         "privacy": None if statement is None else str(statement),
-        "num_examples": data.num_examples,
-        "num_positives": data.num_positives,
+        "num_examples": counted.num_examples,
+        "num_positives": counted.num_positives,
         "num_clients": num_clients,
         "partition": (PARTITION_NAMES[args.partition] if args.clients else None),
         "num_thresholds": args.num_thresholds,
@@ -138,9 +246,9 @@ def evaluate_scores(args) -> dict[str, Any]:
     if args.plot and result is not None:
         from dpauc_tf.experiments import plots
 
-        exact = client_histograms(data.labels, data.scores, Thresholds.make(1000))
+        plot_pos, plot_neg = counted.summed["plot"]
         plots.roc_band(
-            _exact_roc(*exact),
+            _exact_roc(plot_pos[None], plot_neg[None]),
             {args.mechanism: (result.fpr, result.tpr)},
             args.plot,
             title=f"{args.mechanism}, epsilon={args.epsilon}, {num_clients} client(s), "
@@ -177,7 +285,8 @@ def _finite_or_none(value: float | None) -> float | None:
 def _exact_roc(pos, neg) -> tuple[np.ndarray, np.ndarray]:
     from dpauc_tf.core.curve import confusion_from_histogram, roc_from_confusion
 
-    roc = roc_from_confusion(confusion_from_histogram(pos.sum(0), neg.sum(0)))
+    pos, neg = (np.asarray(c, np.float64).sum(0) for c in (pos, neg))
+    roc = roc_from_confusion(confusion_from_histogram(pos, neg))
     return roc.fpr.numpy(), roc.tpr.numpy()
 
 
@@ -252,6 +361,13 @@ def _format_pld(result: dict[str, Any]) -> str:
     return f"{result['pld_epsilon']:.4g} at delta {result['pld_delta']:g} (one release)"
 
 
+def _exact_note(result: dict[str, Any]) -> str:
+    bound = result.get("exact_auc_max_error")
+    if not bound:
+        return "(scikit-learn)"
+    return f"+- {bound:.2g} at most (fine histogram: more examples than fit in memory)"
+
+
 def _format_evaluation(result: dict[str, Any]) -> str:
     undefined = result.get("num_undefined") or 0
     if result["auc_mean"] is None or undefined == result["repeats"]:
@@ -270,7 +386,7 @@ def _format_evaluation(result: dict[str, Any]) -> str:
         f"examples         {result['num_examples']} ({result['num_positives']} positive), "
         f"{result['num_clients']} client(s)",
         f"thresholds       {result['num_thresholds']} ({result['threshold_grid']} grid)",
-        f"exact AUC        {_format_auc(result['exact_auc'])} (scikit-learn)",
+        f"exact AUC        {_format_auc(result['exact_auc'])} {_exact_note(result)}",
         f"TensorFlow AUC   {_format_auc(result['tf_auc'])} "
         f"(num_thresholds={result['num_thresholds']})",
         f"private AUC      {private}",

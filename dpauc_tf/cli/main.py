@@ -3,8 +3,10 @@
 Subcommands:
 
 * ``dpauc evaluate --scores FILE --mechanism NAME --epsilon E ...``: the private AUC of a
-  file of scores (CSV or Parquet with ``score``, ``label`` and optionally ``client``
-  columns), ``--repeats`` times, with the exact (scikit-learn) and TensorFlow AUCs beside it.
+  file of scores (CSV, Parquet or TFRecord, or a directory or glob of them, with ``score``,
+  ``label`` and optionally ``client`` columns, read in chunks: docs/streaming.md),
+  ``--repeats`` times, with the exact (scikit-learn, or a fine histogram with its error
+  bound past ``--max-rows-in-memory``) and TensorFlow AUCs beside it.
 * ``dpauc reproduce {table1,...,table5,all} --scores synthetic|DIR``: the DPAUC paper's
   tables with the paper's settings, plus rows for the project's mechanisms
   (:mod:`dpauc_tf.experiments.tables`).
@@ -45,6 +47,9 @@ from dpauc_tf.cli.formats import FORMATS
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms
 
+# Mirrors of dpauc_tf.experiments.streaming's defaults (help imports no numpy; a test checks).
+DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
+DEFAULT_CHUNK_ROWS = 1 << 20
 PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
 MAX_NUM_THRESHOLDS = 10**6
@@ -155,8 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--scores",
         required=True,
-        help="CSV or Parquet file, one row per example: a score column (in [0, 1], or logits "
-        "with --from-logits), a 0/1 label column and optionally a client column",
+        help="CSV, Parquet or TFRecord file (or a directory or glob of them), one row per "
+        "example: a score column (in [0, 1], or logits with --from-logits), a 0/1 label "
+        "column and optionally a client column; read in chunks",
     )
     ev.add_argument("--score-column", default="score", help="column of scores")
     ev.add_argument("--label-column", default="label", help="column of 0/1 labels")
@@ -212,6 +218,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--beam-options",
         help="Beam pipeline flags in one quoted string, e.g. '--runner=FlinkRunner "
         "--flink_master=HOST:8081' (docs/beam.md); default: the local runner, 2 processes",
+    )
+    ev.add_argument(
+        "--progress",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="progress bar on stderr (auto: when stderr is a terminal)",
+    )
+    ev.add_argument(
+        "--max-rows-in-memory",
+        type=_int_at_least(0),
+        default=DEFAULT_MAX_ROWS_IN_MEMORY,
+        help="keep up to this many examples for the exact AUC, --clients partitions and "
+        "score-noise; past it only counts are kept and the reference AUC comes from a fine "
+        "histogram with its error bound (docs/streaming.md)",
+    )
+    ev.add_argument(
+        "--chunk-rows",
+        type=_positive_int,
+        default=DEFAULT_CHUNK_ROWS,
+        help="examples read per chunk",
     )
     ev.set_defaults(func=_lazy("evaluate", "run_evaluate"))
 

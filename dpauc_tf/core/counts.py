@@ -210,3 +210,35 @@ def bucket_counts(
     pos = counts[:num_buckets]
     neg = counts[num_buckets:]
     return pos, neg
+
+
+def bucket_counts_numpy(
+    labels: np.ndarray,
+    scores: np.ndarray,
+    thresholds: Thresholds,
+    group_ids: np.ndarray | None = None,
+    num_groups: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bucket_counts` in NumPy for unweighted, already validated examples: int64 counts.
+
+    The streaming reader's counter (:mod:`dpauc_tf.experiments.streaming`): one
+    :meth:`~dpauc_tf.core.thresholds.Thresholds.bucketize_numpy` (TensorFlow's bucket rule,
+    bit for bit) and one ``np.bincount``. Labels must be 0/1 and scores in [0, 1] (after
+    any sigmoid): the caller validates them (with row numbers). Returns ``(pos, neg)`` of
+    shape ``[num_groups, T + 1]``; int64 counts are exact far past ``2^24``.
+
+    >>> pos, neg = bucket_counts_numpy(np.array([1, 0, 1]), np.array([0.9, 0.2, 0.4]),
+    ...                                Thresholds.make(num_thresholds=3))
+    >>> pos.tolist(), neg.tolist()
+    ([[0, 1, 1, 0]], [[0, 1, 0, 0]])
+    """
+    num_buckets = thresholds.num_buckets
+    segment = thresholds.bucketize_numpy(scores)
+    segment += (1 - np.asarray(labels).ravel().astype(np.int64)) * num_buckets
+    if group_ids is not None:
+        segment += np.asarray(group_ids, np.int64).ravel() * (2 * num_buckets)
+    counts = np.bincount(segment, minlength=2 * num_buckets * num_groups)
+    if counts.size != 2 * num_buckets * num_groups:
+        raise ValueError("group ids must be in [0, num_groups)")
+    counts = counts.reshape(num_groups, 2, num_buckets)
+    return counts[:, 0], counts[:, 1]

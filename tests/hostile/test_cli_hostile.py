@@ -114,7 +114,8 @@ def test_empty_client_cell_is_a_clear_cli_error(capsys, tmp_path, frame):
     path = _write(tmp_path, "m.csv", **frame, client=clients)
     assert main(["evaluate", "--scores", str(path), "--mechanism", "none"]) == 2
     line = _one_error_line(capsys.readouterr().err)
-    assert "1 client ids are missing" in line and "not supported" not in line
+    # streaming reads name the first bad row (clients[5] is the 6th example)
+    assert "row 6: client id is missing" in line and "not supported" not in line
 
 
 # -- integer seeds: one stream per integer ---------------------------------------------------

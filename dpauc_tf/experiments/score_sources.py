@@ -1,0 +1,343 @@
+"""Score files read in chunks: CSV, Parquet and TFRecord, one file, a directory or a glob.
+
+:func:`iter_score_chunks` yields validated :class:`ScoreChunk` s of at most ``chunk_rows``
+examples, so that a file of any size is read in bounded memory. Validation is as strict as
+:func:`dpauc_tf.experiments.score_files.read_score_file`'s and every problem is a
+:class:`~dpauc_tf.experiments.score_files.ScoreFileError` with a one-line message that names
+the file and the row (``row N``: the N-th example of that file, counted from 1, header not
+counted): a missing column, a missing value, a NaN or text score, a score outside [0, 1]
+(infinite included), a label other than 0/1, missing or mixed-type client ids.
+
+Formats, chosen by the file name's suffix:
+
+* ``.parquet`` / ``.pq``: ``pyarrow.parquet.ParquetFile.iter_batches`` (extra ``parquet``);
+* ``.tfrecord`` / ``.tfrecords`` / ``.tfr``: ``tf.train.Example`` records with one value
+  per feature (``score`` a float, ``label`` an int or a float, ``client`` an int or bytes);
+* anything else: CSV with a header row (``pandas.read_csv(chunksize=...)``).
+
+A directory means its files (not starting with ``.`` or ``_``, sorted, all of one format); a
+path with ``*``, ``?`` or ``[`` is a glob (sorted).
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
+>>> _ = path.write_text("score,label\\n0.2,0\\n0.7,1\\n0.4,1\\n")
+>>> [(c.first_row, c.labels.tolist()) for c in iter_score_chunks(path, chunk_rows=2)]
+[(1, [0, 1]), (3, [1])]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob as globbing
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from dpauc_tf.experiments.score_files import ScoreFileError
+
+DEFAULT_CHUNK_ROWS = 1 << 20
+PARQUET_SUFFIXES = (".parquet", ".pq")
+TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreChunk:
+    """Validated examples: labels (int8, 0/1), scores (float64 in [0, 1]), raw client ids.
+
+    ``first_row`` is the row number (from 1) of the first example in its file ``source``.
+
+    >>> ScoreChunk(np.array([1, 0], np.int8), np.array([0.5, 0.1]), None, "f.csv", 1).num_examples
+    2
+    """
+
+    labels: np.ndarray
+    scores: np.ndarray
+    clients: np.ndarray | None
+    source: str
+    first_row: int
+
+    @property
+    def num_examples(self) -> int:
+        return int(self.labels.size)
+
+
+def file_format(path: Path) -> str:
+    """``"parquet"``, ``"tfrecord"`` or ``"csv"`` from the suffix."""
+    suffix = path.suffix.lower()
+    if suffix in PARQUET_SUFFIXES:
+        return "parquet"
+    if suffix in TFRECORD_SUFFIXES:
+        return "tfrecord"
+    return "csv"
+
+
+def score_files(path: str | os.PathLike) -> list[Path]:
+    """The files a ``--scores`` argument names: a file, a directory's files or a glob."""
+    text = str(path)
+    if any(c in text for c in "*?["):
+        files = [Path(p) for p in sorted(globbing.glob(text, recursive=True))]
+        files = [p for p in files if p.is_file()]
+        if not files:
+            raise ScoreFileError(f"{text}: no file matches")
+    elif Path(text).is_dir():
+        files = sorted(
+            p for p in Path(text).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))
+        )
+        if not files:
+            raise ScoreFileError(f"{text}: directory has no files")
+    else:
+        files = [Path(text)]
+        if not files[0].is_file():
+            raise ScoreFileError(f"{text}: no such file")
+    formats = {file_format(p) for p in files}
+    if len(formats) > 1:
+        raise ScoreFileError(f"{text}: files of several formats ({', '.join(sorted(formats))})")
+    return files
+
+
+def count_rows(files: list[Path]) -> int | None:
+    """The number of examples when the metadata says it (Parquet), else ``None``."""
+    if any(file_format(p) != "parquet" for p in files):
+        return None
+    pq = _pyarrow_parquet(files[0])
+    try:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in files)
+    except Exception:  # the reader reports the error with its context
+        return None
+
+
+def iter_score_chunks(
+    path: str | os.PathLike,
+    *,
+    score_column: str = "score",
+    label_column: str = "label",
+    client_column: str | None = None,
+    client_column_optional: bool = False,
+    from_logits: bool = False,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+) -> Iterator[ScoreChunk]:
+    """Validated chunks of the score file(s) at ``path`` (see the module docstring).
+
+    Column arguments as in :func:`dpauc_tf.experiments.score_files.read_score_file`;
+    ``from_logits``: a sigmoid (``scipy.special.expit``, as the whole-file reader) maps the
+    scores. Empty chunks are skipped; a file of zero bytes is an error.
+    """
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    columns = _Columns(score_column, label_column, client_column, client_column_optional)
+    for file in score_files(path):
+        if file.stat().st_size == 0:
+            raise ScoreFileError(f"{file}: empty file")
+        readers = {"parquet": _parquet_columns, "tfrecord": _tfrecord_columns, "csv": _csv_columns}
+        row = 1
+        for labels, scores, clients in readers[file_format(file)](file, columns, chunk_rows):
+            if len(labels) == 0:
+                continue
+            chunk = _checked_chunk(labels, scores, clients, str(file), row, from_logits)
+            yield chunk
+            row += chunk.num_examples
+
+
+@dataclasses.dataclass(frozen=True)
+class _Columns:
+    score: str
+    label: str
+    client: str | None
+    client_optional: bool
+
+    def present(self, source: str, names: list[str]) -> str | None:
+        """Checks the required columns; returns the client column to read (or None)."""
+        required = [self.score, self.label]
+        if self.client is not None and not self.client_optional:
+            required.append(self.client)
+        missing = [c for c in required if c not in names]
+        if missing:
+            raise ScoreFileError(
+                f"{source}: missing column(s) {', '.join(map(repr, missing))}; "
+                f"found {', '.join(map(repr, map(str, names)))}"
+            )
+        return self.client if self.client is not None and self.client in names else None
+
+
+# -- readers: (labels, scores, clients) per chunk, unvalidated ----------------------------------
+def _csv_columns(path: Path, columns: _Columns, chunk_rows: int):
+    import pandas as pd
+
+    try:
+        reader = pd.read_csv(path, chunksize=chunk_rows)
+        client = None
+        for index, frame in enumerate(reader):
+            if index == 0:
+                client = columns.present(str(path), list(frame.columns))
+            yield (
+                frame[columns.label].to_numpy(),
+                frame[columns.score].to_numpy(),
+                None if client is None else frame[client].to_numpy(),
+            )
+    except pd.errors.EmptyDataError:
+        raise ScoreFileError(f"{path}: empty file") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
+        raise ScoreFileError(f"{path}: cannot read ({_one_line(error)})") from None
+
+
+def _pyarrow_parquet(path: Path):
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise ScoreFileError(
+            f'{path}: reading Parquet needs pyarrow: pip install "dpauc-tf[parquet]" ({error})'
+        ) from None
+    return pq
+
+
+def _arrow_to_numpy(array, source: str, name: str, first_row: int) -> np.ndarray:
+    if array.null_count:
+        missing = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ScoreFileError(f"{source}: row {first_row + missing}: {name} is missing (null)")
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _parquet_columns(path: Path, columns: _Columns, chunk_rows: int):
+    pq = _pyarrow_parquet(path)
+    try:
+        parquet = pq.ParquetFile(path)
+        client = columns.present(str(path), list(parquet.schema_arrow.names))
+        wanted = [columns.label, columns.score] + ([client] if client else [])
+        row = 1
+        for batch in parquet.iter_batches(batch_size=chunk_rows, columns=wanted):
+            arrays = [batch.column(name) for name in wanted]
+            labels, scores, *clients = (
+                _arrow_to_numpy(a, str(path), n, row) for a, n in zip(arrays, wanted, strict=True)
+            )
+            row += batch.num_rows
+            yield labels, scores, clients[0] if clients else None
+    except (OSError, ValueError) as error:
+        if isinstance(error, ScoreFileError):
+            raise
+        raise ScoreFileError(f"{path}: cannot read ({_one_line(error)})") from None
+
+
+def _tfrecord_kinds(path: Path, columns: _Columns) -> dict[str, str]:
+    import tensorflow as tf
+
+    first = next(iter(tf.data.TFRecordDataset(str(path)).take(1)), None)
+    if first is None:
+        return {}
+    example = tf.train.Example.FromString(first.numpy())
+    names = sorted(example.features.feature)
+    client = columns.present(f"{path}: row 1", names)
+    wanted = [columns.label, columns.score] + ([client] if client else [])
+    return {name: example.features.feature[name].WhichOneof("kind") for name in wanted}
+
+
+def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
+    import tensorflow as tf
+
+    dtypes = {"float_list": tf.float32, "int64_list": tf.int64, "bytes_list": tf.string}
+    try:
+        kinds = _tfrecord_kinds(path, columns)
+        if not kinds:
+            return
+        spec = {name: tf.io.VarLenFeature(dtypes[kind]) for name, kind in kinds.items()}
+        row = 1
+        for batch in tf.data.TFRecordDataset(str(path)).batch(chunk_rows):
+            parsed = tf.io.parse_example(batch, spec)
+            size = int(batch.shape[0])
+            values = []
+            for name in kinds:  # labels, scores[, clients] (parse_example sorts its keys)
+                sparse = parsed[name]
+                lengths = np.bincount(sparse.indices[:, 0].numpy(), minlength=size)
+                bad = np.flatnonzero(lengths != 1)
+                if bad.size:
+                    raise ScoreFileError(
+                        f"{path}: row {row + int(bad[0])}: feature {name!r} has "
+                        f"{int(lengths[bad[0]])} values (expected 1)"
+                    )
+                value = sparse.values.numpy()
+                if value.dtype == object:
+                    value = np.array([v.decode("utf-8", "replace") for v in value], dtype=object)
+                values.append(value)
+            row += size
+            labels, scores, *clients = values
+            yield labels, scores, clients[0] if clients else None
+    except tf.errors.OpError as error:
+        raise ScoreFileError(f"{path}: cannot read ({_one_line(error)})") from None
+
+
+def _one_line(error: BaseException) -> str:
+    text = getattr(error, "message", None) or str(error)
+    return " ".join(str(text).split()) or type(error).__name__
+
+
+# -- validation with row numbers ------------------------------------------------------------------
+def _as_float(values: np.ndarray, what: str, source: str, first_row: int) -> np.ndarray:
+    if values.dtype.kind in "biuf":
+        return values.astype(np.float64, copy=False)
+    import pandas as pd
+
+    numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(np.float64)
+    text = np.array([isinstance(v, str) for v in values], dtype=bool)
+    bad = np.flatnonzero(np.isnan(numbers) & text)
+    if bad.size:
+        raise ScoreFileError(
+            f"{source}: row {first_row + int(bad[0])}: {what} must be numbers "
+            f"(got {values[bad[0]]!r})"
+        )
+    return numbers
+
+
+def _first_bad(ok: np.ndarray) -> int:
+    return int(np.argmin(ok))
+
+
+def _checked_chunk(labels, scores, clients, source, first_row, from_logits) -> ScoreChunk:
+    labels = _as_float(np.asarray(labels).ravel(), "labels", source, first_row)
+    scores = _as_float(np.asarray(scores).ravel(), "scores", source, first_row)
+    label_ok = (labels == 0) | (labels == 1)
+    if not label_ok.all():
+        at = _first_bad(label_ok)
+        what = "label is missing or NaN" if np.isnan(labels[at]) else "labels must be 0 or 1"
+        raise ScoreFileError(
+            f"{source}: row {first_row + at}: {what} (got {labels[at]:g}; NaN means missing)"
+        )
+    if from_logits:
+        from scipy.special import expit
+
+        scores = expit(scores)
+    score_ok = (scores >= 0) & (scores <= 1)  # NaN fails both
+    if not score_ok.all():
+        at = _first_bad(score_ok)
+        if np.isnan(scores[at]):
+            what = "score is NaN or missing"
+        else:
+            what = f"scores must be in [0, 1] (got {scores[at]:g}; use --from-logits for logits)"
+        raise ScoreFileError(f"{source}: row {first_row + at}: {what}")
+    if clients is not None:
+        clients = _checked_clients(np.asarray(clients).ravel(), source, first_row)
+    return ScoreChunk(labels.astype(np.int8), scores, clients, source, first_row)
+
+
+def _checked_clients(clients: np.ndarray, source: str, first_row: int) -> np.ndarray:
+    if clients.dtype.kind == "f":
+        nan = np.isnan(clients)
+        if nan.any():
+            at = int(np.argmax(nan))
+            raise ScoreFileError(f"{source}: row {first_row + at}: client id is missing (NaN)")
+    if clients.dtype == object:
+        missing = np.fromiter(
+            (v is None or (isinstance(v, float) and v != v) for v in clients), bool, clients.size
+        )
+        if missing.any():
+            at = int(np.argmax(missing))
+            raise ScoreFileError(
+                f"{source}: row {first_row + at}: client id is missing (empty or NaN)"
+            )
+        kinds = sorted({type(c).__name__ for c in clients})
+        if len(kinds) > 1:
+            raise ScoreFileError(
+                f"{source}: rows {first_row}-{first_row + clients.size - 1}: client ids mix "
+                f"types ({', '.join(kinds)}); use one type"
+            )
+    return clients
