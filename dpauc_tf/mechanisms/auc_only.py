@@ -154,7 +154,11 @@ class AucOnly(CountMechanism):
 
     def noise_scale_for(self, min_count_bound: float) -> float:
         """Laplace scale of the AUC given the released lower bound of ``min(P, N)``."""
-        return 1.0 / (float(min_count_bound) * self.auc_epsilon)
+        return float(self._auc_scale(tf.constant(float(min_count_bound), tf.float64)))
+
+    def _auc_scale(self, bound: tf.Tensor) -> tf.Tensor:
+        """Laplace scale of the AUC: sensitivity ``1 / bound`` over ``auc_epsilon``."""
+        return 1.0 / (bound * self.auc_epsilon)
 
     @property
     def noise_stddev(self) -> float:
@@ -196,7 +200,7 @@ class AucOnly(CountMechanism):
         count_noise = samplers.laplace(tf.shape(smaller), self.count_scale, seeds[0], dtype)
         bound = smaller + count_noise - tf.cast(self.margin, dtype)
         usable = bound >= MIN_BOUND
-        scale = 1.0 / (tf.where(usable, bound, tf.ones_like(bound)) * self.auc_epsilon)
+        scale = self._auc_scale(tf.where(usable, bound, tf.ones_like(bound)))
         noisy = exact + scale * samplers.laplace(tf.shape(smaller), 1.0, seeds[1], dtype)
         auc = tf.where(usable, noisy, tf.constant(math.nan, dtype))
         return {"auc": auc, "min_count_bound": bound}

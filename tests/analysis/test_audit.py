@@ -18,6 +18,7 @@ from dpauc_tf.analysis.audit import (
     worst_case_pair,
 )
 from dpauc_tf.analysis.audit_cli import DEFAULT_SAMPLES, register_cli
+from dpauc_tf.mechanisms.auc_only import AucOnly
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 from dpauc_tf.mechanisms.paper import PaperGaussian, PaperLaplace
 
@@ -49,6 +50,7 @@ HONEST = [
     ("secure-tree-histogram", {"num_clients": 3}),
     ("secure-tree-histogram", {"family": "skellam", "delta": 1e-5}),
     ("rr", {}),
+    ("auc-only", {"delta": 1e-6}),
 ]
 GAUSSIAN_TYPE = {"paper-gaussian", "skellam"}
 
@@ -125,9 +127,17 @@ class HalvedNoisePaperGaussian(PaperGaussian):
         return super().noise_stddev / 2
 
 
+class HalvedNoiseAucOnly(AucOnly):
+    """Broken on purpose: half the AUC's noise scale, the same claimed (epsilon, delta)."""
+
+    def _auc_scale(self, bound):
+        return super()._auc_scale(bound) / 2
+
+
 @pytest.mark.parametrize(
     "broken",
     [
+        HalvedNoiseAucOnly(epsilon=EPSILON, num_thresholds=2, delta=1e-6),
         HalvedNoiseHistogram(epsilon=EPSILON, num_thresholds=2),
         HalvedNoiseHistogram(epsilon=EPSILON, num_thresholds=2, noise="discrete"),
         QuarterNoisePaper(epsilon=EPSILON, num_thresholds=2),
