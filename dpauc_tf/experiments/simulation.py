@@ -101,7 +101,10 @@ def client_histograms(
 
 
 def _released_values_per_client(mechanism: CountMechanism) -> int:
-    # The paper's mechanisms release 4T counts, the histograms at most 2(T + 1).
+    # The paper's mechanisms release 4T counts, the histograms at most 2(T + 1); auc-only
+    # two scalars (it reduces the counts before the repeats axis).
+    if mechanism.capabilities.releases == "auc":
+        return 2
     return max(4 * mechanism.num_thresholds, 2 * mechanism.num_buckets)
 
 

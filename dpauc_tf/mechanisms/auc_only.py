@@ -162,8 +162,9 @@ class AucOnly(CountMechanism):
 
     @property
     def noise_stddev(self) -> float:
-        """Not a constant: the AUC's noise depends on the bound (see :meth:`noise_scale_for`)."""
-        return math.nan
+        """The largest standard deviation of the AUC's noise (at the smallest bound that
+        releases, :data:`MIN_BOUND`); a release's is ``sqrt(2) noise_scale_for(m)``."""
+        return math.sqrt(2.0) * self.noise_scale_for(MIN_BOUND)
 
     # -- the client-side step -------------------------------------------------------------
     def count_thresholds(self, thresholds: Thresholds) -> Thresholds:
@@ -207,9 +208,10 @@ class AucOnly(CountMechanism):
 
     # -- the server-side step (post-processing) -------------------------------------------
     def estimate_auc(self, release):
-        """The released AUC (NaN where the bound was below :data:`MIN_BOUND`); not clipped
-        to [0, 1], so that it is unbiased."""
-        return release["auc"]
+        """The released AUC clipped to [0, 1] (post-processing, as every estimator; it binds
+        only when the noise reaches 0 or 1); NaN where the bound was below :data:`MIN_BOUND`."""
+        auc = release["auc"]
+        return tf.where(tf.math.is_nan(auc), auc, tf.clip_by_value(auc, 0.0, 1.0))
 
     def to_confusion(self, release):
         del release
