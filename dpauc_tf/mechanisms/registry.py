@@ -107,8 +107,7 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
     MechanismSpec(
         "auc-only",
         _M + "auc_only:AucOnly",
-        "one data holder: the exact AUC + Laplace(1/(m eps)), m a noisy lower bound of "
-        "min(P, N); no curve, (eps, delta)",
+        "one holder's exact AUC + Laplace(1/(m eps)), m a noisy lower bound of min(P, N); no curve",
         Capabilities(federated=False, releases="auc"),
     ),
     MechanismSpec(

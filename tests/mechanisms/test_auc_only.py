@@ -278,3 +278,25 @@ def test_the_metric_releases_no_curve_and_picks_its_default():
     assert DPAUC(epsilon=1.0).get_config()["mechanism"] == "histogram"
     again = DPAUC.from_config(metric.get_config())
     assert again.mechanism.name == "auc-only" and again.get_config() == metric.get_config()
+
+
+def test_evaluate_command_says_there_is_no_curve(tmp_path, capsys):
+    import json
+
+    from dpauc_tf.cli.main import main
+
+    rng = np.random.default_rng(0)
+    labels = rng.random(1_500) < 0.4
+    scores = np.clip(0.5 + 0.2 * (labels - 0.5) + 0.2 * rng.normal(size=1_500), 0, 1)
+    path = tmp_path / "scores.csv"
+    np.savetxt(path, np.c_[scores, labels], delimiter=",", header="score,label", comments="")
+    args = ["evaluate", "--scores", str(path), "--mechanism", "auc-only", "--epsilon", "1"]
+    args += ["--delta", "1e-6", "--repeats", "4", "--seed", "0"]
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["roc"] is None and "no curve" in out["roc_note"]
+    assert abs(out["auc_mean"] - out["exact_auc"]) < 0.02 and out["num_undefined"] == 0
+    assert main(args) == 0
+    assert "there is no curve" in capsys.readouterr().out
+    assert main([*args, "--clients", "3"]) != 0
+    assert "num_clients=3" in capsys.readouterr().err
