@@ -13,10 +13,10 @@ so they include each mechanism's grid error.
 * ``--table``: RMSE of every Keras-metric mechanism (one data holder) at epsilon 0.5 / 1 / 2
   for n = 1,000 / 10,000 / 100,000 (25% positives, AUC 0.77).
 
-Usage::
+Usage (from the repository root, so that this checkout's ``dpauc_tf`` is imported)::
 
-    python benchmarks/bench_auc_only.py --goals    # about a minute
-    python benchmarks/bench_auc_only.py --table    # a few minutes
+    PYTHONPATH=. python benchmarks/bench_auc_only.py --goals    # under a minute
+    PYTHONPATH=. python benchmarks/bench_auc_only.py --table    # a few minutes
 """
 
 from __future__ import annotations
