@@ -65,8 +65,12 @@ from scipy import optimize, stats
 from tqdm.auto import tqdm
 
 from dpauc_tf.analysis.audit_cli import DEFAULT_NUM_THRESHOLDS, DEFAULT_SAMPLES
-from dpauc_tf.core.counts import bucket_counts
-from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.analysis.audit_pairs import (  # noqa: F401  (re-exported)
+    NeighbouringPair,
+    auc_worst_case_pair,
+    pair_for,
+    worst_case_pair,
+)
 from dpauc_tf.mechanisms.base import CountMechanism, Release
 from dpauc_tf.mechanisms.registry import get_mechanism, list_mechanisms
 
@@ -76,66 +80,6 @@ _CHUNK = 100_000
 _DIRECTION_REPEATS = 512
 _NUM_CANDIDATE_THRESHOLDS = 400
 _SELECTION_ALPHA = 1e-4
-
-
-@dataclasses.dataclass(frozen=True)
-class NeighbouringPair:
-    """Bucket counts of two test sets that differ in the label of one example.
-
-    ``pos, neg``: the target example is positive; ``pos_prime, neg_prime``: it is negative.
-    """
-
-    pos: np.ndarray
-    neg: np.ndarray
-    pos_prime: np.ndarray
-    neg_prime: np.ndarray
-    bucket: int
-    description: str
-
-
-def worst_case_pair(
-    num_thresholds: int = DEFAULT_NUM_THRESHOLDS, flip_weight: float = 1.0
-) -> NeighbouringPair:
-    """The audit's neighbours: a 3-example test set whose target label is flipped.
-
-    The target example's score is placed on a threshold (for ``T > 2``; with ``T = 2`` every
-    score in (0, 1] shares one bucket), next to one positive and one negative example.
-    ``flip_weight > 1`` breaks the mechanisms' sensitivity assumption (negative control).
-
-    >>> pair = worst_case_pair(5)
-    >>> (pair.pos - pair.pos_prime).tolist(), (pair.neg_prime - pair.neg).tolist()
-    ([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
-    """
-    thresholds = Thresholds.make(num_thresholds)
-    values = thresholds.as_array()
-    target_score = float(values[num_thresholds // 2]) if num_thresholds > 2 else 0.5
-    scores = [target_score, 0.9, 0.1]
-    weights = [flip_weight, 1.0, 1.0]
-    validate = flip_weight <= 1.0
-
-    def counts(target_label: int) -> tuple[np.ndarray, np.ndarray]:
-        pos, neg = bucket_counts(
-            [target_label, 1, 0],
-            scores,
-            thresholds,
-            sample_weight=weights,
-            dtype=tf.float64,
-            validate=validate,
-        )
-        return pos.numpy(), neg.numpy()
-
-    pos, neg = counts(1)
-    pos_prime, neg_prime = counts(0)
-    bucket = int(np.flatnonzero(pos != pos_prime)[0])
-    return NeighbouringPair(
-        pos,
-        neg,
-        pos_prime,
-        neg_prime,
-        bucket,
-        f"3 examples, T={num_thresholds}; the example at score {target_score:.4g} "
-        f"(bucket {bucket}, weight {flip_weight:g}) is positive in D, negative in D'",
-    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -461,7 +405,7 @@ def run_audit(
     statement = mechanism.statement()
     delta_claimed = float(statement.delta)
     claimed = float(statement.epsilon)
-    pair = worst_case_pair(mechanism.num_thresholds, flip_weight)
+    pair = pair_for(mechanism, flip_weight)
 
     selection = max(100, round(samples * SELECTION_FRACTION))
     evaluation = samples - selection

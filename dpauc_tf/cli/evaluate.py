@@ -236,14 +236,16 @@ def evaluate_scores(args) -> dict[str, Any]:
         # releases whose AUC estimate is undefined (noise left no positive or no negative)
         "num_undefined": None if result is None else result.num_undefined,
         "roc": None
-        if result is None
+        if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
     }
     if undefined is not None:
         output["auc_undefined"] = undefined
     if mechanism.roc_note:
         output["roc_note"] = mechanism.roc_note
-    if args.plot and result is not None:
+    if args.plot and result is not None and output["roc"] is None:
+        output["plot"] = None  # no curve to draw: roc_note says why
+    elif args.plot and result is not None:
         from dpauc_tf.experiments import plots
 
         plot_pos, plot_neg = counted.summed["plot"]
@@ -391,7 +393,9 @@ def _format_evaluation(result: dict[str, Any]) -> str:
         f"(num_thresholds={result['num_thresholds']})",
         f"private AUC      {private}",
     ]
-    if "plot" in result:
+    if result.get("roc_note"):
+        lines.append(f"ROC curve        {result['roc_note']}")
+    if result.get("plot"):
         lines.append(f"plot             {result['plot']}")
     return "\n".join(lines)
 

@@ -101,7 +101,10 @@ def client_histograms(
 
 
 def _released_values_per_client(mechanism: CountMechanism) -> int:
-    # The paper's mechanisms release 4T counts, the histograms at most 2(T + 1).
+    # The paper's mechanisms release 4T counts, the histograms at most 2(T + 1); auc-only
+    # two scalars (it reduces the counts before the repeats axis).
+    if mechanism.capabilities.releases == "auc":
+        return 2
     return max(4 * mechanism.num_thresholds, 2 * mechanism.num_buckets)
 
 
@@ -114,13 +117,25 @@ def _chunks(repeats: int, per_repeat: int, seed) -> list[tuple[int, tf.Tensor]]:
     return [(size, seeds[i]) for i, size in enumerate(sizes)]
 
 
-def _collect(rocs: list[RocCurve], aucs: list[tf.Tensor], statement) -> SimulationResult:
+def _collect(rocs: list[RocCurve | None], aucs: list[tf.Tensor], statement) -> SimulationResult:
+    """Concatenates the chunks; a mechanism that releases no curve gets ``[R, 0]`` ROC arrays."""
+    values = np.concatenate([a.numpy() for a in aucs]).astype(np.float64)
+    if any(r is None for r in rocs):
+        empty = np.zeros((values.size, 0))
+        return SimulationResult(aucs=values, fpr=empty, tpr=empty, statement=statement)
     return SimulationResult(
-        aucs=np.concatenate([a.numpy() for a in aucs]).astype(np.float64),
+        aucs=values,
         fpr=np.concatenate([r.fpr.numpy() for r in rocs]),
         tpr=np.concatenate([r.tpr.numpy() for r in rocs]),
         statement=statement,
     )
+
+
+def _roc(mechanism: CountMechanism, summed) -> RocCurve | None:
+    """The released ROC curve, or ``None`` for a mechanism that releases only the AUC."""
+    if mechanism.capabilities.releases != "curve":
+        return None
+    return roc_from_confusion(mechanism.to_confusion(summed))
 
 
 def simulate(
@@ -133,7 +148,8 @@ def simulate(
 ) -> SimulationResult:
     """``repeats`` evaluations: every client of ``pos, neg [K, T + 1]`` releases, the server sums.
 
-    Returns the AUC and ROC of every repeat. Secure mechanisms are simulated by their exact
+    Returns the AUC and ROC of every repeat (``[R, 0]`` ROC arrays for a mechanism that
+    releases only the AUC, which also takes one client only). Secure mechanisms are simulated by their exact
     aggregate (see the module docstring). Mechanisms that transform the data before
     counting cannot be simulated from counts: use :func:`simulate_examples`.
     """
@@ -150,6 +166,11 @@ def simulate(
             f"{mechanism.name} transforms the examples before counting; "
             "simulate it from the examples (simulate_examples)"
         )
+    if mechanism.capabilities.releases != "curve" and pos.shape[0] != 1:
+        raise ValueError(
+            f"{mechanism.name} releases one AUC from one data holder's counts; got "
+            f"{pos.shape[0]} clients"
+        )
     statement = mechanism.statement()
     aggregate = mechanism.aggregate()
     if aggregate is not mechanism:
@@ -160,8 +181,7 @@ def simulate(
     for size, chunk_seed in _chunks(repeats, per_repeat, seed):
         release = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
         summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
-        roc = roc_from_confusion(aggregate.to_confusion(summed))
-        rocs.append(roc)
+        rocs.append(_roc(aggregate, summed))
         aucs.append(aggregate.estimate_auc(summed))
     return _collect(rocs, aucs, statement)
 

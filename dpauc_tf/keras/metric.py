@@ -55,13 +55,19 @@ class DPAUC(tf.keras.metrics.Metric):
       num_thresholds: number of thresholds ``T`` (the grid of ``tf.keras.metrics.AUC`` by
         default). Ignored when ``thresholds`` is given.
       mechanism: a registered name that can be a Keras metric
-        (``dpauc_tf.list_mechanisms(keras_metric=True)``): ``"histogram"`` (default:
-        Laplace(2/eps) on the class histograms), ``"histogram-public-scores"``,
+        (``dpauc_tf.list_mechanisms(keras_metric=True)``). Default (``None``): the
+        lowest-error mechanism for what is asked (``docs/auc_only.md``): ``"auc-only"``
+        (the exact AUC plus scalar noise; (epsilon, delta)) when a ``delta`` is given and the
+        value is the ROC AUC (``curve="ROC"``, interpolation), ``"histogram"``
+        (Laplace(2/eps) on the class histograms, pure epsilon) otherwise: for ``curve="PR"``,
+        other summation methods, or without ``delta``. ``"auc-only"`` releases no curve
+        (:meth:`roc_curve` refuses). Others: ``"histogram-public-scores"``,
         ``"tree-histogram"`` (fine buckets at almost no extra noise, e.g.
         ``num_thresholds=1023``), ``"paper"``, ``"paper-gaussian"`` (needs ``delta``),
         ``"rr"``, the secure mechanisms (integer noise; one data holder is one share). See
         ``docs/mechanisms.md``.
-      delta: delta for Gaussian mechanisms; must be unset for Laplace ones.
+      delta: delta for (epsilon, delta) mechanisms (Gaussian, ``"auc-only"``); must be unset
+        for pure-epsilon ones.
       thresholds: an explicit list of thresholds, as ``tf.keras.metrics.AUC(thresholds=...)``.
       threshold_grid: ``"tf"`` (TensorFlow's list, ``>``) or ``"reference"`` (the paper's
         reference-code grid, ``>=``).
@@ -108,7 +114,7 @@ class DPAUC(tf.keras.metrics.Metric):
         self,
         epsilon: float | None = 1.0,
         num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
-        mechanism: str = "histogram",
+        mechanism: str | None = None,
         delta: float | None = None,
         thresholds: Sequence[float] | None = None,
         threshold_grid: str = "tf",
@@ -128,6 +134,7 @@ class DPAUC(tf.keras.metrics.Metric):
         object.__setattr__(self, "_on_jax", on_jax)
         curve, summation_method = check_curve(curve, summation_method)
         self._thresholds = Thresholds.make(num_thresholds, threshold_grid, thresholds)
+        mechanism = default_mechanism(curve, summation_method, delta, mechanism)
         self._mechanism = get_mechanism(
             mechanism,
             epsilon=epsilon,
@@ -136,6 +143,16 @@ class DPAUC(tf.keras.metrics.Metric):
             **(mechanism_options or {}),
         )
         require(self._mechanism, "keras_metric")
+        if self._mechanism.capabilities.releases != "curve" and (
+            curve != "ROC" or summation_method != "interpolation"
+        ):
+            raise ValueError(
+                f"mechanism {mechanism!r} releases only the ROC AUC, not a curve: it cannot give "
+                f"curve={curve!r} with summation_method={summation_method!r}; use a curve "
+                "mechanism such as 'histogram'"
+            )
+        # The grid the counts are kept on (the mechanism's own for auc-only).
+        self._count_grid = self._mechanism.count_thresholds(self._thresholds)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
         self._num_labels = _check_labels(multi_label, num_labels, label_weights)
@@ -156,7 +173,7 @@ class DPAUC(tf.keras.metrics.Metric):
             "seed": seed,
             "mechanism_options": dict(mechanism_options) if mechanism_options else None,
         }
-        shape = (self._thresholds.num_buckets,)
+        shape = (self._count_grid.num_buckets,)
         if multi_label:
             shape = (self._num_labels, *shape)
         object.__setattr__(self, "_noise_generator", self._make_generator(seed))
@@ -287,7 +304,7 @@ class DPAUC(tf.keras.metrics.Metric):
             from dpauc_tf.keras import ops_counts
 
             batch = ops_counts.batch_counts(
-                self._thresholds,
+                self._count_grid,
                 y_true,
                 y_pred,
                 sample_weight,
@@ -301,7 +318,7 @@ class DPAUC(tf.keras.metrics.Metric):
             return
         if not self.multi_label:
             pos, neg = bucket_counts(
-                y_true, y_pred, self._thresholds, sample_weight, dtype=tf.float64, **options
+                y_true, y_pred, self._count_grid, sample_weight, dtype=tf.float64, **options
             )
         else:
             pos, neg = self._label_counts(y_true, y_pred, sample_weight, options)
@@ -329,7 +346,7 @@ class DPAUC(tf.keras.metrics.Metric):
         return bucket_counts(
             tf.reshape(y_true, [-1]),
             tf.reshape(y_pred, [-1]),
-            self._thresholds,
+            self._count_grid,
             weights,
             dtype=tf.float64,
             group_ids=groups,
@@ -421,7 +438,15 @@ class DPAUC(tf.keras.metrics.Metric):
         return self.release()
 
     def roc_curve(self) -> RocCurve:
-        """One release as ROC points (sorted by FPR). Each call is a release."""
+        """One release as ROC points (sorted by FPR). Each call is a release.
+
+        Mechanisms that release only the AUC (``"auc-only"``) have no curve: ``ValueError``.
+        """
+        if self.epsilon is not None and self._mechanism.capabilities.releases != "curve":
+            raise ValueError(
+                f"mechanism {self._mechanism.name!r} releases only the AUC: there is no ROC "
+                "curve; use a curve mechanism (e.g. mechanism='histogram') for roc_curve()"
+            )
         pos, neg = self._counts()
         if self.epsilon is None:
             return roc_from_confusion(confusion_from_histogram(pos, neg))
@@ -451,6 +476,26 @@ class DPAUC(tf.keras.metrics.Metric):
         if isinstance(dtype, dict):  # Keras 3 may serialise a DTypePolicy
             dtype = dtype.get("config", {}).get("name")
         return cls(dtype=dtype, **config)
+
+
+def default_mechanism(
+    curve: str = "ROC",
+    summation_method: str = "interpolation",
+    delta: float | None = None,
+    mechanism: str | None = None,
+) -> str:
+    """The mechanism ``DPAUC`` uses: ``mechanism`` if given, else the lowest-error one for
+    what is asked (``docs/auc_only.md``): ``"auc-only"`` for the ROC AUC when a ``delta`` is
+    given, ``"histogram"`` otherwise (a curve is needed, or pure epsilon-DP is asked for).
+
+    >>> default_mechanism(delta=1e-6), default_mechanism(), default_mechanism("PR", delta=1e-6)
+    ('auc-only', 'histogram', 'histogram')
+    """
+    if mechanism is not None:
+        return mechanism
+    if curve == "ROC" and summation_method == "interpolation" and delta is not None:
+        return "auc-only"
+    return "histogram"
 
 
 def _check_backend() -> str:

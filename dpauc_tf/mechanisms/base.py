@@ -238,10 +238,11 @@ def _check_num_thresholds(num_thresholds: int) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class PrivateAUC:
-    """The outcome of noisy releases: AUC (``[R]`` or scalar), the ROC points and the cost."""
+    """The outcome of noisy releases: AUC (``[R]`` or scalar), the ROC points (``None`` when
+    the mechanism releases only the AUC) and the cost."""
 
     auc: tf.Tensor
-    roc: RocCurve
+    roc: RocCurve | None  # None for mechanisms that release only the AUC
     statement: PrivacyStatement
 
 
@@ -263,7 +264,9 @@ def private_auc(
     [5]
     """
     release = mechanism.release(pos, neg, seed=seed, repeats=repeats)
-    roc = roc_from_confusion(mechanism.to_confusion(release))
+    roc = None
+    if mechanism.capabilities.releases == "curve":
+        roc = roc_from_confusion(mechanism.to_confusion(release))
     auc = mechanism.estimate_auc(release)
     return PrivateAUC(auc=auc, roc=roc, statement=mechanism.statement())
 

@@ -105,6 +105,12 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         Capabilities(protects="scores", transforms_data=True, keras_metric=False, federated=False),
     ),
     MechanismSpec(
+        "auc-only",
+        _M + "auc_only:AucOnly",
+        "one holder's exact AUC + Laplace(1/(m eps)), m a noisy lower bound of min(P, N); no curve",
+        Capabilities(federated=False, releases="auc"),
+    ),
+    MechanismSpec(
         "none",
         _M + "none:NoNoise",
         "no noise: the exact counts, NOT private (ground truth)",
@@ -216,13 +222,20 @@ def get_mechanism(
     """Builds a mechanism by name; ``epsilon=None`` always means no noise (``none``).
 
     ``num_clients`` is the number of shares for secure mechanisms and ignored by the others
-    (every caller may pass it); a secure mechanism given a ``delta`` and no ``family`` uses
+    (every caller may pass it), except that a mechanism that releases only the AUC refuses
+    more than one client; a secure mechanism given a ``delta`` and no ``family`` uses
     the Skellam family. Other ``options`` go to the constructor. Raises ``ValueError`` for
     an unknown name: nothing falls back to "no noise".
     """
     from dpauc_tf.privacy.statement import check_epsilon
 
     spec = mechanism_spec(name)
+    if spec.capabilities.releases == "auc" and num_clients is not None and num_clients != 1:
+        raise ValueError(
+            f"mechanism {name!r} releases one AUC from one data holder's counts, "
+            f"got num_clients={num_clients}: its releases cannot be summed over clients; "
+            "use a curve mechanism (e.g. 'secure-histogram') for several clients"
+        )
     if check_epsilon(epsilon) is None:
         if options:
             raise ValueError(f"options {sorted(options)} need a noisy mechanism (epsilon given)")

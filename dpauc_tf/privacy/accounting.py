@@ -11,6 +11,10 @@ for one release and for many composed, by three methods, and says which one it u
 * ``rdp``: dp-accounting's RDP accountant plus the Skellam Renyi curve at the same orders,
   when every other event is supported by the RDP accountant; ``delta > 0`` only.
 
+A :class:`~dpauc_tf.privacy.events.BoundFailureDpEvent` (the delta of a noisy bound, as in
+``auc-only``) is composed by ``basic`` only: its deltas are taken off ``delta`` first (the
+epsilon is infinite if they exceed it) and ``pld``/``rdp`` are not given.
+
 :attr:`EpsilonSpent.best` is the smallest of them and :attr:`EpsilonSpent.method` names it.
 Randomized response is accounted under the replace-one relation (a label changes); events
 with a sensitivity (Laplace, discrete Laplace, Gaussian) already state the change of the
@@ -35,7 +39,7 @@ from dp_accounting import dp_event, pld, rdp
 from dp_accounting.pld import privacy_loss_distribution
 
 from dpauc_tf.privacy.calibration import smallest_parameter
-from dpauc_tf.privacy.events import SkellamDpEvent, event_to_json
+from dpauc_tf.privacy.events import BoundFailureDpEvent, SkellamDpEvent, event_to_json
 from dpauc_tf.privacy.skellam import RDP_ORDERS, skellam_rdp
 
 METHODS = ("basic", "pld", "rdp")
@@ -242,6 +246,24 @@ def _composed(event, count: int, delta: float) -> EpsilonSpent:
         return EpsilonSpent(0.0, 0.0 if delta > 0 else None, None, delta, count)
     if any(isinstance(leaf, dp_accounting.NonPrivateDpEvent) for leaf, _ in leaves):
         return EpsilonSpent(math.inf, None, None, delta, count)
+    failures = [(leaf, n) for leaf, n in leaves if isinstance(leaf, BoundFailureDpEvent)]
+    if failures:  # basic composition only: the bounds' deltas come off the total first
+        failed = sum(n * leaf.delta for leaf, n in failures)
+        others = [(leaf, n) for leaf, n in leaves if not isinstance(leaf, BoundFailureDpEvent)]
+        if failed > delta * (1 + 1e-12):
+            return EpsilonSpent(math.inf, None, None, delta, count)
+        rest = max(delta - failed, 0.0)
+        return EpsilonSpent(_basic_epsilon(others, rest), None, None, delta, count)
+    basic = _basic_epsilon(leaves, delta)
+    if delta <= 0:
+        return EpsilonSpent(basic, None, None, delta, count)
+    return EpsilonSpent(
+        basic, _pld_epsilon(leaves, delta), _rdp_epsilon(leaves, delta), delta, count
+    )
+
+
+def _basic_epsilon(leaves, delta: float) -> float:
+    """Sum of the leaves' epsilons; leaves that are not pure DP share ``delta`` equally."""
     pure_total, approximate = 0.0, []
     for leaf, n in leaves:
         pure = pure_epsilon(leaf)
@@ -250,12 +272,7 @@ def _composed(event, count: int, delta: float) -> EpsilonSpent:
         else:
             pure_total += n * pure
     shares = sum(n for _, n in approximate)
-    basic = pure_total + sum(n * _leaf_epsilon(leaf, delta / shares) for leaf, n in approximate)
-    if delta <= 0:
-        return EpsilonSpent(basic, None, None, delta, count)
-    return EpsilonSpent(
-        basic, _pld_epsilon(leaves, delta), _rdp_epsilon(leaves, delta), delta, count
-    )
+    return pure_total + sum(n * _leaf_epsilon(leaf, delta / shares) for leaf, n in approximate)
 
 
 def _gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:

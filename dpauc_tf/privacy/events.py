@@ -73,6 +73,26 @@ class SkellamDpEvent(dp_accounting.DpEvent):
         _positive_finite(self, attribute, value)
 
 
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class BoundFailureDpEvent(dp_accounting.DpEvent):
+    """The ``delta`` of a release whose other events hold except with probability ``delta``.
+
+    A mechanism that calibrates its noise to a noisy *lower bound* of a private quantity
+    (``auc-only``: the smaller class count) is (epsilon, delta)-DP with ``epsilon`` the sum
+    of its Laplace events and ``delta`` the probability that the bound is wrong
+    (propose-test-release style). This event carries that ``delta``: it costs no epsilon
+    and uses ``delta`` of the total; :mod:`dpauc_tf.privacy.accounting` composes it by
+    basic composition only (epsilons and deltas add).
+    """
+
+    delta: float = attr.ib(converter=float)
+
+    @delta.validator
+    def _check_delta(self, attribute, value):
+        if not (math.isfinite(value) and 0.0 < value < 1.0):
+            raise ValueError(f"{attribute.name} must be in (0, 1), got {value!r}")
+
+
 # (module, class name) -> class: the project's events that may be read back from JSON.
 _REGISTERED: dict[tuple[str, str], type] = {}
 
@@ -90,6 +110,7 @@ def register_event(cls: type) -> type:
 
 
 register_event(SkellamDpEvent)
+register_event(BoundFailureDpEvent)
 
 
 def _is_named_event(value: Any) -> bool:
@@ -216,7 +237,7 @@ def validate_event(event: Any, where: str = "event") -> None:
                 f"{where}.noise_parameter must be in (0, 1], got {event.noise_parameter}"
             )
         _check_number(event.num_buckets, f"{where}.num_buckets", integer=True, low=2)
-    elif isinstance(event, SkellamDpEvent):
+    elif isinstance(event, (SkellamDpEvent, BoundFailureDpEvent)):
         pass  # validated on construction
     else:  # any other event: no negative or undefined number anywhere
         for field in attr.fields(type(event)):

@@ -18,6 +18,7 @@ from dpauc_tf.analysis.audit import (
     worst_case_pair,
 )
 from dpauc_tf.analysis.audit_cli import DEFAULT_SAMPLES, register_cli
+from dpauc_tf.mechanisms.auc_only import AucOnly
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 from dpauc_tf.mechanisms.paper import PaperGaussian, PaperLaplace
 from dpauc_tf.mechanisms.tree import SecureTreeHistogram
@@ -52,6 +53,7 @@ HONEST = [
     ("secure-tree-histogram", {"family": "skellam", "delta": 1e-5}),
     ("secure-tree-histogram", {"positive_rate": 0.25}),
     ("rr", {}),
+    ("auc-only", {"delta": 1e-6}),
 ]
 GAUSSIAN_TYPE = {"paper-gaussian", "skellam"}
 
@@ -136,9 +138,17 @@ class HalvedNoiseSplitTree(SecureTreeHistogram):
         return tuple([s / 2 for s in scales] for scales in super().class_level_scales)
 
 
+class HalvedNoiseAucOnly(AucOnly):
+    """Broken on purpose: half the AUC's noise scale, the same claimed (epsilon, delta)."""
+
+    def _auc_scale(self, bound):
+        return super()._auc_scale(bound) / 2
+
+
 @pytest.mark.parametrize(
     "broken",
     [
+        HalvedNoiseAucOnly(epsilon=EPSILON, num_thresholds=2, delta=1e-6),
         HalvedNoiseHistogram(epsilon=EPSILON, num_thresholds=2),
         HalvedNoiseHistogram(epsilon=EPSILON, num_thresholds=2, positive_share=0.7),
         HalvedNoiseSplitTree(epsilon=EPSILON, num_thresholds=2, positive_rate=0.25),

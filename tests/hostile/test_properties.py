@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from dpauc_tf.core.counts import bucket_counts
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.mechanisms import get_mechanism, list_mechanisms, private_auc
+from dpauc_tf.mechanisms import get_mechanism, list_mechanisms, mechanism_class, private_auc
 from dpauc_tf.noise import exact as exact_noise
 
 NOISY = list_mechanisms(private=True)
@@ -120,7 +120,7 @@ def _check_pipeline(batch, num_thresholds, grid, name, epsilon, seed):
         event("raised: invalid data")
         return
     assert _valid(y, s, w), "invalid data was counted without an error"
-    delta = 1e-5 if name in ("paper-gaussian",) else None
+    delta = 1e-5 if name in list_mechanisms() and mechanism_class(name).requires_delta else None
     try:
         mechanism = get_mechanism(name, epsilon=epsilon, num_thresholds=num_thresholds, delta=delta)
     except (ValueError, TypeError):

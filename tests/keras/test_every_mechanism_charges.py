@@ -18,7 +18,9 @@ KERAS_MECHANISMS = list_mechanisms(private=True, keras_metric=True)
 
 
 def _delta_for(name):
-    return DELTA if mechanism_class(name).requires_delta else None
+    # A quarter of the ledger's delta: two releases of a mechanism whose delta is spent by
+    # basic composition (auc-only's bound) must still fit in the ledger's delta.
+    return DELTA / 4 if mechanism_class(name).requires_delta else None
 
 
 def _data(n=256):
@@ -28,7 +30,9 @@ def _data(n=256):
 
 
 def test_the_registry_lists_the_mechanisms_this_test_covers():
-    assert {"histogram", "tree-histogram", "secure-tree-histogram", "rr"} <= set(KERAS_MECHANISMS)
+    assert {"histogram", "tree-histogram", "secure-tree-histogram", "rr", "auc-only"} <= set(
+        KERAS_MECHANISMS
+    )
 
 
 @pytest.mark.parametrize("name", KERAS_MECHANISMS)

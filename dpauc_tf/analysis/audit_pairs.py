@@ -1,0 +1,135 @@
+"""The audit's neighbouring test sets, as bucket counts (see :mod:`dpauc_tf.analysis.audit`).
+
+Curve mechanisms are audited on :func:`worst_case_pair` (three examples, the target on a
+threshold); mechanisms that release only the AUC on :func:`auc_worst_case_pair` (large
+classes, the target above all, so the flip moves the AUC by about ``1 / min(P, N)``).
+:func:`pair_for` picks the right one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+import tensorflow as tf
+
+from dpauc_tf.analysis.audit_cli import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.thresholds import Thresholds
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpauc_tf.mechanisms.base import CountMechanism
+
+
+@dataclasses.dataclass(frozen=True)
+class NeighbouringPair:
+    """Bucket counts of two test sets that differ in the label of one example.
+
+    ``pos, neg``: the target example is positive; ``pos_prime, neg_prime``: it is negative.
+    """
+
+    pos: np.ndarray
+    neg: np.ndarray
+    pos_prime: np.ndarray
+    neg_prime: np.ndarray
+    bucket: int
+    description: str
+
+
+def worst_case_pair(
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS, flip_weight: float = 1.0
+) -> NeighbouringPair:
+    """The audit's neighbours: a 3-example test set whose target label is flipped.
+
+    The target example's score is placed on a threshold (for ``T > 2``; with ``T = 2`` every
+    score in (0, 1] shares one bucket), next to one positive and one negative example.
+    ``flip_weight > 1`` breaks the mechanisms' sensitivity assumption (negative control).
+
+    >>> pair = worst_case_pair(5)
+    >>> (pair.pos - pair.pos_prime).tolist(), (pair.neg_prime - pair.neg).tolist()
+    ([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    """
+    thresholds = Thresholds.make(num_thresholds)
+    values = thresholds.as_array()
+    target_score = float(values[num_thresholds // 2]) if num_thresholds > 2 else 0.5
+    scores = [target_score, 0.9, 0.1]
+    weights = [flip_weight, 1.0, 1.0]
+    validate = flip_weight <= 1.0
+
+    def counts(target_label: int) -> tuple[np.ndarray, np.ndarray]:
+        pos, neg = bucket_counts(
+            [target_label, 1, 0],
+            scores,
+            thresholds,
+            sample_weight=weights,
+            dtype=tf.float64,
+            validate=validate,
+        )
+        return pos.numpy(), neg.numpy()
+
+    pos, neg = counts(1)
+    pos_prime, neg_prime = counts(0)
+    bucket = int(np.flatnonzero(pos != pos_prime)[0])
+    return NeighbouringPair(
+        pos,
+        neg,
+        pos_prime,
+        neg_prime,
+        bucket,
+        f"3 examples, T={num_thresholds}; the example at score {target_score:.4g} "
+        f"(bucket {bucket}, weight {flip_weight:g}) is positive in D, negative in D'",
+    )
+
+
+AUC_PAIR_MINORITY = 20_000
+AUC_PAIR_MAJORITY = 60_000
+
+
+def auc_worst_case_pair(thresholds: Thresholds, flip_weight: float = 1.0) -> NeighbouringPair:
+    """The neighbours for mechanisms that release only the AUC (``auc-only``).
+
+    ``AUC_PAIR_MAJORITY`` positives at score 0.9, ``AUC_PAIR_MINORITY`` negatives at 0.1 and
+    the target at 0.95, above all: positive in ``D`` (AUC 1), negative in ``D'`` (AUC
+    ``N / (N + w)``), so the flip moves the AUC by ``w / (N + w)``, about the sensitivity
+    ``1 / min(P, N)``, and ``min(P, N)`` by ``w``. Counts on the mechanism's grid (the
+    multiplicities are weights, so this builds no large arrays).
+
+    >>> pair = auc_worst_case_pair(Thresholds.make(11))
+    >>> float(pair.pos.sum()), float(pair.neg_prime.sum())
+    (60001.0, 20001.0)
+    """
+    scores = [0.95, 0.9, 0.1]
+
+    def counts(target_label: int) -> tuple[np.ndarray, np.ndarray]:
+        pos, neg = bucket_counts(
+            [target_label, 1, 0],
+            scores,
+            thresholds,
+            sample_weight=[flip_weight, AUC_PAIR_MAJORITY, AUC_PAIR_MINORITY],
+            dtype=tf.float64,
+            validate=False,  # multiplicities as weights
+        )
+        return pos.numpy(), neg.numpy()
+
+    pos, neg = counts(1)
+    pos_prime, neg_prime = counts(0)
+    bucket = int(np.flatnonzero(pos != pos_prime)[0])
+    return NeighbouringPair(
+        pos,
+        neg,
+        pos_prime,
+        neg_prime,
+        bucket,
+        f"{AUC_PAIR_MAJORITY} positives at 0.9, {AUC_PAIR_MINORITY} negatives at 0.1; the "
+        f"example at 0.95 (weight {flip_weight:g}) is positive in D, negative in D'",
+    )
+
+
+def pair_for(mechanism: CountMechanism, flip_weight: float = 1.0) -> NeighbouringPair:
+    """The audit's neighbours for ``mechanism``: :func:`worst_case_pair` for curve releases,
+    :func:`auc_worst_case_pair` for AUC-only releases."""
+    if mechanism.capabilities.releases == "auc":
+        grid = mechanism.count_thresholds(Thresholds.make(DEFAULT_NUM_THRESHOLDS))
+        return auc_worst_case_pair(grid, flip_weight)
+    return worst_case_pair(mechanism.num_thresholds, flip_weight)
