@@ -89,6 +89,16 @@ def _checked_clients(client_data: Sequence) -> list[tuple[np.ndarray, np.ndarray
     return clients
 
 
+def client_seeds(seed: int | None, num_clients: int) -> list | None:
+    """Every simulated client's own seed, derived from ``seed`` (``None``: each client
+    draws from the OS)."""
+    from dpauc_tf.noise.seeds import make_seed, split_seed
+
+    if seed is None:
+        return None
+    return split_seed(make_seed(seed), num_clients).numpy().tolist()
+
+
 def evaluate(
     client_data: Sequence,
     *,
@@ -143,8 +153,6 @@ def evaluate(
     from dpauc_tf.core.thresholds import Thresholds
     from dpauc_tf.mechanisms.base import achieved_statement
     from dpauc_tf.mechanisms.registry import get_mechanism, require
-    from dpauc_tf.noise.seeds import make_seed, split_seed
-
     clients = _checked_clients(client_data)
     num_clients = len(clients)
     if num_clients < 1:
@@ -172,7 +180,7 @@ def evaluate(
     if vanishing and not secure:
         raise ValueError("vanishing_clients simulates SecAgg+ dropouts: secure mechanisms only")
 
-    seeds = None if seed is None else split_seed(make_seed(seed), num_clients).numpy().tolist()
+    seeds = client_seeds(seed, num_clients)
     grid = list(thresholds.as_array()) if not isinstance(threshold_grid, str) else threshold_grid
     setup = ClientSetup(
         mechanism=count_mechanism.name,
