@@ -85,6 +85,11 @@ def evaluate_scores(args) -> dict[str, Any]:
     elif args.backend == "tff":
         result = _evaluate_with_tff(args, data, client_ids, num_clients)
         statement = result.statement
+    elif args.backend == "flower":
+        from dpauc_tf.flower.cli import evaluate_with_flower
+
+        result = evaluate_with_flower(args, data, client_ids, num_clients)
+        statement = result.statement
     else:
         result = simulate_examples(
             mechanism,

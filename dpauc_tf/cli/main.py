@@ -203,9 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
     ev.add_argument(
         "--backend",
-        choices=("simulate", "tff"),
+        choices=("simulate", "tff", "flower"),
         default="simulate",
-        help="simulate (default; no TFF needed) or tff (dpauc_tf.federated.evaluate)",
+        help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate) or "
+        'flower (dpauc_tf.flower.evaluate; needs "dpauc-tf[flower]")',
     )
     ev.set_defaults(func=_lazy("evaluate", "run_evaluate"))
 
