@@ -77,6 +77,8 @@ def test_docstring_examples(name):
         "tensorflow_federated"
     ):
         pytest.skip("needs TensorFlow Federated")
+    if name == "dpauc_tf.flower.local" and not importlib.util.find_spec("flwr"):
+        pytest.skip('needs Flower: pip install "dpauc-tf[flower]"')
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

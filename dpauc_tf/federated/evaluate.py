@@ -16,7 +16,7 @@ import tqdm
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import computations
-from dpauc_tf.mechanisms.base import achieved_statement  # noqa: F401 (re-exported)
+from dpauc_tf.mechanisms.base import achieved_statement
 from dpauc_tf.mechanisms.registry import get_mechanism, require
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.statement import PrivacyStatement

@@ -127,9 +127,7 @@ class ClientSetup:
         thresholds = Thresholds.make(self.num_thresholds, self.threshold_grid)
         scores, labels = self.client_data[index]
         seed = None if self.seeds is None else np.asarray(self.seeds[index], np.int64)
-        return client_report(
-            mechanism, thresholds, labels, scores, seed=seed, repeats=self.repeats
-        )
+        return client_report(mechanism, thresholds, labels, scores, seed=seed, repeats=self.repeats)
 
 
 def make_client_app(setup: ClientSetup, *, secure: bool):

@@ -62,8 +62,10 @@ class LimbLayout:
         if isinstance(num_clients, bool) or int(num_clients) != num_clients or num_clients < 1:
             raise ValueError(f"num_clients must be a positive integer, got {num_clients!r}")
         if modulus_range > MAX_MODULUS or modulus_range < 4 or modulus_range & (modulus_range - 1):
-            raise ValueError(f"modulus_range must be a power of two in [4, 2^32], got {modulus_range}")
-        bits = int(math.floor(math.log2((modulus_range - 1) / int(num_clients))))
+            raise ValueError(
+                f"modulus_range must be a power of two in [4, 2^32], got {modulus_range}"
+            )
+        bits = math.floor(math.log2((modulus_range - 1) / int(num_clients)))
         bits = min(bits, 31)  # Flower quantizes into int32
         while bits >= 1 and int(num_clients) * 2**bits >= modulus_range:
             bits -= 1
@@ -78,7 +80,9 @@ class LimbLayout:
     def for_bits(cls, bits: int, modulus_range: int = MAX_MODULUS) -> LimbLayout:
         """The layout with ``bits`` bits per limb (as the server announced it)."""
         if not 2 <= int(bits) <= 31 or 2 ** int(bits) >= modulus_range:
-            raise ValueError(f"limb bits must be in [2, 31] and 2^bits < {modulus_range}, got {bits}")
+            raise ValueError(
+                f"limb bits must be in [2, 31] and 2^bits < {modulus_range}, got {bits}"
+            )
         return cls(bits=int(bits), modulus_range=modulus_range)
 
     @property

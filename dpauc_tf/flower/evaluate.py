@@ -26,7 +26,9 @@ from dpauc_tf.flower.server import (
 )
 
 ENGINES = ("simulation", "in-process")
-INSTALL_HINT = 'the flower backend needs Flower with its simulation engine: pip install "dpauc-tf[flower]"'
+INSTALL_HINT = (
+    'the flower backend needs Flower with its simulation engine: pip install "dpauc-tf[flower]"'
+)
 
 
 def require_flower() -> None:
@@ -80,9 +82,7 @@ def _checked_clients(client_data: Sequence) -> list[tuple[np.ndarray, np.ndarray
         scores = np.asarray(item[0], np.float64).ravel()
         labels = np.asarray(item[1], np.float64).ravel()
         if scores.size != labels.size:
-            raise ValueError(
-                f"client {index}: {scores.size} scores but {labels.size} labels"
-            )
+            raise ValueError(f"client {index}: {scores.size} scores but {labels.size} labels")
         if scores.size:
             ScoreSet.checked(labels, scores, source=f"client {index}")
         clients.append((scores, labels))
@@ -153,6 +153,7 @@ def evaluate(
     from dpauc_tf.core.thresholds import Thresholds
     from dpauc_tf.mechanisms.base import achieved_statement
     from dpauc_tf.mechanisms.registry import get_mechanism, require
+
     clients = _checked_clients(client_data)
     num_clients = len(clients)
     if num_clients < 1:

@@ -105,7 +105,7 @@ def _local_grid_class():
             message = copy.deepcopy(message)
             try:
                 reply = self._client_app(message, self._contexts[node_id])
-            except Exception as error:  # noqa: BLE001 (an error reply, as Flower's simulation)
+            except Exception as error:
                 reason = f"{type(error)}:<'{error}'>"
                 reply = Message(
                     Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason),

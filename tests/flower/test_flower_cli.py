@@ -17,7 +17,10 @@ def score_file(tmp_path):
     labels = rng.integers(0, 2, 300)
     scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1)
     path = tmp_path / "scores.csv"
-    path.write_text("score,label\n" + "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels)))
+    path.write_text(
+        "score,label\n"
+        + "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
+    )
     return str(path)
 
 
@@ -30,8 +33,20 @@ def _run(capsys, *argv):
 @pytest.mark.skipif(importlib.util.find_spec("flwr") is None, reason="needs flwr")
 def test_flower_backend_noise_off_equals_simulate(score_file, capsys, monkeypatch):
     monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
-    common = ["--scores", score_file, "--mechanism", "none", "--num-thresholds", "20",
-              "--clients", "10", "--partition", "non-iid", "--seed", "0"]
+    common = [
+        "--scores",
+        score_file,
+        "--mechanism",
+        "none",
+        "--num-thresholds",
+        "20",
+        "--clients",
+        "10",
+        "--partition",
+        "non-iid",
+        "--seed",
+        "0",
+    ]
     status, flower = _run(capsys, *common, "--backend", "flower")
     assert status == 0, flower.err
     status, simulated = _run(capsys, *common)
@@ -45,19 +60,43 @@ def test_flower_backend_noise_off_equals_simulate(score_file, capsys, monkeypatc
 def test_flower_backend_secure_mechanism_json(score_file, capsys, monkeypatch):
     monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
     status, out = _run(
-        capsys, "--scores", score_file, "--mechanism", "secure-histogram", "--epsilon", "1",
-        "--num-thresholds", "10", "--clients", "4", "--repeats", "3", "--seed", "1",
-        "--backend", "flower",
+        capsys,
+        "--scores",
+        score_file,
+        "--mechanism",
+        "secure-histogram",
+        "--epsilon",
+        "1",
+        "--num-thresholds",
+        "10",
+        "--clients",
+        "4",
+        "--repeats",
+        "3",
+        "--seed",
+        "1",
+        "--backend",
+        "flower",
     )
     assert status == 0, out.err
     result = json.loads(out.out)
     assert len(result["aucs"]) == 3 and result["guaranteed_epsilon"] == pytest.approx(1.0)
     status, out = _run(
-        capsys, "--scores", score_file, "--mechanism", "secure-histogram", "--epsilon", "1",
-        "--backend", "flower",
+        capsys,
+        "--scores",
+        score_file,
+        "--mechanism",
+        "secure-histogram",
+        "--epsilon",
+        "1",
+        "--backend",
+        "flower",
     )
     assert status == 2
-    assert out.err.strip() == "dpauc: error: SecAgg+ needs at least 2 clients; use a local mechanism for one"
+    assert (
+        out.err.strip()
+        == "dpauc: error: SecAgg+ needs at least 2 clients; use a local mechanism for one"
+    )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("flwr") is not None, reason="flwr is installed")

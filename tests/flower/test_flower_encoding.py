@@ -38,9 +38,7 @@ def test_sums_are_exact_through_flowers_quantizer(num_clients):
     rng = np.random.default_rng(num_clients)
     layout = LimbLayout.for_clients(num_clients)
     assert num_clients * layout.quantization_range < layout.modulus_range
-    vectors = [
-        rng.integers(-(2**40), 2**40, size=7).astype(np.float64) for _ in range(num_clients)
-    ]
+    vectors = [rng.integers(-(2**40), 2**40, size=7).astype(np.float64) for _ in range(num_clients)]
     vectors[0][:3] = [2.0**52, -(2.0**52), 2.0**24 + 1]  # past float32 and near float64's end
     averages = _through_flower_arithmetic(layout, vectors)
     expected = np.sum(np.asarray(vectors, np.int64), axis=0)

@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from dpauc_tf import get_mechanism, list_mechanisms  # noqa: E402
-from dpauc_tf.core.partitions import client_slices, non_iid_partition  # noqa: E402
-from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
-from dpauc_tf.experiments.simulation import simulate_examples  # noqa: E402
-from dpauc_tf.flower import LimbLayout, client_report, evaluate, model_client_report  # noqa: E402
-from dpauc_tf.flower.evaluate import client_seeds  # noqa: E402
+from dpauc_tf import get_mechanism, list_mechanisms
+from dpauc_tf.core.partitions import client_slices, non_iid_partition
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.experiments.simulation import simulate_examples
+from dpauc_tf.flower import LimbLayout, client_report, evaluate, model_client_report
+from dpauc_tf.flower.evaluate import client_seeds
 
 K = 10
 T = 10
@@ -54,7 +54,12 @@ def test_noise_off_equals_the_simulation_exactly(data):
     out = evaluate(clients, mechanism="none", epsilon=None, num_thresholds=T, engine="in-process")
     sim = simulate_examples(
         get_mechanism("none", epsilon=None, num_thresholds=T),
-        labels, scores, Thresholds.make(T), ids, K, seed=0,
+        labels,
+        scores,
+        Thresholds.make(T),
+        ids,
+        K,
+        seed=0,
     )
     assert out.num_reporting == K and out.num_clients == K
     np.testing.assert_array_equal(out.aucs, sim.aucs)
@@ -118,7 +123,7 @@ def test_the_server_receives_masked_vectors_never_a_clients_counts(data, secure_
 
     stats = pytest.importorskip("scipy.stats")
     _, _, _, clients = data
-    out, replies = secure_run
+    _, replies = secure_run
     masked = []
     for reply in replies:
         assert not reply.has_error()
@@ -143,9 +148,9 @@ def test_the_server_receives_masked_vectors_never_a_clients_counts(data, secure_
         limbs = vectors[1:]  # the first array is SecAgg+'s weight factor
         assert len(limbs) == layout.num_limbs
         for own in plain:
-            assert not any(np.array_equal(m, p) for m, p in zip(limbs, own))
+            assert not any(np.array_equal(m, p) for m, p in zip(limbs, own, strict=True))
             # no more coincidences than chance (1 / 2^32 per value)
-            assert sum(int(np.sum(m == p)) for m, p in zip(limbs, own)) <= 2
+            assert sum(int(np.sum(m == p)) for m, p in zip(limbs, own, strict=True)) <= 2
         values.append(np.concatenate([v.ravel() for v in vectors]))
     values = np.concatenate(values).astype(np.float64) / layout.modulus_range
     assert values.min() >= 0 and values.max() < 1
@@ -195,7 +200,12 @@ def test_every_federated_mechanism_runs_with_its_own_release(data, name):
     _, _, _, clients = data
     delta = 1e-6 if name == "paper-gaussian" else None
     out = evaluate(
-        clients[:4], mechanism=name, epsilon=2.0, delta=delta, num_thresholds=T, seed=1,
+        clients[:4],
+        mechanism=name,
+        epsilon=2.0,
+        delta=delta,
+        num_thresholds=T,
+        seed=1,
         engine="in-process",
     )
     mechanism = get_mechanism(name, epsilon=2.0, delta=delta, num_thresholds=T, num_clients=4)
@@ -241,7 +251,7 @@ def test_bad_settings_give_one_line_errors(data, kwargs, message):
 
 def test_bad_client_data_names_the_client(data):
     _, _, _, clients = data
-    bad = list(clients[:3]) + [(np.array([0.5, 1.5]), np.array([0, 1]))]
+    bad = [*clients[:3], (np.array([0.5, 1.5]), np.array([0, 1]))]
     with pytest.raises(ValueError, match="client 3: scores must be in"):
         evaluate(bad, mechanism="histogram", epsilon=1.0, num_thresholds=T, engine="in-process")
     with pytest.raises(ValueError, match="client 0: labels must be 0 or 1"):
