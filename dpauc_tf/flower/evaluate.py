@@ -36,9 +36,11 @@ def require_flower() -> None:
     os.environ["FLWR_TELEMETRY_ENABLED"] = "0"  # nothing leaves the machine
     try:
         import flwr  # noqa: F401
+        import flwr.supercore.telemetry as telemetry
         import ray  # noqa: F401
     except ImportError:
         raise ImportError(INSTALL_HINT) from None
+    telemetry.FLWR_TELEMETRY_ENABLED = "0"  # also when Flower was imported before
 
 
 @dataclasses.dataclass(frozen=True)

@@ -258,3 +258,13 @@ def test_bad_client_data_names_the_client(data):
         evaluate([(np.array([0.5]), np.array([2]))], mechanism="none", epsilon=None)
     with pytest.raises(ValueError, match="SecAgg\\+ needs at least 2 clients"):
         evaluate(clients[:1], mechanism="secure-histogram", epsilon=1.0, engine="in-process")
+
+
+def test_flower_telemetry_is_off():
+    import flwr.supercore.telemetry as telemetry
+
+    from dpauc_tf.flower import require_flower
+
+    telemetry.FLWR_TELEMETRY_ENABLED = "1"
+    require_flower()
+    assert telemetry.FLWR_TELEMETRY_ENABLED == "0"
