@@ -268,3 +268,21 @@ def test_flower_telemetry_is_off():
     telemetry.FLWR_TELEMETRY_ENABLED = "1"
     require_flower()
     assert telemetry.FLWR_TELEMETRY_ENABLED == "0"
+
+
+def test_secagg_neighbourhoods_smaller_than_all_clients_stay_exact(data):
+    _, _, _, clients = data
+    out = evaluate(
+        clients[:6],
+        mechanism="secure-histogram",
+        epsilon=1.0,
+        num_thresholds=T,
+        seed=4,
+        engine="in-process",
+        num_shares=3,
+        reconstruction_threshold=2,
+    )
+    mechanism = get_mechanism("secure-histogram", epsilon=1.0, num_thresholds=T, num_clients=6)
+    expected = _direct_sum(mechanism, clients[:6], seed=4, repeats=1)
+    for key in expected:
+        np.testing.assert_array_equal(out.release[key], expected[key])
