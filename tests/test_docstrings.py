@@ -86,6 +86,8 @@ def test_docstring_examples(name):
         "tensorflow_model_analysis"
     ):
         pytest.skip("needs TensorFlow Model Analysis")
+    if name == "dpauc_tf.flower.local" and not importlib.util.find_spec("flwr"):
+        pytest.skip('needs Flower: pip install "dpauc-tf[flower]"')
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

@@ -13,7 +13,17 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dpauc_tf"
 ORDER = ["core", "noise", "privacy", "mechanisms"]
-ADAPTERS = {"keras", "federated", "cli", "analysis", "experiments", "demo", "tf_startup", "beam"}
+ADAPTERS = {
+    "keras",
+    "federated",
+    "flower",
+    "cli",
+    "analysis",
+    "experiments",
+    "demo",
+    "tf_startup",
+    "beam",
+}
 MAX_LINES = 600
 
 

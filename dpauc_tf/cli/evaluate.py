@@ -169,9 +169,26 @@ def release_beam(args, mechanism, counted, client_ids, num_clients, thresholds):
     return _evaluate_with_beam(args, data, client_ids, num_clients)
 
 
+def release_flower(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend flower``: every client's examples through one Flower round."""
+    from dpauc_tf.flower.cli import evaluate_with_flower
+
+    data = _kept_examples(counted, "--backend flower")
+    if client_ids is None:
+        client_ids = (
+            data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)
+        )
+    return evaluate_with_flower(args, data, client_ids, num_clients)
+
+
 # ``--backend NAME`` -> a function (args, mechanism, counted, client_ids, num_clients,
 # thresholds) -> SimulationResult. A backend starts from the counts of step 1.
-BACKENDS = {"simulate": release_simulate, "tff": release_tff, "beam": release_beam}
+BACKENDS = {
+    "simulate": release_simulate,
+    "tff": release_tff,
+    "beam": release_beam,
+    "flower": release_flower,
+}
 
 
 def evaluate_scores(args) -> dict[str, Any]:

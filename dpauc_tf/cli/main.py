@@ -209,10 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
     ev.add_argument(
         "--backend",
-        choices=("simulate", "tff", "beam"),
+        choices=("simulate", "tff", "beam", "flower"),
         default="simulate",
-        help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate) or beam "
-        '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]")',
+        help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate), beam "
+        '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]") or flower '
+        '(dpauc_tf.flower.evaluate; needs "dpauc-tf[flower]")',
     )
     ev.add_argument(
         "--beam-options",

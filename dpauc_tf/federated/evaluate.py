@@ -16,6 +16,7 @@ import tqdm
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import computations
+from dpauc_tf.mechanisms.base import achieved_statement
 from dpauc_tf.mechanisms.registry import get_mechanism, require
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.statement import PrivacyStatement
@@ -174,27 +175,6 @@ def client_data_from_partition(
 
     scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()
     return [(scores[idx], labels[idx]) for idx in client_slices(client_ids, num_clients)]
-
-
-def achieved_statement(mechanism, num_reporting: int) -> PrivacyStatement:
-    """The mechanism's statement with the epsilon achieved when ``num_reporting`` reported.
-
-    Local mechanisms: their statement (each report is private on its own). Secure
-    mechanisms whose shares were sized for more reports than arrived: epsilon is
-    :meth:`achieved_epsilon` and the noise text says how many shares arrived.
-    """
-    statement = mechanism.statement()
-    achieved = float(mechanism.achieved_epsilon(num_reporting))
-    if achieved == statement.epsilon:
-        return statement
-    shares = getattr(mechanism, "num_clients", None)
-    return dataclasses.replace(
-        statement,
-        epsilon=achieved,
-        noise=f"{statement.noise}; only {num_reporting} of {shares} shares reported, so the "
-        f"total noise is smaller and epsilon is the achieved {achieved:g}, not the target "
-        f"{statement.epsilon:g}",
-    )
 
 
 def evaluate(

@@ -271,6 +271,28 @@ def private_auc(
     return PrivateAUC(auc=auc, roc=roc, statement=mechanism.statement())
 
 
+def achieved_statement(mechanism: CountMechanism, num_reporting: int) -> PrivacyStatement:
+    """The mechanism's statement with the epsilon achieved when ``num_reporting`` reported
+    (every federated backend states its result with this).
+
+    Local mechanisms: their statement (each report is private on its own). Secure
+    mechanisms whose shares were sized for more reports than arrived: epsilon is
+    :meth:`achieved_epsilon` and the noise text says how many shares arrived.
+    """
+    statement = mechanism.statement()
+    achieved = float(mechanism.achieved_epsilon(num_reporting))
+    if achieved == statement.epsilon:
+        return statement
+    shares = getattr(mechanism, "num_clients", None)
+    return dataclasses.replace(
+        statement,
+        epsilon=achieved,
+        noise=f"{statement.noise}; only {num_reporting} of {shares} shares reported, so the "
+        f"total noise is smaller and epsilon is the achieved {achieved:g}, not the target "
+        f"{statement.epsilon:g}",
+    )
+
+
 def finite_or_none(value: float | None) -> float | None:
     """JSON has no infinity: a non-private epsilon becomes ``None``."""
     return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,43 @@
+"""``dpauc evaluate --backend flower``: one Flower round for all ``--repeats``.
+
+The engine is Flower's simulation engine (``run_simulation`` on local Ray) unless the
+environment variable ``DPAUC_FLOWER_ENGINE=in-process`` selects the in-process grid
+(:mod:`dpauc_tf.flower.local`; no Ray, for small or busy machines and tests).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
+
+
+def evaluate_with_flower(args, data, client_ids, num_clients):
+    """Runs :func:`dpauc_tf.flower.evaluate` on the file's clients; returns a
+    :class:`~dpauc_tf.experiments.simulation.SimulationResult` (the CLI's common result)."""
+    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.core.partitions import client_slices
+    from dpauc_tf.experiments.simulation import SimulationResult
+    from dpauc_tf.flower.evaluate import evaluate, require_flower
+
+    try:
+        require_flower()
+    except ImportError as error:
+        raise CommandError(str(error)) from None
+
+    scores, labels = np.asarray(data.scores), np.asarray(data.labels)
+    clients = [(scores[idx], labels[idx]) for idx in client_slices(client_ids, num_clients)]
+    out = evaluate(
+        clients,
+        mechanism=args.mechanism,
+        epsilon=args.epsilon,
+        num_thresholds=args.num_thresholds,
+        delta=args.delta,
+        threshold_grid=args.threshold_grid,
+        seed=args.seed,
+        repeats=args.repeats,
+        engine=os.environ.get(ENGINE_VARIABLE, "simulation"),
+    )
+    return SimulationResult(out.aucs, out.fpr, out.tpr, out.statement)

@@ -1,0 +1,107 @@
+"""``dpauc evaluate --backend flower``: the same JSON as the other backends."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from dpauc_tf.cli.main import main
+
+
+@pytest.fixture()
+def score_file(tmp_path):
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 300)
+    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1)
+    path = tmp_path / "scores.csv"
+    path.write_text(
+        "score,label\n"
+        + "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
+    )
+    return str(path)
+
+
+def _run(capsys, *argv):
+    status = main(["evaluate", *argv, "--format", "json"])
+    captured = capsys.readouterr()
+    return status, captured
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flwr") is None, reason="needs flwr")
+def test_flower_backend_noise_off_equals_simulate(score_file, capsys, monkeypatch):
+    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+    common = [
+        "--scores",
+        score_file,
+        "--mechanism",
+        "none",
+        "--num-thresholds",
+        "20",
+        "--clients",
+        "10",
+        "--partition",
+        "non-iid",
+        "--seed",
+        "0",
+    ]
+    status, flower = _run(capsys, *common, "--backend", "flower")
+    assert status == 0, flower.err
+    status, simulated = _run(capsys, *common)
+    assert status == 0
+    flower, simulated = json.loads(flower.out), json.loads(simulated.out)
+    assert flower.pop("backend") == "flower" and simulated.pop("backend") == "simulate"
+    assert flower == simulated
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flwr") is None, reason="needs flwr")
+def test_flower_backend_secure_mechanism_json(score_file, capsys, monkeypatch):
+    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+    status, out = _run(
+        capsys,
+        "--scores",
+        score_file,
+        "--mechanism",
+        "secure-histogram",
+        "--epsilon",
+        "1",
+        "--num-thresholds",
+        "10",
+        "--clients",
+        "4",
+        "--repeats",
+        "3",
+        "--seed",
+        "1",
+        "--backend",
+        "flower",
+    )
+    assert status == 0, out.err
+    result = json.loads(out.out)
+    assert len(result["aucs"]) == 3 and result["guaranteed_epsilon"] == pytest.approx(1.0)
+    status, out = _run(
+        capsys,
+        "--scores",
+        score_file,
+        "--mechanism",
+        "secure-histogram",
+        "--epsilon",
+        "1",
+        "--backend",
+        "flower",
+    )
+    assert status == 2
+    assert (
+        out.err.strip()
+        == "dpauc: error: SecAgg+ needs at least 2 clients; use a local mechanism for one"
+    )
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flwr") is not None, reason="flwr is installed")
+def test_flower_backend_without_flower_is_one_line(score_file, capsys):
+    status, out = _run(capsys, "--scores", score_file, "--mechanism", "none", "--backend", "flower")
+    assert status == 2
+    assert out.err.strip().endswith('pip install "dpauc-tf[flower]"')
+    assert len(out.err.strip().splitlines()) == 1
