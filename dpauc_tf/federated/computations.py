@@ -87,11 +87,7 @@ def _client_release_fn(
         release = mechanism.release(pos, neg, seed=seed)
         release = collections.OrderedDict(sorted(release.items()))
         if secure_bitwidth is not None:
-            modulus = tf.constant(2**secure_bitwidth, tf.int64)
-            release = collections.OrderedDict(
-                (key, tf.math.floormod(tf.cast(tf.round(value), tf.int64), modulus))
-                for key, value in release.items()
-            )
+            release = modular_from_signed(release, secure_bitwidth)
         return release
 
     return client_release
@@ -138,6 +134,16 @@ def build_server_curve(
     return server_curve
 
 
+def modular_from_signed(release, bitwidth: int) -> collections.OrderedDict:
+    """One client's integer release (float counts + integer noise) as the int64 residues
+    ``value mod 2^bitwidth`` that ``tff.federated_secure_sum_bitwidth`` sums."""
+    modulus = tf.constant(2**bitwidth, tf.int64)
+    return collections.OrderedDict(
+        (key, tf.math.floormod(tf.cast(tf.round(value), tf.int64), modulus))
+        for key, value in release.items()
+    )
+
+
 def signed_from_modular(total, bitwidth: int) -> collections.OrderedDict:
     """Maps a modular int64 sum to ``[-2^(bitwidth-1), 2^(bitwidth-1))`` as float64 counts."""
     modulus = tf.constant(2**bitwidth, tf.int64)
@@ -159,7 +165,7 @@ def build_signed_from_modular(release_type_int, bitwidth: int) -> tff.Computatio
     return signed
 
 
-def _check_bitwidth(secure_bitwidth: int | None) -> None:
+def check_bitwidth(secure_bitwidth: int | None) -> None:
     if secure_bitwidth is not None and not 2 <= secure_bitwidth <= 62:
         raise ValueError(f"secure_bitwidth must be in [2, 62], got {secure_bitwidth}")
 
@@ -184,7 +190,7 @@ def build_federated_evaluation(
     With ``secure_bitwidth`` the integer releases are summed by
     ``tff.federated_secure_sum_bitwidth`` (needs the test execution context in simulation).
     """
-    _check_bitwidth(secure_bitwidth)
+    check_bitwidth(secure_bitwidth)
     client_release = build_client_release(mechanism, thresholds, secure_bitwidth=secure_bitwidth)
     server_curve = build_server_curve(mechanism, thresholds, _release_type(mechanism, thresholds))
     signed = (
@@ -225,7 +231,7 @@ def build_mapreduce_evaluation(
     ``<data={score, label}*, seed=int64[2]>``, the output is the server's curve and the
     number of reports.
     """
-    _check_bitwidth(secure_bitwidth)
+    check_bitwidth(secure_bitwidth)
     client_data_type = tff.StructWithPythonType(
         [("data", DATASET_TYPE), ("seed", SEED_TYPE)], collections.OrderedDict
     )
