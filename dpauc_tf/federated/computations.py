@@ -62,7 +62,7 @@ def client_counts(dataset: tf.data.Dataset, thresholds: Thresholds, integer_weig
     return dataset.reduce((zeros, zeros), add_batch)
 
 
-def _release_type(mechanism: CountMechanism, thresholds: Thresholds) -> tff.Type:
+def release_type(mechanism: CountMechanism, thresholds: Thresholds) -> tff.Type:
     """The TFF type of one float release (from one eager release of zero counts)."""
     zeros = tf.zeros([thresholds.num_buckets], COUNT_DTYPE)
     release = mechanism.release(zeros, zeros, seed=0)
@@ -192,7 +192,7 @@ def build_federated_evaluation(
     """
     check_bitwidth(secure_bitwidth)
     client_release = build_client_release(mechanism, thresholds, secure_bitwidth=secure_bitwidth)
-    server_curve = build_server_curve(mechanism, thresholds, _release_type(mechanism, thresholds))
+    server_curve = build_server_curve(mechanism, thresholds, release_type(mechanism, thresholds))
     signed = (
         build_signed_from_modular(client_release.type_signature.result, secure_bitwidth)
         if secure_bitwidth is not None
@@ -244,7 +244,7 @@ def build_mapreduce_evaluation(
         return release
 
     release_type = client_release.type_signature.result
-    float_type = _release_type(mechanism, thresholds)
+    float_type = release_type(mechanism, thresholds)
     server_curve = build_server_curve(mechanism, thresholds, float_type)
 
     @tff.tensorflow.computation(release_type)

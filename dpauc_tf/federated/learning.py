@@ -167,7 +167,10 @@ def _build_client_releases(
                 out[name] = computations.modular_from_signed(release, secure_bitwidth)
             else:
                 noisy_pos, noisy_neg = histogram_from_release(release)
-                out[name] = [tf.cast(noisy_pos, positives.dtype), tf.cast(noisy_neg, negatives.dtype)]
+                out[name] = [
+                    tf.cast(noisy_pos, positives.dtype),
+                    tf.cast(noisy_neg, negatives.dtype),
+                ]
         return out
 
     return client_releases
@@ -206,9 +209,7 @@ def build_client_reports(
             out[name] = collections.OrderedDict(sorted(release.items()))
         return out
 
-    secure_step = (
-        _build_client_releases(secure, value_type, secure_bitwidth) if secure else None
-    )
+    secure_step = _build_client_releases(secure, value_type, secure_bitwidth) if secure else None
     return summed, secure_step
 
 
