@@ -243,11 +243,11 @@ def build_mapreduce_evaluation(
         release["num_reporting"] = tf.constant(1, tf.int64 if secure_bitwidth else COUNT_DTYPE)
         return release
 
-    release_type = client_release.type_signature.result
+    report_type = client_release.type_signature.result
     float_type = release_type(mechanism, thresholds)
     server_curve = build_server_curve(mechanism, thresholds, float_type)
 
-    @tff.tensorflow.computation(release_type)
+    @tff.tensorflow.computation(report_type)
     def finish(total):
         total = collections.OrderedDict(total.items())
         reporting = tf.cast(total.pop("num_reporting"), tf.int32)
