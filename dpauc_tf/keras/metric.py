@@ -301,7 +301,7 @@ class DPAUC(tf.keras.metrics.Metric):
 
         >>> m = DPAUC(epsilon=None, num_thresholds=3)
         >>> round(float(m.value_from_release({"pos": [0., 1., 2., 1.], "neg": [2., 1., 0., 0.]})), 4)
-        0.9375
+        0.2917
         """
         mechanism = self._mechanism if mechanism is None else mechanism
         release = {key: tf.cast(value, tf.float64) for key, value in release.items()}
