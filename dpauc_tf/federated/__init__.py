@@ -3,9 +3,10 @@
 ``import dpauc_tf`` never imports TFF; importing this package does (about 12 s), and fails
 with a clear message where TFF is not installed.
 
-* :func:`evaluate`: AUC and ROC of precomputed scores held by clients, one call per evaluation.
-* :func:`build_dpauc_metrics_aggregation_process`: client-side DPAUC noise for
-  ``tff.learning.algorithms.build_fed_eval``.
+* :func:`evaluate`: AUC and ROC of precomputed scores held by clients, one call per evaluation
+  (clients from a list, a generator or a sampler, run in cohorts).
+* :func:`build_dpauc_metrics_aggregation_process`: client-side DPAUC noise (local or secure
+  shares) for ``tff.learning.algorithms.build_fed_eval``.
 * :mod:`dpauc_tf.federated.computations`: the TFF computations (and their MapReduce shape).
 * :func:`shutdown_tff_workers`: stop TFF's ``worker_binary``. Importing this package
   registers it with ``atexit`` and gives every later ``worker_binary`` ``/dev/null`` as its
@@ -28,6 +29,7 @@ from dpauc_tf.federated.evaluate import (
     client_data_from_partition,
     evaluate,
     install_secure_sum_context,
+    iter_client_data,
 )
 from dpauc_tf.federated.learning import (
     ClientNoiseSumFactory,
@@ -50,6 +52,7 @@ __all__ = [
     "client_data_from_partition",
     "evaluate",
     "install_secure_sum_context",
+    "iter_client_data",
     "own_tff_workers",
     "register_atexit_shutdown",
     "shutdown_tff_workers",

@@ -62,7 +62,7 @@ def client_counts(dataset: tf.data.Dataset, thresholds: Thresholds, integer_weig
     return dataset.reduce((zeros, zeros), add_batch)
 
 
-def _release_type(mechanism: CountMechanism, thresholds: Thresholds) -> tff.Type:
+def release_type(mechanism: CountMechanism, thresholds: Thresholds) -> tff.Type:
     """The TFF type of one float release (from one eager release of zero counts)."""
     zeros = tf.zeros([thresholds.num_buckets], COUNT_DTYPE)
     release = mechanism.release(zeros, zeros, seed=0)
@@ -87,11 +87,7 @@ def _client_release_fn(
         release = mechanism.release(pos, neg, seed=seed)
         release = collections.OrderedDict(sorted(release.items()))
         if secure_bitwidth is not None:
-            modulus = tf.constant(2**secure_bitwidth, tf.int64)
-            release = collections.OrderedDict(
-                (key, tf.math.floormod(tf.cast(tf.round(value), tf.int64), modulus))
-                for key, value in release.items()
-            )
+            release = modular_from_signed(release, secure_bitwidth)
         return release
 
     return client_release
@@ -138,6 +134,16 @@ def build_server_curve(
     return server_curve
 
 
+def modular_from_signed(release, bitwidth: int) -> collections.OrderedDict:
+    """One client's integer release (float counts + integer noise) as the int64 residues
+    ``value mod 2^bitwidth`` that ``tff.federated_secure_sum_bitwidth`` sums."""
+    modulus = tf.constant(2**bitwidth, tf.int64)
+    return collections.OrderedDict(
+        (key, tf.math.floormod(tf.cast(tf.round(value), tf.int64), modulus))
+        for key, value in release.items()
+    )
+
+
 def signed_from_modular(total, bitwidth: int) -> collections.OrderedDict:
     """Maps a modular int64 sum to ``[-2^(bitwidth-1), 2^(bitwidth-1))`` as float64 counts."""
     modulus = tf.constant(2**bitwidth, tf.int64)
@@ -159,7 +165,7 @@ def build_signed_from_modular(release_type_int, bitwidth: int) -> tff.Computatio
     return signed
 
 
-def _check_bitwidth(secure_bitwidth: int | None) -> None:
+def check_bitwidth(secure_bitwidth: int | None) -> None:
     if secure_bitwidth is not None and not 2 <= secure_bitwidth <= 62:
         raise ValueError(f"secure_bitwidth must be in [2, 62], got {secure_bitwidth}")
 
@@ -184,9 +190,9 @@ def build_federated_evaluation(
     With ``secure_bitwidth`` the integer releases are summed by
     ``tff.federated_secure_sum_bitwidth`` (needs the test execution context in simulation).
     """
-    _check_bitwidth(secure_bitwidth)
+    check_bitwidth(secure_bitwidth)
     client_release = build_client_release(mechanism, thresholds, secure_bitwidth=secure_bitwidth)
-    server_curve = build_server_curve(mechanism, thresholds, _release_type(mechanism, thresholds))
+    server_curve = build_server_curve(mechanism, thresholds, release_type(mechanism, thresholds))
     signed = (
         build_signed_from_modular(client_release.type_signature.result, secure_bitwidth)
         if secure_bitwidth is not None
@@ -225,7 +231,7 @@ def build_mapreduce_evaluation(
     ``<data={score, label}*, seed=int64[2]>``, the output is the server's curve and the
     number of reports.
     """
-    _check_bitwidth(secure_bitwidth)
+    check_bitwidth(secure_bitwidth)
     client_data_type = tff.StructWithPythonType(
         [("data", DATASET_TYPE), ("seed", SEED_TYPE)], collections.OrderedDict
     )
@@ -237,11 +243,11 @@ def build_mapreduce_evaluation(
         release["num_reporting"] = tf.constant(1, tf.int64 if secure_bitwidth else COUNT_DTYPE)
         return release
 
-    release_type = client_release.type_signature.result
-    float_type = _release_type(mechanism, thresholds)
+    report_type = client_release.type_signature.result
+    float_type = release_type(mechanism, thresholds)
     server_curve = build_server_curve(mechanism, thresholds, float_type)
 
-    @tff.tensorflow.computation(release_type)
+    @tff.tensorflow.computation(report_type)
     def finish(total):
         total = collections.OrderedDict(total.items())
         reporting = tf.cast(total.pop("num_reporting"), tf.int32)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 
 import numpy as np
 import tensorflow as tf
@@ -17,7 +18,7 @@ from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import computations
 from dpauc_tf.mechanisms.base import achieved_statement
-from dpauc_tf.mechanisms.registry import get_mechanism, require
+from dpauc_tf.mechanisms.registry import get_mechanism, mechanism_spec, require
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -63,6 +64,7 @@ class FederatedEvaluation:
 
 _COMPUTATIONS: dict[tuple, tff.Computation] = {}
 _SECURE_CONTEXT: dict = {}  # the test context we installed, if any
+DEFAULT_COHORT_SIZE = 1000  # clients per run of the TFF computation
 
 
 def _computation(mechanism, thresholds, secure_bitwidth) -> tff.Computation:
@@ -178,7 +180,7 @@ def client_data_from_partition(
 
 
 def evaluate(
-    client_data: Sequence,
+    client_data: Iterable | Callable[[], Iterable],
     *,
     mechanism: str = "histogram",
     epsilon: float | None,
@@ -192,6 +194,8 @@ def evaluate(
     secure_shares: int | None = None,
     batch_size: int = 4096,
     progress: bool = False,
+    num_clients: int | None = None,
+    cohort_size: int = DEFAULT_COHORT_SIZE,
 ) -> FederatedEvaluation:
     """Federated, label-DP AUC and ROC of precomputed scores held by clients (one evaluation).
 
@@ -200,10 +204,19 @@ def evaluate(
     (``tff.federated_sum``; ``tff.federated_secure_sum_bitwidth`` for secure mechanisms)
     and computes the ROC points and the AUC without adding noise.
 
+    Clients are processed in **cohorts** of ``cohort_size``: each cohort is one run of the TFF
+    computation (each client adds its own noise, or its own share, as in one run), and the
+    server adds up the cohorts' summed releases before it computes the curve once. Only one
+    cohort's data is held at a time, so ``client_data`` may be a generator or a sampler.
+    The privacy is the same as in one run: every client releases once, and for secure
+    mechanisms the epsilon is the one achieved by all the shares that reported.
+
     Args:
-      client_data: one item per client: a ``tf.data.Dataset`` of ``(score, label)`` pairs or
-        ``{"score", "label"}`` dicts (scalars or batches), or a ``(scores, labels)`` pair of
-        arrays. Clients may be empty. Scores in [0, 1], labels 0/1.
+      client_data: the clients, one item each: a ``tf.data.Dataset`` of ``(score, label)``
+        pairs or ``{"score", "label"}`` dicts (scalars or batches), or a ``(scores, labels)``
+        pair of arrays. A sequence, any iterable (a generator), or a no-argument callable
+        returning one (a sampler); items are read once, cohort by cohort. Clients may be
+        empty. Scores in [0, 1], labels 0/1.
       mechanism: a registered name usable here
         (``dpauc_tf.list_mechanisms(federated=True)``). Local mechanisms (``histogram``,
         ``tree-histogram``, ``paper``, ``rr``, ...): every client's report is private on its
@@ -230,17 +243,23 @@ def evaluate(
         (default: the clients expected to report). If fewer report, the total noise falls
         short and the result's ``epsilon`` is the (larger) epsilon actually achieved.
       batch_size: batch size used when turning arrays into client datasets.
-      progress: show a progress bar while client datasets are built.
+      progress: show a progress bar over the clients.
+      num_clients: the number of clients ``client_data`` yields, needed when it has no
+        ``len()`` and ``dropout`` is used or a secure mechanism sizes its shares (else
+        optional; a different count raises ``ValueError``).
+      cohort_size: clients per run of the TFF computation (the unit of memory; it does not
+        change the result: integer counts are summed exactly).
 
     Returns:
       A :class:`FederatedEvaluation` (AUC, ROC points with thresholds, epsilon and delta
       spent per client, number of clients reporting, the summed noisy counts).
 
     Raises:
-      ValueError: unknown mechanism, bad epsilon/delta/dropout/seed, no client reporting, or
-        a client whose labels are not 0/1 or whose scores are outside [0, 1] or NaN (the
-        message names the client's index; every client is checked, reporting or not, before
-        anything runs in TFF).
+      ValueError: unknown mechanism, bad epsilon/delta/dropout/seed, no client (an empty
+        iterable) or none reporting, a count different from ``num_clients``, or a client
+        whose labels are not 0/1 or whose scores are outside [0, 1] or NaN (the message names
+        the client's index; every client of a cohort is checked, reporting or not, before
+        that cohort runs in TFF).
 
     Example (needs TFF; noise off, so the AUC equals TensorFlow's on the pooled data):
 
@@ -250,16 +269,24 @@ def evaluate(
     out.auc, out.num_reporting   # (1.0, 2)
     ```
     """
-    num_clients = len(client_data)
-    if num_clients < 1:
-        raise ValueError("need at least one client")
+    clients = client_data() if callable(client_data) else client_data
+    known = _expected_count(clients, num_clients)
+    if isinstance(cohort_size, bool) or not isinstance(cohort_size, int) or cohort_size < 1:
+        raise ValueError(f"cohort_size must be a positive int, got {cohort_size!r}")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
     thresholds = Thresholds.make(num_thresholds, threshold_grid)
-    num_dropped = math.floor(dropout * num_clients)
-    num_expected = num_clients - num_dropped
-    if num_expected < 1:
-        raise ValueError(f"dropout={dropout} leaves no client to report")
+    secure = epsilon is not None and mechanism_spec(mechanism).capabilities.secure
+    num_expected = None
+    if known is not None:
+        num_expected = known - math.floor(dropout * known)
+        if num_expected < 1:
+            raise ValueError(f"dropout={dropout} leaves no client to report")
+    elif dropout > 0 or (secure and secure_shares is None):
+        raise ValueError(
+            "client_data has no len(): pass num_clients= (needed for dropout and for the "
+            "shares of secure mechanisms)"
+        )
     options = {} if noise_family is None else {"family": noise_family}
     count_mechanism = get_mechanism(
         mechanism,
@@ -273,26 +300,50 @@ def evaluate(
     secure = count_mechanism.capabilities.secure
 
     rng = np.random.default_rng(seed)
-    if seed is not None:
-        seeds = split_seed(make_seed(seed), num_clients).numpy()
-    else:
-        seeds = np.stack([make_seed(None).numpy() for _ in range(num_clients)])
-    reporting = np.sort(rng.choice(num_clients, size=num_expected, replace=False))
-
-    all_datasets = [
-        _as_batched_dataset(client_data[k], batch_size, index=k)
-        for k in tqdm.tqdm(range(num_clients), desc="client datasets", disable=not progress)
-    ]
-    datasets = [all_datasets[k] for k in reporting]
+    base_seed = make_seed(seed) if seed is not None else None
+    reporting_set = None
+    if dropout > 0:
+        reporting_set = set(rng.choice(known, size=num_expected, replace=False).tolist())
     if secure:
         install_secure_sum_context()
     computation = _computation(count_mechanism, thresholds, secure_bitwidth if secure else None)
-    out = computation(datasets, [seeds[k] for k in reporting])
-    curve = out["curve"]
+
+    total, curve, num_seen, num_reporting, num_runs = None, None, 0, 0, 0
+    bar = tqdm.tqdm(total=known, desc="clients", disable=not progress)
+    for cohort in _cohorts(clients, cohort_size):
+        start, num_seen = num_seen, num_seen + len(cohort)
+        if known is not None and num_seen > known:
+            raise ValueError(f"client_data yielded more than num_clients={known} clients")
+        datasets = [
+            _as_batched_dataset(item, batch_size, index=start + i) for i, item in enumerate(cohort)
+        ]
+        if base_seed is not None:  # client k's seed depends only on (seed, k): a prefix property
+            seeds = split_seed(base_seed, num_seen).numpy()[start:]
+        else:
+            seeds = np.stack([make_seed(None).numpy() for _ in cohort])
+        chosen = [
+            i for i in range(len(cohort)) if reporting_set is None or start + i in reporting_set
+        ]
+        bar.update(len(cohort))
+        if not chosen:
+            continue
+        out = computation([datasets[i] for i in chosen], [seeds[i] for i in chosen])
+        release = {key: np.asarray(value, np.float64) for key, value in out["release"].items()}
+        total = release if total is None else {key: total[key] + release[key] for key in total}
+        curve, num_runs = out["curve"], num_runs + 1
+        num_reporting += int(out["num_reporting"])
+    bar.close()
+    if num_seen == 0:
+        raise ValueError("need at least one client (client_data yielded none)")
+    if known is not None and num_seen != known:
+        raise ValueError(f"client_data yielded {num_seen} clients, not num_clients={known}")
+    if num_runs > 1:  # the server's step once more, on the sum of the cohorts' sums
+        curve = _server_curve(count_mechanism, thresholds)(
+            collections.OrderedDict(sorted(total.items()))
+        )
     fpr, tpr = np.asarray(curve["fpr"]), np.asarray(curve["tpr"])
     order = np.lexsort((tpr, fpr))  # by FPR, then TPR: the order of dpauc_tf.core.curve
     roc = RocPoints(fpr=fpr[order], tpr=tpr[order], thresholds=thresholds.as_array()[order])
-    num_reporting = int(out["num_reporting"])
 
     statement = achieved_statement(count_mechanism, num_reporting)
     return FederatedEvaluation(
@@ -302,7 +353,57 @@ def evaluate(
         epsilon=float(statement.epsilon),
         delta=float(statement.delta),
         statement=statement,
-        num_clients=num_clients,
+        num_clients=num_seen,
         num_reporting=num_reporting,
-        noisy_counts={key: np.asarray(value) for key, value in out["release"].items()},
+        noisy_counts=total,
     )
+
+
+def _expected_count(clients, num_clients: int | None) -> int | None:
+    """The number of clients: ``num_clients`` if given (checked), else ``len()`` if any."""
+    if num_clients is not None:
+        if isinstance(num_clients, bool) or not isinstance(num_clients, (int, np.integer)):
+            raise TypeError(f"num_clients must be an int, got {num_clients!r}")
+        if num_clients < 1:
+            raise ValueError("need at least one client")
+        return int(num_clients)
+    if isinstance(clients, (tf.data.Dataset, str, bytes)) or not isinstance(clients, Iterable):
+        raise TypeError(
+            "client_data must be a sequence or iterable of clients (or a callable returning "
+            f"one), got {type(clients).__name__}"
+        )
+    if isinstance(clients, Sized):
+        if len(clients) < 1:
+            raise ValueError("need at least one client")
+        return len(clients)
+    return None
+
+
+def _cohorts(clients: Iterable, cohort_size: int) -> Iterator[list]:
+    """Consecutive lists of at most ``cohort_size`` clients (one cohort in memory at a time)."""
+    iterator = iter(clients)
+    while True:
+        cohort = list(itertools.islice(iterator, cohort_size))
+        if not cohort:
+            return
+        yield cohort
+
+
+def _server_curve(mechanism, thresholds) -> tff.Computation:
+    """The server's step of the round (:func:`computations.build_server_curve`), cached."""
+    key = ("server", type(mechanism).__name__, repr(mechanism), thresholds)
+    if key not in _COMPUTATIONS:
+        release_type = computations.release_type(mechanism, thresholds)
+        _COMPUTATIONS[key] = computations.build_server_curve(mechanism, thresholds, release_type)
+    return _COMPUTATIONS[key]
+
+
+def iter_client_data(
+    scores: np.ndarray, labels: np.ndarray, client_ids: np.ndarray, num_clients: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Like :func:`client_data_from_partition`, one client at a time (a generator)."""
+    from dpauc_tf.core.partitions import client_slices
+
+    scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()
+    for idx in client_slices(client_ids, num_clients):
+        yield scores[idx], labels[idx]

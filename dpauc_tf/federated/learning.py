@@ -1,43 +1,48 @@
 """Client-side DPAUC noise for ``tff.learning.algorithms.build_fed_eval``.
 
 By default TFF sums every client's metric variables and, at the server, rebuilds each Keras
-metric from its config, assigns the sums and calls ``result()``: for :class:`dpauc_tf.DPAUC`
-that would be *central* noise added by the server to exact sums of labels it should never
-see. :func:`build_dpauc_metrics_aggregation_process` instead returns a
-``SumThenFinalizeFactory`` process whose
+metric from its config, assigns the sums and calls ``result()``. For a noisy
+:class:`dpauc_tf.DPAUC` that would be *central* noise drawn by a server that has already seen
+the exact label counts; and since ``result()`` inside a TFF computation cannot draw a release,
+``DPAUC`` refuses that path with a ``ValueError`` naming this module when ``build_fed_eval``
+(or any ``tff.learning`` algorithm) builds its finalizers.
+:func:`build_dpauc_metrics_aggregation_process` returns the ``metrics_aggregation_process``
+to use instead. Each round,
 
-* inner summation (:class:`ClientNoiseSumFactory`) adds the DPAUC mechanism's noise to the
-  ``positives``/``negatives`` variables **on each client** before ``tff.federated_sum``
-  (local DP: each client's report is private on its own; fresh OS entropy per client from
-  ``tf.random.Generator.from_non_deterministic_state()``, since ``build_fed_eval`` gives
-  clients no identity to seed from), and whose
-* server finalizer for DPAUC computes the AUC from the already-noisy sums **without new
-  noise** (clip at 0, ROC, trapezoid: :func:`dpauc_tf.core.curve.auc_from_histogram`).
+* every client releases each DPAUC metric's counts through the metric's mechanism **on the
+  client** (fresh OS entropy per client: ``tf.random.Generator.from_non_deterministic_state()``,
+  since ``build_fed_eval`` gives clients no identity to seed from);
+* local mechanisms (``histogram``, ``histogram-public-scores``): the releases are summed by
+  ``tff.federated_sum``; each client's report is private on its own;
+* secure mechanisms (``secure-histogram``, ``secure-tree-histogram``, discrete Laplace or
+  Skellam shares): each client adds its integer noise *share* to its integer counts and sends
+  the residues modulo ``2^secure_bitwidth``; ``tff.federated_secure_sum_bitwidth`` sums them
+  and the server maps the sum back to signed counts (the code
+  :func:`dpauc_tf.federated.evaluate` runs: :mod:`dpauc_tf.federated.computations`). The
+  shares are sized for ``num_clients`` reports per round; if fewer clients report, the
+  achieved epsilon is ``mechanism.achieved_epsilon(num_reporting)`` (``num_reporting`` is in
+  the output with ``report_noisy_counts=True``);
+* the server computes the metric's value from the summed release **without new noise**
+  (the mechanism's AUC estimate, the same post-processing as ``DPAUC.result()``).
 
-**Warning.** Without this process (``build_fed_eval(model_fn)`` alone) DPAUC's noise is
-central noise added by the server to exact label counts it has already seen, not label DP
-against the server. The library cannot detect that path; see the trust model in
-``docs/mechanisms.md``.
-
-All other metrics keep TFF's default: exact sums, finalized by their own ``result()``.
-Each call of the evaluation process's ``next`` costs every participating client one
-release (``epsilon`` of its DPAUC metric); the "total_rounds" metrics are sums of released
-values (post-processing, no further cost).
+All other metrics keep TFF's default: exact sums, finalized by their own finalizers. The
+"total_rounds" values are computed from the sums of the rounds' releases (post-processing,
+no further cost). Each call of the evaluation process's ``next`` costs every participating
+client one release (``epsilon`` of its DPAUC metric).
 
 Supported DPAUC mechanisms: those with the ``fed_eval`` capability
-(``dpauc_tf.list_mechanisms(fed_eval=True)``: their releases are per-bucket histograms and
-fit DPAUC's variables) and ``epsilon=None`` (no noise). The others (``paper`` releases
-``4T`` cumulative counts, the secure mechanisms need a secure sum) are refused with the
-registry's message: use :func:`dpauc_tf.federated.evaluate` for those.
+(``dpauc_tf.list_mechanisms(fed_eval=True)``) and ``epsilon=None`` (no noise); the others
+are refused with the registry's message (use :func:`dpauc_tf.federated.evaluate`).
 
 Example (``model_fn`` returns ``tff.learning.models.from_keras_model(..., metrics=[
-DPAUC(epsilon=1.0, num_thresholds=100), tf.keras.metrics.BinaryAccuracy()])``):
+DPAUC(epsilon=1.0, num_thresholds=100, mechanism="secure-histogram"),
+tf.keras.metrics.BinaryAccuracy()])``):
 
 ```python
-process = build_dpauc_metrics_aggregation_process(model_fn)
+process = build_dpauc_metrics_aggregation_process(model_fn, num_clients=10)
 evaluation = tff.learning.algorithms.build_fed_eval(model_fn, metrics_aggregation_process=process)
 state = evaluation.set_model_weights(evaluation.initialize(), weights)
-output = evaluation.next(state, client_datasets)
+output = evaluation.next(state, client_datasets)   # 10 clients
 output.metrics["client_work"]["eval"]["current_round_metrics"]["dp_auc"]
 ```
 """
@@ -47,10 +52,11 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Mapping
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from dpauc_tf.core.curve import auc_from_histogram
+from dpauc_tf.federated import computations
 from dpauc_tf.keras.metric import DPAUC
 from dpauc_tf.mechanisms.base import CountMechanism, Release
 from dpauc_tf.mechanisms.registry import require
@@ -72,25 +78,13 @@ def _check_mechanism(name: str, mechanism: CountMechanism) -> None:
         raise ValueError(f"DPAUC metric {name!r}: {error}") from None
 
 
-def noise_free_dpauc_finalizer(report_noisy_counts: bool = False) -> Callable:
-    """Server finalizer for DPAUC: AUC of the summed (already noisy) counts, no new noise.
-
-    With ``report_noisy_counts`` the finalized value is ``{auc, positives, negatives}``.
-    """
-
-    @tf.function
-    def finalize(unfinalized):
-        positives, negatives = unfinalized
-        auc = auc_from_histogram(positives, negatives)
-        if report_noisy_counts:
-            return collections.OrderedDict(auc=auc, positives=positives, negatives=negatives)
-        return auc
-
-    return finalize
-
-
 class ClientNoiseSumFactory(tff.aggregators.UnweightedAggregationFactory):
     """Adds DPAUC noise to the named metrics on each client, then ``tff.federated_sum``.
+
+    The inner summation of a ``tff.learning.metrics.SumThenFinalizeFactory``, for **local**
+    mechanisms whose release is a per-bucket histogram (``histogram``,
+    ``histogram-public-scores``). :func:`build_dpauc_metrics_aggregation_process` covers
+    these and the secure mechanisms, and is what ``build_fed_eval`` should get.
 
     Args:
       mechanisms: metric name -> the metric's :class:`~dpauc_tf.mechanisms.CountMechanism`.
@@ -102,34 +96,16 @@ class ClientNoiseSumFactory(tff.aggregators.UnweightedAggregationFactory):
     def __init__(self, mechanisms: Mapping[str, CountMechanism]):
         for name, mechanism in mechanisms.items():
             _check_mechanism(name, mechanism)
+            if mechanism.capabilities.secure:
+                raise ValueError(
+                    f"DPAUC metric {name!r}: {mechanism.name!r} releases noise shares that need "
+                    "a secure sum; use build_dpauc_metrics_aggregation_process"
+                )
         self._mechanisms = dict(mechanisms)
 
     def create(self, value_type) -> tff.templates.AggregationProcess:
-        mechanisms = self._mechanisms
-
-        @tff.tensorflow.computation(value_type)
-        def add_client_noise(metrics):
-            generator = tf.random.Generator.from_non_deterministic_state()
-            out = collections.OrderedDict()
-            for name, values in metrics.items():
-                if name not in mechanisms:
-                    out[name] = values
-                    continue
-                positives, negatives = values[0], values[1]
-                seed = generator.make_seeds(1)[:, 0]
-                release = mechanisms[name].release(
-                    tf.cast(positives, tf.float64), tf.cast(negatives, tf.float64), seed=seed
-                )
-                noisy_pos, noisy_neg = histogram_from_release(release)
-                out[name] = [
-                    tf.cast(noisy_pos, positives.dtype),
-                    tf.cast(noisy_neg, negatives.dtype),
-                ]
-            return out
-
-        @tff.tensorflow.computation
-        def one():
-            return tf.constant(1, tf.int32)
+        add_client_noise = _build_client_releases(self._mechanisms, value_type, None)
+        one = _build_one(value_type)
 
         @tff.federated_computation
         def init_fn():
@@ -140,7 +116,7 @@ class ClientNoiseSumFactory(tff.aggregators.UnweightedAggregationFactory):
         )
         def next_fn(state, value):
             total = tff.federated_sum(tff.federated_map(add_client_noise, value))
-            reporting = tff.federated_sum(tff.federated_eval(one, tff.CLIENTS))
+            reporting = tff.federated_sum(tff.federated_map(one, value))
             return tff.templates.MeasuredProcessOutput(
                 state=state,
                 result=total,
@@ -150,9 +126,129 @@ class ClientNoiseSumFactory(tff.aggregators.UnweightedAggregationFactory):
         return tff.templates.AggregationProcess(init_fn, next_fn)
 
 
+def _build_one(value_type) -> tff.Computation:
+    @tff.tensorflow.computation(value_type)
+    def one(value):
+        del value
+        return tf.constant(1, tf.int32)
+
+    return one
+
+
+def _build_client_releases(
+    mechanisms: Mapping[str, CountMechanism],
+    value_type,
+    secure_bitwidth: int | None,
+) -> tff.Computation:
+    """The client step for the metrics named in ``mechanisms`` (the others pass through).
+
+    ``secure_bitwidth=None``: local releases in place of the metrics' ``[positives,
+    negatives]`` (histogram-shaped, as :class:`ClientNoiseSumFactory` needs). With a bitwidth:
+    only the named (secure) metrics, each as its release's int64 residues modulo
+    ``2^secure_bitwidth`` (:func:`dpauc_tf.federated.computations.modular_from_signed`).
+    """
+
+    @tff.tensorflow.computation(value_type)
+    def client_releases(metrics):
+        generator = tf.random.Generator.from_non_deterministic_state()
+        out = collections.OrderedDict()
+        for name, values in metrics.items():
+            if name not in mechanisms:
+                if secure_bitwidth is None:
+                    out[name] = values
+                continue
+            positives, negatives = values[0], values[1]
+            seed = generator.make_seeds(1)[:, 0]
+            release = mechanisms[name].release(
+                tf.cast(positives, tf.float64), tf.cast(negatives, tf.float64), seed=seed
+            )
+            release = collections.OrderedDict(sorted(release.items()))
+            if secure_bitwidth is not None:
+                out[name] = computations.modular_from_signed(release, secure_bitwidth)
+            else:
+                noisy_pos, noisy_neg = histogram_from_release(release)
+                out[name] = [
+                    tf.cast(noisy_pos, positives.dtype),
+                    tf.cast(noisy_neg, negatives.dtype),
+                ]
+        return out
+
+    return client_releases
+
+
+def build_client_reports(
+    mechanisms: Mapping[str, CountMechanism],
+    value_type,
+    secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
+) -> tuple[tff.Computation, tff.Computation | None]:
+    """The two client steps of :func:`build_dpauc_metrics_aggregation_process`.
+
+    Returns ``(summed, secure)``: ``summed`` maps a client's unfinalized metrics to what
+    ``tff.federated_sum`` receives (other metrics unchanged, each local DPAUC metric as its
+    float release); ``secure`` (``None`` without secure mechanisms) to what
+    ``tff.federated_secure_sum_bitwidth`` receives: each secure DPAUC metric's integer counts
+    plus this client's integer noise share, as int64 residues modulo ``2^secure_bitwidth``.
+    """
+    local = {name: m for name, m in mechanisms.items() if not m.capabilities.secure}
+    secure = {name: m for name, m in mechanisms.items() if m.capabilities.secure}
+
+    @tff.tensorflow.computation(value_type)
+    def summed(metrics):
+        generator = tf.random.Generator.from_non_deterministic_state()
+        out = collections.OrderedDict()
+        for name, values in metrics.items():
+            if name in secure:
+                continue
+            if name not in local:
+                out[name] = values
+                continue
+            seed = generator.make_seeds(1)[:, 0]
+            release = local[name].release(
+                tf.cast(values[0], tf.float64), tf.cast(values[1], tf.float64), seed=seed
+            )
+            out[name] = collections.OrderedDict(sorted(release.items()))
+        return out
+
+    secure_step = _build_client_releases(secure, value_type, secure_bitwidth) if secure else None
+    return summed, secure_step
+
+
+def _process_mechanism(metric: DPAUC, num_clients: int | None) -> CountMechanism:
+    """The metric's mechanism; a secure one with its shares sized for ``num_clients``."""
+    mechanism = metric.mechanism
+    _check_mechanism(metric.name, mechanism)
+    if not mechanism.capabilities.secure:
+        return mechanism
+    if num_clients is None:
+        configured = (metric.get_config().get("mechanism_options") or {}).get("num_clients")
+        if configured is None:
+            raise ValueError(
+                f"DPAUC metric {metric.name!r} uses the secure mechanism {mechanism.name!r}, "
+                "whose noise is split into one share per client: pass num_clients= (the "
+                "number of clients expected to report in each round) to "
+                "build_dpauc_metrics_aggregation_process"
+            )
+        return mechanism
+    if isinstance(num_clients, bool) or not isinstance(num_clients, (int, np.integer)):
+        raise TypeError(f"num_clients must be an int, got {num_clients!r}")
+    options = {**mechanism.options(), "num_clients": int(num_clients)}
+    return type(mechanism)(
+        epsilon=mechanism.epsilon,
+        num_thresholds=mechanism.num_thresholds,
+        delta=mechanism.delta or None,
+        **options,
+    )
+
+
+def _tensor_type(tensor) -> tff.TensorType:
+    return tff.TensorType(tensor.dtype.as_numpy_dtype, tensor.shape.as_list())
+
+
 def build_dpauc_metrics_aggregation_process(
     model_fn: Callable[[], tff.learning.models.VariableModel],
     *,
+    num_clients: int | None = None,
+    secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
     report_noisy_counts: bool = False,
 ) -> tff.templates.AggregationProcess:
     """A ``metrics_aggregation_process`` for ``build_fed_eval`` with client-side DPAUC noise.
@@ -161,45 +257,132 @@ def build_dpauc_metrics_aggregation_process(
       model_fn: the same no-arg function given to ``build_fed_eval``; its model must expose
         its Keras metrics (``get_metrics()``, as ``tff.learning.models.from_keras_model``
         models do). Every :class:`dpauc_tf.DPAUC` among them gets client-side noise.
-      report_noisy_counts: finalize DPAUC as ``{auc, positives, negatives}`` (the summed
-        noisy counts) instead of the AUC alone (for audits and tests).
+      num_clients: secure mechanisms only: the number of clients expected to report in each
+        round; the noise is split into that many shares (default: the metric's own
+        ``mechanism_options={"num_clients": K}``; required if it has none).
+      secure_bitwidth: bitwidth of ``tff.federated_secure_sum_bitwidth`` (totals must fit in
+        ``[-2^(b-1), 2^(b-1))``).
+      report_noisy_counts: finalize DPAUC as ``{auc, <the summed release>, num_reporting}``
+        (``positives``/``negatives`` for histogram releases, the release's own keys for
+        trees) instead of the AUC alone (for audits, tests and the achieved epsilon).
+
+    Secure mechanisms need TFF's test execution context in simulation; it is installed here
+    (:func:`dpauc_tf.federated.install_secure_sum_context`: an **ordinary** sum, no
+    cryptography).
 
     Raises:
-      ValueError: no DPAUC metric in the model, or a DPAUC mechanism that cannot run
-        client-side here (see the module docstring).
+      ValueError: no DPAUC metric in the model, a DPAUC mechanism without the ``fed_eval``
+        capability, or a secure mechanism without ``num_clients``.
     """
+    computations.check_bitwidth(secure_bitwidth)
     with tf.Graph().as_default():
         model = model_fn()
         if not hasattr(model, "get_metrics"):
             raise TypeError("the model must expose its Keras metrics via get_metrics()")
         unfinalized = model.report_local_unfinalized_metrics()
         finalizers = collections.OrderedDict(model.metric_finalizers())
-        mechanisms = {
-            metric.name: metric.mechanism
-            for metric in model.get_metrics()
-            if isinstance(metric, DPAUC)
-        }
+        metrics = {m.name: m for m in model.get_metrics() if isinstance(m, DPAUC)}
         value_type = tff.StructWithPythonType(
             [
                 (
                     name,
-                    tff.StructWithPythonType(
-                        [
-                            (None, tff.TensorType(t.dtype.as_numpy_dtype, t.shape.as_list()))
-                            for t in values
-                        ],
-                        list,
-                    ),
+                    tff.StructWithPythonType([(None, _tensor_type(t)) for t in values], list),
                 )
                 for name, values in unfinalized.items()
             ],
             collections.OrderedDict,
         )
-    if not mechanisms:
+    if not metrics:
         raise ValueError("the model has no DPAUC metric; build_fed_eval's default is enough")
-    for name in mechanisms:
-        finalizers[name] = noise_free_dpauc_finalizer(report_noisy_counts)
-    factory = tff.learning.metrics.SumThenFinalizeFactory(
-        finalizers, inner_summation_factory=ClientNoiseSumFactory(mechanisms)
+    mechanisms = {name: _process_mechanism(m, num_clients) for name, m in metrics.items()}
+    summed_step, secure_step = build_client_reports(mechanisms, value_type, secure_bitwidth)
+    if secure_step is not None:
+        from dpauc_tf.federated.evaluate import install_secure_sum_context
+
+        install_secure_sum_context()
+
+        @tff.tensorflow.computation(secure_step.type_signature.result)
+        def signed(total):
+            return collections.OrderedDict(
+                (name, computations.signed_from_modular(release, secure_bitwidth))
+                for name, release in total.items()
+            )
+
+        secure_type = signed.type_signature.result
+    else:
+        secure_type = tff.StructWithPythonType([], collections.OrderedDict)
+    summed_type = summed_step.type_signature.result
+    names = list(unfinalized)
+
+    @tff.tensorflow.computation(summed_type, secure_type, tff.TensorType(np.int32))
+    def merge(summed, secure, num_reporting):
+        merged = collections.OrderedDict()
+        for name in names:
+            merged[name] = secure[name] if name in mechanisms and name in secure else summed[name]
+        return merged, num_reporting
+
+    state_type = merge.type_signature.result
+
+    @tff.tensorflow.computation
+    def zeros():
+        return tff.types.structure_from_tensor_type_tree(
+            lambda t: tf.zeros(t.shape, t.dtype), state_type
+        )
+
+    @tff.tensorflow.computation(state_type, state_type)
+    def add(total, current):
+        return tf.nest.map_structure(tf.add, total, current)
+
+    @tff.tensorflow.computation(state_type)
+    def finalize(state):
+        merged, num_reporting = state
+        out = collections.OrderedDict()
+        for name in names:
+            if name not in mechanisms:
+                out[name] = finalizers[name](list(merged[name]))
+                continue
+            release = dict(merged[name])
+            value = metrics[name].value_from_release(release, mechanisms[name].aggregate())
+            if report_noisy_counts:
+                out[name] = _noisy_counts_report(value, release, num_reporting)
+            else:
+                out[name] = value
+        return out
+
+    one = _build_one(value_type)
+
+    @tff.federated_computation
+    def init_fn():
+        return tff.federated_eval(zeros, tff.SERVER)
+
+    @tff.federated_computation(
+        init_fn.type_signature.result, tff.FederatedType(value_type, tff.CLIENTS)
     )
-    return factory.create(value_type)
+    def next_fn(state, value):
+        summed = tff.federated_sum(tff.federated_map(summed_step, value))
+        if secure_step is not None:
+            residues = tff.federated_map(secure_step, value)
+            total = tff.federated_secure_sum_bitwidth(residues, secure_bitwidth)
+            secure = tff.federated_map(signed, total)
+        else:
+            secure = tff.federated_value(collections.OrderedDict(), tff.SERVER)
+        reporting = tff.federated_sum(tff.federated_map(one, value))
+        current = tff.federated_map(merge, (summed, secure, reporting))
+        accumulated = tff.federated_map(add, (state, current))
+        result = tff.federated_zip(
+            (tff.federated_map(finalize, current), tff.federated_map(finalize, accumulated))
+        )
+        measurements = tff.federated_zip(collections.OrderedDict(num_reporting=reporting))
+        return tff.templates.MeasuredProcessOutput(accumulated, result, measurements)
+
+    return tff.templates.AggregationProcess(init_fn, next_fn)
+
+
+def _noisy_counts_report(value, release: Release, num_reporting) -> collections.OrderedDict:
+    report = collections.OrderedDict(auc=value)
+    try:
+        report["positives"], report["negatives"] = histogram_from_release(release)
+    except ValueError:
+        report.update(sorted(release.items()))
+    report["num_reporting"] = num_reporting
+    return report

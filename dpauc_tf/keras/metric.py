@@ -23,7 +23,9 @@ charges each of them to a :class:`dpauc_tf.privacy.ledger.PrivacyLedger`.
 
 from __future__ import annotations
 
+import os
 import secrets
+import sys
 from collections.abc import Sequence
 
 import dp_accounting
@@ -379,19 +381,28 @@ class DPAUC(tf.keras.metrics.Metric):
 
     def _exact_value(self, pos, neg) -> float:
         """The noise-free value of numpy counts (``epsilon=None``), on the host."""
-        return float(self._value({"pos": tf.constant(pos), "neg": tf.constant(neg)}))
+        return float(self.value_from_release({"pos": tf.constant(pos), "neg": tf.constant(neg)}))
 
-    def _value(self, release) -> tf.Tensor:
-        """The metric's value from a release (or from exact counts): post-processing."""
+    def value_from_release(self, release, mechanism: CountMechanism | None = None) -> tf.Tensor:
+        """The metric's value from a release, or from the sum of clients' releases, drawn by
+        ``mechanism`` (default: the metric's): post-processing, no noise, no release counted.
+
+        ``mechanism`` must be the metric's mechanism or one with the same release format
+        (for a secure sum of shares: ``mechanism.aggregate()``).
+
+        >>> m = DPAUC(epsilon=None, num_thresholds=3)
+        >>> round(float(m.value_from_release({"pos": [0., 1., 2., 1.], "neg": [2., 1., 0., 0.]})), 4)
+        0.2917
+        """
+        mechanism = self._mechanism if mechanism is None else mechanism
+        release = {key: tf.cast(value, tf.float64) for key, value in release.items()}
         if self.curve == "ROC" and self.summation_method == "interpolation":
             if self.epsilon is None:
                 aucs = keras_auc(confusion_from_histogram(release["pos"], release["neg"]))
             else:
-                aucs = self._mechanism.estimate_auc(release)
+                aucs = mechanism.estimate_auc(release)
         else:
-            aucs = keras_auc(
-                self._mechanism.to_confusion(release), self.curve, self.summation_method
-            )
+            aucs = keras_auc(mechanism.to_confusion(release), self.curve, self.summation_method)
         if not self.multi_label:
             return aucs
         if self._label_weights is None:
@@ -403,7 +414,7 @@ class DPAUC(tf.keras.metrics.Metric):
         """Draws one release of the current counts and returns its value (costs epsilon)."""
         pos, neg = self._counts()
         release = self._mechanism.release(pos, neg, seed=self._noise_generator.make_seeds(1)[:, 0])
-        value = tf.cast(self._value(release), tf.float64)
+        value = tf.cast(self.value_from_release(release), tf.float64)
         if self._on_jax:
             object.__setattr__(self, "_last_release_host", float(value))
             self.released.assign(np.float32(float(value)))
@@ -418,9 +429,10 @@ class DPAUC(tf.keras.metrics.Metric):
             return self._jax_result()
         if self.epsilon is None:  # not private: TensorFlow's AUC of the exact counts
             pos, neg = self._counts()
-            return tf.cast(self._value({"pos": pos, "neg": neg}), self.dtype)
+            return tf.cast(self.value_from_release({"pos": pos, "neg": neg}), self.dtype)
         if tf.executing_eagerly():
             return self.release()
+        _refuse_tff_server_finalizer(self)
         return tf.cast(tf.convert_to_tensor(self._last_release), self.dtype)
 
     def _jax_result(self):
@@ -496,6 +508,39 @@ def default_mechanism(
     if curve == "ROC" and summation_method == "interpolation" and delta is not None:
         return "auc-only"
     return "histogram"
+
+
+# TFF's default metrics aggregation finalizes Keras metrics in these modules (at the server).
+_TFF_FINALIZER_FILES = (
+    os.path.join("tensorflow_federated", "python", "learning", "metrics", ""),
+    os.path.join("tensorflow_federated", "python", "learning", "models", "functional.py"),
+)
+
+
+def _refuse_tff_server_finalizer(metric: DPAUC) -> None:
+    """Raises when TFF's default aggregation would finalize a noisy DPAUC at the server.
+
+    TFF (``SumThenFinalizeFactory``, the default of ``tff.learning.algorithms.build_fed_eval``
+    and of training algorithms) sums the clients' exact counts, rebuilds the metric at the
+    server and calls ``result()`` in a graph, where no release is drawn: the value would be
+    NaN, and any noise would be central noise added by a server that saw the exact counts.
+    """
+    if "tensorflow_federated" not in sys.modules:
+        return
+    frame = sys._getframe(2)
+    while frame is not None:
+        if any(part in frame.f_code.co_filename for part in _TFF_FINALIZER_FILES):
+            raise ValueError(
+                f"DPAUC metric {metric.name!r} (epsilon={metric.epsilon}) is being finalized by "
+                "TFF's default metrics aggregation, which sums the clients' exact counts and "
+                "finalizes them at the server: that would be central noise from a server that "
+                "has seen the labels' counts (and result() cannot draw a release inside a TFF "
+                "computation: it would be NaN). Pass metrics_aggregation_process="
+                "dpauc_tf.federated.build_dpauc_metrics_aggregation_process(model_fn) to "
+                "tff.learning.algorithms.build_fed_eval for client-side noise, or use "
+                "DPAUC(epsilon=None) for a non-private AUC."
+            )
+        frame = frame.f_back
 
 
 def _check_backend() -> str:

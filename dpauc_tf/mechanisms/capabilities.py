@@ -25,8 +25,9 @@ class Capabilities:
         (the fraction would show through the noise).
       xla: the release runs under XLA (``jit_compile``).
       keras_metric: usable as ``DPAUC(mechanism=...)`` (the release needs only bucket counts).
-      fed_eval: the release is a per-bucket histogram (fits ``DPAUC``'s variables), so
-        client-side noise in ``build_fed_eval`` works.
+      fed_eval: usable in ``build_fed_eval`` through
+        ``dpauc_tf.federated.build_dpauc_metrics_aggregation_process`` (client-side noise;
+        secure mechanisms: integer shares and a secure sum).
       federated: usable in :func:`dpauc_tf.federated.evaluate` (TFF).
       transforms_data: the client step changes labels or scores before counting, so every
         release needs a pass over the data (no release from counts alone).

@@ -74,13 +74,13 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "secure-histogram",
         _M + "secure_histogram:SecureHistogram",
         "integer counts + discrete Laplace (or Skellam) shares, summed by secure aggregation",
-        Capabilities(secure=True, integer_counts=True, xla=False),
+        Capabilities(secure=True, integer_counts=True, xla=False, fed_eval=True),
     ),
     MechanismSpec(
         "secure-tree-histogram",
         _M + "tree:SecureTreeHistogram",
         "the tree with integer noise shares, summed by secure aggregation",
-        Capabilities(secure=True, integer_counts=True, xla=False),
+        Capabilities(secure=True, integer_counts=True, xla=False, fed_eval=True),
     ),
     MechanismSpec(
         "paper",
@@ -132,8 +132,8 @@ _REFUSALS = {
     ),
     "fed_eval": (
         "add client-side noise in build_fed_eval",
-        "its release does not fit DPAUC's per-bucket variables or needs a secure sum; "
-        "use dpauc_tf.federated.evaluate",
+        "build_dpauc_metrics_aggregation_process takes the histogram and secure mechanisms "
+        "only; use dpauc_tf.federated.evaluate",
     ),
     "xla": (
         "run under XLA (jit_compile)",
