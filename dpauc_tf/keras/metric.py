@@ -299,7 +299,6 @@ class DPAUC(tf.keras.metrics.Metric):
 
     # -- Metric API ---------------------------------------------------------------------
     def update_state(self, y_true, y_pred, sample_weight=None):
-        _check_distributed(self.positives)
         integer = self._mechanism.capabilities.integer_counts
         options = {"from_logits": self._config["from_logits"], "integer_weights": integer}
         if self._on_jax:
@@ -318,6 +317,7 @@ class DPAUC(tf.keras.metrics.Metric):
             self.counts_high.assign(high)
             self.counts_low.assign(low)
             return
+        _check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
         if not self.multi_label:
             pos, neg = bucket_counts(
                 y_true, y_pred, self._count_grid, sample_weight, dtype=tf.float64, **options
