@@ -1,8 +1,10 @@
 """Flower's simulation engine (Ray): noise off equals the simulation, K = 10, non-IID.
 
-Ray's start-up needs spare CPU (on a busy 2-core machine its raylet times out waiting for
-the dashboard agent: docs/flower.md), so this test runs only with ``DPAUC_TEST_RAY=1``.
-It also checks that no Ray process outlives the run.
+Ray's start-up needs spare CPU: on a busy 2-core machine (load 8-25) its raylet timed out
+waiting for the dashboard agent (docs/flower.md). The test runs by default (``DPAUC_TEST_RAY=0``
+skips it) and is skipped, with Ray's message, only when Ray itself reports that its node timed
+out during start-up; any other failure, and any wrong value, fails it. It also checks that no
+Ray process outlives the run.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ pytest.importorskip("ray")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        os.environ.get("DPAUC_TEST_RAY") != "1", reason="Ray start-up: set DPAUC_TEST_RAY=1"
+        os.environ.get("DPAUC_TEST_RAY") == "0", reason="DPAUC_TEST_RAY=0: Ray engine not tested"
     ),
 ]
 
@@ -34,6 +36,15 @@ def _ray_processes() -> list[str]:
     ]
 
 
+def _evaluate_or_skip_if_ray_cannot_start(evaluate, *args, **kwargs):
+    try:
+        return evaluate(*args, **kwargs)
+    except Exception as error:
+        if "timed out during startup" in str(error):
+            pytest.skip(f"Ray's node did not start on this machine: {error}")
+        raise
+
+
 def test_simulation_engine_noise_off_equals_the_simulation():
     from dpauc_tf import get_mechanism
     from dpauc_tf.core.partitions import client_slices, non_iid_partition
@@ -46,7 +57,9 @@ def test_simulation_engine_noise_off_equals_the_simulation():
     scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0.0, 1.0)
     ids = non_iid_partition(scores, 10)
     clients = [(scores[idx], labels[idx]) for idx in client_slices(ids, 10)]
-    out = evaluate(clients, mechanism="none", epsilon=None, num_thresholds=10)
+    out = _evaluate_or_skip_if_ray_cannot_start(
+        evaluate, clients, mechanism="none", epsilon=None, num_thresholds=10
+    )
     sim = simulate_examples(
         get_mechanism("none", epsilon=None, num_thresholds=10),
         labels,
