@@ -149,23 +149,26 @@ def release_simulate(args, mechanism, counted, client_ids, num_clients, threshol
     return simulate(mechanism, counted.pos, counted.neg, seed=args.seed, repeats=args.repeats)
 
 
-def release_tff(args, mechanism, counted, client_ids, num_clients, thresholds):
-    """Step 3 for ``--backend tff``: every client's examples through TFF."""
-    data = _kept_examples(counted, "--backend tff")
+def _examples_by_client(counted, client_ids, what: str):
+    """The kept examples and each one's client id (the file's, else one client) for a
+    backend that starts from the examples rather than the counts."""
+    data = _kept_examples(counted, what)
     if client_ids is None:
         client_ids = (
             data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)
         )
+    return data, client_ids
+
+
+def release_tff(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend tff``: every client's examples through TFF."""
+    data, client_ids = _examples_by_client(counted, client_ids, "--backend tff")
     return _evaluate_with_tff(args, data, client_ids, num_clients)
 
 
 def release_beam(args, mechanism, counted, client_ids, num_clients, thresholds):
     """Step 3 for ``--backend beam``: the kept examples through a Beam pipeline."""
-    data = _kept_examples(counted, "--backend beam")
-    if client_ids is None:
-        client_ids = (
-            data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)
-        )
+    data, client_ids = _examples_by_client(counted, client_ids, "--backend beam")
     return _evaluate_with_beam(args, data, client_ids, num_clients)
 
 
@@ -173,11 +176,7 @@ def release_flower(args, mechanism, counted, client_ids, num_clients, thresholds
     """Step 3 for ``--backend flower``: every client's examples through one Flower round."""
     from dpauc_tf.flower.cli import evaluate_with_flower
 
-    data = _kept_examples(counted, "--backend flower")
-    if client_ids is None:
-        client_ids = (
-            data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)
-        )
+    data, client_ids = _examples_by_client(counted, client_ids, "--backend flower")
     return evaluate_with_flower(args, data, client_ids, num_clients)
 
 
