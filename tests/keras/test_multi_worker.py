@@ -270,7 +270,12 @@ def test_evaluate_and_fit_publish_one_release_per_evaluation(runs):
     assert history["exact"] == pytest.approx(history["auc"], abs=1e-6)
     assert history["val_exact"] == pytest.approx(history["val_auc"], abs=1e-6)
     for name in ("seeded", "unseeded"):
-        assert len(set(history[name] + history[f"val_{name}"])) == 2 * EPOCHS
+        # fresh noise for every value; only a value clipped to 0 or 1 may repeat (165
+        # validation examples at epsilon 1 put the noisy AUC past 1 now and then)
+        values = history[name] + history[f"val_{name}"]
+        interior = [value for value in values if 0.0 < value < 1.0]
+        assert all(0.0 <= value <= 1.0 for value in values)
+        assert len(interior) >= 2 and len(set(interior)) == len(interior), values
     # per worker and metric: 1 (evaluate) + one training and one validation value per epoch
     releases = 1 + 2 * EPOCHS
     for run in runs:
