@@ -242,6 +242,8 @@ def evaluate_scores(args) -> dict[str, Any]:
         "partition": (PARTITION_NAMES[args.partition] if args.clients else None),
         "num_thresholds": args.num_thresholds,
         "threshold_grid": args.threshold_grid,
+        # the grid the clients count on: the mechanism's own where it has one (auc-only)
+        "count_thresholds": grid.num_thresholds,
         "repeats": args.repeats,
         "seed": args.seed,
         "backend": args.backend,
@@ -251,6 +253,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         "aucs": None if result is None else [float(a) for a in result.aucs],
         # releases whose AUC estimate is undefined (noise left no positive or no negative)
         "num_undefined": None if result is None else result.num_undefined,
+        "undefined_note": mechanism.undefined_note,
         "roc": None
         if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
@@ -386,24 +389,33 @@ def _exact_note(result: dict[str, Any]) -> str:
     return f"+- {bound:.2g} at most (fine histogram: more examples than fit in memory)"
 
 
+def _format_thresholds(result: dict[str, Any]) -> str:
+    text = f"{result['num_thresholds']} ({result['threshold_grid']} grid)"
+    if result["count_thresholds"] != result["num_thresholds"]:
+        text += f"; {result['mechanism']} counts on its own {result['count_thresholds']}"
+    return text
+
+
 def _format_evaluation(result: dict[str, Any]) -> str:
     undefined = result.get("num_undefined") or 0
-    if result["auc_mean"] is None or undefined == result["repeats"]:
+    if result["auc_mean"] is None:
         private = "undefined"
+    elif undefined == result["repeats"]:
+        private = f"undefined in every release ({result['undefined_note']})"
     else:
         private = (
             f"{result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
             f"over {result['repeats'] - undefined} repeat(s)"
         )
         if undefined:
-            private += f" ({undefined} release(s) undefined: noise left no positive or negative)"
+            private += f" ({undefined} release(s) undefined: {result['undefined_note']})"
     lines = [
         f"mechanism        {result['mechanism']}",
         f"privacy          {result['privacy']}",
         f"PLD epsilon      {_format_pld(result)}",
         f"examples         {result['num_examples']} ({result['num_positives']} positive), "
         f"{result['num_clients']} client(s)",
-        f"thresholds       {result['num_thresholds']} ({result['threshold_grid']} grid)",
+        f"thresholds       {_format_thresholds(result)}",
         f"exact AUC        {_format_auc(result['exact_auc'])} {_exact_note(result)}",
         f"TensorFlow AUC   {_format_auc(result['tf_auc'])} "
         f"(num_thresholds={result['num_thresholds']})",

@@ -111,6 +111,7 @@ class AucOnly(CountMechanism):
     name = "auc-only"
     requires_delta = True
     roc_note = NO_CURVE
+    undefined_note = f"the noisy lower bound of min(P, N) was below {MIN_BOUND:g}"
 
     def __init__(
         self,

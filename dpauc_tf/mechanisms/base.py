@@ -82,6 +82,8 @@ class CountMechanism(abc.ABC):
     requires_delta: ClassVar[bool] = False
     # What the released ROC curve is, when it is not the curve of the true labels.
     roc_note: ClassVar[str] = ""
+    # Why a release's AUC estimate can be undefined (NaN), as the CLI and reports say it.
+    undefined_note: ClassVar[str] = "noise left no positive or negative"
 
     def __init__(
         self,

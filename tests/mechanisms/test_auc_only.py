@@ -296,7 +296,23 @@ def test_evaluate_command_says_there_is_no_curve(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["roc"] is None and "no curve" in out["roc_note"]
     assert abs(out["auc_mean"] - out["exact_auc"]) < 0.02 and out["num_undefined"] == 0
+    # it counts on its own fine grid, and says why a release can be undefined
+    assert out["num_thresholds"] == 200 and out["count_thresholds"] == COUNT_RESOLUTION
+    assert "lower bound of min(P, N)" in out["undefined_note"]
     assert main(args) == 0
-    assert "there is no curve" in capsys.readouterr().out
+    table = capsys.readouterr().out
+    assert "there is no curve" in table
+    assert f"200 (tf grid); auc-only counts on its own {COUNT_RESOLUTION}" in table
+    histogram = ["evaluate", "--scores", str(path), "--mechanism", "histogram", "--epsilon", "1"]
+    histogram += ["--format", "json"]
+    assert main(histogram) == 0  # a curve mechanism counts on the 200 thresholds
+    out = json.loads(capsys.readouterr().out)
+    assert out["count_thresholds"] == 200 and "no positive or negative" in out["undefined_note"]
     assert main([*args, "--clients", "3"]) != 0
     assert "num_clients=3" in capsys.readouterr().err
+    tiny = tmp_path / "tiny.csv"  # min(P, N) = 2: the bound is below 2 in every release
+    tiny.write_text("score,label\n0.1,0\n0.9,1\n0.5,1\n0.3,0\n")
+    assert main([*args[:2], str(tiny), *args[3:]]) == 0
+    assert "undefined in every release (the noisy lower bound of min(P, N)" in (
+        capsys.readouterr().out
+    )
