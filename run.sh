@@ -67,8 +67,10 @@ show_log() {  # show_log TITLE LOG
 KERAS3_EXTRAS=(--extra beam --extra tfma --extra flower)
 
 # On Python 3.13 the library's layers and adapters are tested (the notebooks, the demo, the
-# paper's tables and the data preparation run on 3.11 above).
-PY313_TESTS=(tests/core tests/noise tests/privacy tests/mechanisms tests/keras tests/cli
+# paper's tables and the data preparation run on 3.11 above), in two halves of about equal
+# time: the Keras half after the federated world, the rest after the keras3 world.
+PY313_KERAS_TESTS=(tests/keras)
+PY313_OTHER_TESTS=(tests/core tests/noise tests/privacy tests/mechanisms tests/cli
   tests/hostile tests/packaging tests/test_docstrings.py)
 
 cmd=${1:-}
@@ -87,26 +89,40 @@ case "$cmd" in
     sync_env .venv federated 3.11
     sync_env .venv-keras3 keras3 3.11 "${KERAS3_EXTRAS[@]}" --group docs
     sync_env .venv-py313 keras3 3.13 --extra jax
-    mkdir -p test-logs
+    mkdir -p test-logs && rm -f test-logs/pytest-*.log
     .venv/bin/ruff check . && .venv/bin/ruff format --check .
     echo "=== API reference site (mkdocs, warnings are errors) ==="
     .venv-keras3/bin/mkdocs build --strict --quiet --site-dir site
     status=0
-    # Two lanes, one per core: the federated world; the keras3 world, then Python 3.13.
-    run_pytest .venv test-logs/pytest-federated.log "$@" &
+    # Two lanes, one per core: the federated world, then Python 3.13's Keras half; the keras3
+    # world, then Python 3.13's other half. With ARGS, each world runs ARGS once.
+    (
+      lane_status=0
+      run_pytest .venv test-logs/pytest-federated.log "$@" || lane_status=1
+      if [ $# -eq 0 ]; then
+        run_pytest .venv-py313 test-logs/pytest-py313-keras.log "${PY313_KERAS_TESTS[@]}" ||
+          lane_status=1
+      fi
+      exit "$lane_status"
+    ) &
     federated_lane=$!
     (
       lane_status=0
       run_pytest .venv-keras3 test-logs/pytest-keras3.log "$@" || lane_status=1
-      run_pytest .venv-py313 test-logs/pytest-py313.log "${@:-${PY313_TESTS[@]}}" || lane_status=1
+      run_pytest .venv-py313 test-logs/pytest-py313.log "${@:-${PY313_OTHER_TESTS[@]}}" ||
+        lane_status=1
       exit "$lane_status"
     ) &
     keras3_lane=$!
     wait "$federated_lane" || status=1
-    show_log "federated world: TensorFlow 2.14 / Keras 2 / TFF 0.87" test-logs/pytest-federated.log
     wait "$keras3_lane" || status=1
+    show_log "federated world: TensorFlow 2.14 / Keras 2 / TFF 0.87" test-logs/pytest-federated.log
     show_log "keras3 world: newest TensorFlow / Keras 3, Beam, TFMA, Flower" test-logs/pytest-keras3.log
-    show_log "keras3 world on Python 3.13 (with JAX): the library's own layers" \
+    if [ -f test-logs/pytest-py313-keras.log ]; then
+      show_log "keras3 world on Python 3.13 (with JAX): the Keras metric" \
+        test-logs/pytest-py313-keras.log
+    fi
+    show_log "keras3 world on Python 3.13 (with JAX): the library's other layers" \
       test-logs/pytest-py313.log
     exit "$status"
     ;;
