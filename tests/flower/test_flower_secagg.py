@@ -187,3 +187,21 @@ def test_secagg_settings_are_for_secure_mechanisms_only(clients):
         evaluate(clients[:3], mechanism="histogram", epsilon=1.0, num_shares=3)
     with pytest.raises(ValueError, match="num_shares must be at most the number of clients"):
         _evaluate(clients[:3], num_shares=5)
+
+
+def test_flowers_masks_come_from_32_bit_seeds():
+    """docs/flower.md (trust model): Flower folds a mask's 32-byte seed into 32 bits, so two
+    seeds with the same fold give the same mask. If Flower widens its seeds, this fails and
+    the page must change."""
+    pytest.importorskip("flwr")
+    from flwr.common.secure_aggregation.secaggplus_utils import pseudo_rand_gen
+
+    seed = bytes(range(32))
+    flip = bytes([0xA5, 0x5A, 0xFF, 0x01])
+    other = bytes(a ^ b for a, b in zip(seed[:8], flip * 2, strict=True)) + seed[8:]
+    assert other != seed
+    (mask,) = pseudo_rand_gen(seed, 2**32, [(64,)])
+    (same,) = pseudo_rand_gen(other, 2**32, [(64,)])
+    (different,) = pseudo_rand_gen(seed[:31] + b"\x00", 2**32, [(64,)])
+    np.testing.assert_array_equal(mask, same)
+    assert not np.array_equal(mask, different)
