@@ -18,6 +18,7 @@ import numpy as np
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.flower.client import ClientSetup, make_client_app
 from dpauc_tf.flower.encoding import LimbLayout
+from dpauc_tf.flower.secagg import SecAggSettings, unmasked_groups
 from dpauc_tf.flower.server import (
     SummedReports,
     make_secagg_workflow,
@@ -55,6 +56,10 @@ class FlowerEvaluation:
       statement: its :class:`~dpauc_tf.privacy.statement.PrivacyStatement`.
       num_clients: clients asked to report. num_reporting: reports in the sum.
       release: the server's summed release (NumPy arrays with the leading ``R`` axis).
+      secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
+      unmasked_groups: sizes of the groups of reporting clients whose sums the server can
+        unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
+        the epsilon is then the smallest group's (:mod:`dpauc_tf.flower.secagg`).
     """
 
     aucs: np.ndarray
@@ -67,6 +72,8 @@ class FlowerEvaluation:
     num_clients: int
     num_reporting: int
     release: dict[str, np.ndarray]
+    secagg: SecAggSettings | None = None
+    unmasked_groups: tuple[int, ...] = ()
 
     @property
     def auc(self) -> float:
@@ -114,8 +121,8 @@ def evaluate(
     noise_family: str | None = None,
     secure_shares: int | None = None,
     vanishing_clients: Iterable[int] = (),
-    num_shares: int | float = 1.0,
-    reconstruction_threshold: int | float = 0.5,
+    num_shares: int | float | None = None,
+    reconstruction_threshold: int | float | None = None,
     observe_replies: Callable[[Any], None] | None = None,
     engine: str = "simulation",
 ) -> FlowerEvaluation:
@@ -136,8 +143,11 @@ def evaluate(
         every client). Fewer reporting ones give the (larger) achieved epsilon.
       vanishing_clients: indices of clients that drop out mid-round (secure mechanisms:
         after SecAgg+'s key sharing, before sending their masked vector).
-      num_shares, reconstruction_threshold: SecAgg+'s settings (as in
-        ``flwr.server.workflow.SecAggPlusWorkflow``; floats are fractions of the clients).
+      num_shares, reconstruction_threshold: SecAgg+'s neighbourhood size ``k`` (odd, or
+        the number of clients) and the shares ``t`` that rebuild a client's secret
+        (:class:`~dpauc_tf.flower.secagg.SecAggSettings`; floats are fractions, as in
+        ``SecAggPlusWorkflow``). Default: ``k = 2 ceil(log2 K) + 1`` (all clients when that
+        is not fewer) and ``t = k // 2 + 1``; see ``docs/flower.md`` for the trade-off.
       observe_replies: called with every message the server receives (an audit hook).
       engine: ``"simulation"`` (Flower's simulation engine, ``run_simulation`` on local
         Ray) or ``"in-process"`` (the same apps through :class:`~dpauc_tf.flower.local.LocalGrid`,
@@ -153,7 +163,6 @@ def evaluate(
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     from dpauc_tf.core.curve import roc_from_confusion
     from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.mechanisms.base import achieved_statement
     from dpauc_tf.mechanisms.registry import get_mechanism, require
 
     clients = _checked_clients(client_data)
@@ -182,6 +191,15 @@ def evaluate(
         raise ValueError("SecAgg+ needs at least 2 clients; use a local mechanism for one")
     if vanishing and not secure:
         raise ValueError("vanishing_clients simulates SecAgg+ dropouts: secure mechanisms only")
+    if not secure and (num_shares is not None or reconstruction_threshold is not None):
+        raise ValueError(
+            "num_shares and reconstruction_threshold set SecAgg+: secure mechanisms only"
+        )
+    settings = (
+        SecAggSettings.for_clients(num_clients, num_shares, reconstruction_threshold)
+        if secure
+        else None
+    )
 
     seeds = client_seeds(seed, num_clients)
     grid = list(thresholds.as_array()) if not isinstance(threshold_grid, str) else threshold_grid
@@ -208,10 +226,13 @@ def evaluate(
     strategy = make_strategy(
         num_clients=num_clients, report_shapes=shapes, layout=layout, on_result=outcome.append
     )
+    graphs: list[tuple[dict, set]] = []
     secagg = None
     if secure:
         secagg = make_secagg_workflow(
-            layout, num_shares=num_shares, reconstruction_threshold=reconstruction_threshold
+            layout,
+            settings,
+            on_graph=lambda neighbours, active: graphs.append((neighbours, active)),
         )
     server_app = make_server_app(strategy, secagg=secagg, observe_replies=observe_replies)
     client_app = make_client_app(setup, secure=secure)
@@ -234,7 +255,8 @@ def evaluate(
     release = {key: tf.constant(value) for key, value in summed.release.items()}
     roc = roc_from_confusion(aggregate.to_confusion(release))
     aucs = np.atleast_1d(np.asarray(aggregate.estimate_auc(release), np.float64))
-    statement = achieved_statement(count_mechanism, summed.num_reporting)
+    groups = (summed.num_reporting,) if not graphs else tuple(unmasked_groups(*graphs[0]))
+    statement = _statement(count_mechanism, summed.num_reporting, groups)
     return FlowerEvaluation(
         aucs=aucs,
         fpr=np.atleast_2d(roc.fpr.numpy()),
@@ -246,6 +268,26 @@ def evaluate(
         num_clients=num_clients,
         num_reporting=summed.num_reporting,
         release=summed.release,
+        secagg=settings,
+        unmasked_groups=groups,
+    )
+
+
+def _statement(mechanism, num_reporting: int, groups: tuple[int, ...]):
+    """The epsilon achieved by the reports that arrived; when dropouts split SecAgg+'s
+    neighbourhoods, by the smallest group the server can unmask on its own."""
+    from dpauc_tf.mechanisms.base import achieved_statement
+
+    if len(groups) <= 1:
+        return achieved_statement(mechanism, num_reporting)
+    smallest = min(groups)
+    statement = achieved_statement(mechanism, smallest)
+    return dataclasses.replace(
+        statement,
+        noise=f"{mechanism.statement().noise}; dropouts split SecAgg+'s neighbourhoods into "
+        f"groups of {sorted(groups, reverse=True)} clients whose sums the server can unmask "
+        f"separately, so epsilon is the one achieved by the smallest group's {smallest} shares: "
+        f"{statement.epsilon:g}",
     )
 
 

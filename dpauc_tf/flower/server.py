@@ -25,6 +25,7 @@ import numpy as np
 
 from dpauc_tf.flower.client import LIMB_BITS_KEY, unflatten_report
 from dpauc_tf.flower.encoding import LimbLayout
+from dpauc_tf.flower.secagg import SecAggSettings, make_recording_workflow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,18 +135,18 @@ def make_server_app(
 
 def make_secagg_workflow(
     layout: LimbLayout,
+    settings: SecAggSettings,
     *,
-    num_shares: int | float = 1.0,
-    reconstruction_threshold: int | float = 0.5,
+    on_graph: Callable[[dict[int, set[int]], set[int]], None] | None = None,
     timeout: float | None = None,
 ):
-    """``SecAggPlusWorkflow`` configured so that integer limbs are summed exactly
-    (:mod:`dpauc_tf.flower.encoding`): weight 1 per report, quantizer scale 1, no clipping."""
-    from flwr.server.workflow import SecAggPlusWorkflow
-
-    return SecAggPlusWorkflow(
-        num_shares=num_shares,
-        reconstruction_threshold=reconstruction_threshold,
+    """``SecAggPlusWorkflow`` with ``settings``' neighbourhoods, configured so that integer
+    limbs are summed exactly (:mod:`dpauc_tf.flower.encoding`): weight 1 per report,
+    quantizer scale 1, no clipping. ``on_graph`` sees the neighbourhoods and the clients
+    whose masked vectors arrived (:func:`dpauc_tf.flower.secagg.make_recording_workflow`)."""
+    return make_recording_workflow(
+        on_graph if on_graph is not None else (lambda neighbours, active: None),
+        **settings.flower_arguments,
         max_weight=1.0,
         clipping_range=layout.clipping_range,
         quantization_range=layout.quantization_range,
