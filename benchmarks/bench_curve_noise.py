@@ -12,7 +12,9 @@ the total noise: the sum of ``K`` shares *is* one draw), so ``K`` changes only t
 Local rows draw every client's noise (``[R, K, nodes]``) and sum it.
 
 The split comes from a **public prior** ``positive_rate=0.25`` (e.g. the training set's
-rate), not from the test labels (whose rate is 0.2559): it costs no budget.
+rate), not from the test labels (whose rate is 0.2559): it costs no budget. ``smooth`` rows
+use ``estimator="mann-whitney-smooth"`` (the within-bucket correction for continuous scores,
+:func:`dpauc_tf.core.postprocessing.within_bucket_correction`; post-processing).
 
 Usage::
 
@@ -28,10 +30,13 @@ import math
 import time
 
 import numpy as np
+import tensorflow as tf
 from bench_utility import FINE, _run  # benchmarks/ is on sys.path when run as a script
 
 from dpauc_tf.analysis.tree_design import mechanism_auc_variance
 from dpauc_tf.core.adaptive_thresholds import quantile_thresholds
+from dpauc_tf.core.curve import confusion_from_histogram
+from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.core.tree import TreeLayout
 from dpauc_tf.experiments.simulation import client_histograms
@@ -48,6 +53,8 @@ def _secure_rows(clients: int):
     tree = "secure-tree-histogram"
     split = {"positive_rate": PRIOR}
     skellam = {"family": "skellam", "delta": DELTA}
+    coarse = {**split, "budget": "uniform"}
+    smooth = {**coarse, "estimator": "mann-whitney-smooth"}
     return [
         ("secure tree, T=1023 (old default)", tree, FINE, "q", {}),
         ("secure tree Skellam, T=1023 (old)", tree, FINE, "q", skellam),
@@ -56,6 +63,16 @@ def _secure_rows(clients: int):
         ("secure tree, T=255, split", tree, 255, "q", split),
         ("secure tree Skellam, T=255, split", tree, 255, "q", {**skellam, **split}),
         ("secure histogram, T=100 tf grid (old)", "secure-histogram", 100, "tf", {}),
+        ("secure tree, T=63 uniform, split", tree, 63, "q", coarse),
+        ("secure tree, T=63 uniform, split, smooth", tree, 63, "q", smooth),
+        ("secure tree Skellam, T=63 uniform, split, smooth", tree, 63, "q", {**skellam, **smooth}),
+        (
+            "secure tree, T=255, split, smooth",
+            tree,
+            255,
+            "q",
+            {**split, "estimator": "mann-whitney-smooth"},
+        ),
     ]
 
 
@@ -89,29 +106,39 @@ def _linearised_std(data, mechanism, grid, clients: int) -> float:
 
 def design() -> None:
     """Linearised std of the central Laplace tree (both classes noisy, epsilon 1) for each
-    grid, fan-out and level-budget ratio, with the equal split and the split for the prior;
-    the discretisation bias of the grid beside it. Local mode at K clients: times sqrt(K)."""
+    grid, fan-out and level-budget ratio, with the equal split, the split for the prior, and
+    the split with the smooth estimator; the discretisation bias of the grid beside it (of
+    the bucketed AUC, and of the smooth one). Local mode at K clients: times sqrt(K)."""
     data = paper_score_set(0)
-    print("| T | bucketed AUC - exact | branching | ratio | std, equal split | std, split |")
-    print("|---|---|---|---|---|---|")
-    for num_thresholds in (63, 255, 1023):
+    print(
+        "| T | bucketed AUC - exact | smooth - exact | branching | ratio | std, equal split "
+        "| std, split | std, split, smooth |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for num_thresholds in (31, 63, 127, 255, 1023):
         grid = _grid(data, num_thresholds, "q")
         pos, neg = client_histograms(data.labels, data.scores, grid)
         pos, neg = pos[0].astype(float), neg[0].astype(float)
-        bucketed = np.sum(neg * (pos.sum() - np.cumsum(pos) + pos / 2)) / (pos.sum() * neg.sum())
+        confusion = confusion_from_histogram(tf.constant(pos), tf.constant(neg))
+        bucketed = float(mann_whitney_auc(confusion))
+        smooth = float(mann_whitney_auc(confusion, within_bucket="linear"))
         for branching in (4, 8):
             for ratio in (0.8, 1.0):
                 depth = TreeLayout.for_buckets(num_thresholds + 1, branching).depth
                 budget = list(ratio ** np.arange(depth + 1))
                 stds = []
-                for split in ({}, {"positive_rate": PRIOR}):
+                for options in (
+                    {},
+                    {"positive_rate": PRIOR},
+                    {"positive_rate": PRIOR, "estimator": "mann-whitney-smooth"},
+                ):
                     tree = TreeHistogram(
-                        EPSILON, num_thresholds, branching=branching, budget=budget, **split
+                        EPSILON, num_thresholds, branching=branching, budget=budget, **options
                     )
                     stds.append(math.sqrt(mechanism_auc_variance(pos, neg, tree)))
                 print(
-                    f"| {num_thresholds} | {bucketed - data.auc:+.1e} | {branching} | {ratio} "
-                    f"| {stds[0]:.2e} | {stds[1]:.2e} |",
+                    f"| {num_thresholds} | {bucketed - data.auc:+.1e} | {smooth - data.auc:+.1e} "
+                    f"| {branching} | {ratio} | {stds[0]:.2e} | {stds[1]:.2e} | {stds[2]:.2e} |",
                     flush=True,
                 )
 
