@@ -290,16 +290,18 @@ def within_bucket_correction(pos: tf.Tensor, neg: tf.Tensor) -> tf.Tensor:
     bucket ``b`` are ``f_pos ~ 1 + alpha_b u`` and ``f_neg ~ 1 - beta_b u``, then
     ``P(S_pos > S_neg) = 1/2 + (alpha_b + beta_b) / 12`` exactly (quadratic terms add
     nothing), and ``alpha_b + beta_b`` is the slope of ``log(f_pos / f_neg)`` per bucket,
-    which does not depend on the score coordinate. Its central difference over the
-    neighbours, times ``pos[b] neg[b]``, is ``(neg[b] (pos[b+1] - pos[b-1]) - pos[b]
-    (neg[b+1] - neg[b-1])) / 2`` (unequal bucket widths cancel to first order), and the sum
-    over ``b`` (an empty bucket beyond each end) telescopes to::
+    which does not depend on the score coordinate. With the slopes of the counts from the
+    neighbours (central differences; one-sided in the two end buckets),
+    ``pos[b] neg[b] (alpha_b + beta_b) = (neg[b] pos'[b] - pos[b] neg'[b])`` (unequal bucket
+    widths cancel to first order), and the sum over the buckets telescopes to::
 
-        sum_b (neg[b] pos[b+1] - pos[b] neg[b+1]) / 12
+        sum_b w_b (neg[b] pos[b+1] - pos[b] neg[b+1]) / 12,   b = 0 .. T - 1
 
-    to add to the numerator ``sum_b neg[b] (TP_above[b] + pos[b] / 2)``. It is **bilinear**
-    in the two classes' counts (no logarithm, no division): with independent noise on the
-    classes it is unbiased, and negative or zero noisy counts give a finite number.
+    with ``w_b = 1`` except ``3/2`` for the first and the last pair (the one-sided ends),
+    to add to the numerator ``sum_b neg[b] (TP_above[b] + pos[b] / 2)``. It is exact when
+    both densities are linear over the buckets, and **bilinear** in the two classes' counts
+    (no logarithm, no division): with independent noise on the classes it is unbiased, and
+    negative or zero noisy counts give a finite number (an empty bucket contributes 0).
 
     **When it is valid.** Only when every bucket holds a continuum of distinct scores whose
     densities change smoothly over a few buckets (for example quantile buckets on model
@@ -312,16 +314,19 @@ def within_bucket_correction(pos: tf.Tensor, neg: tf.Tensor) -> tf.Tensor:
       pos, neg: bucket counts ``[..., T + 1]``, ascending scores.
 
     Returns:
-      ``[...]`` in the counts' dtype (not divided by ``P N``).
+      ``[...]`` in the counts' dtype (not divided by ``P N``); 0 for fewer than 2 buckets.
 
     >>> pos, neg = tf.constant([1., 2., 3.]), tf.constant([3., 2., 1.])
-    >>> float(within_bucket_correction(pos, neg))  # (3*2 - 1*2 + 2*3 - 2*1) / 12
-    0.6666666666666666
+    >>> float(within_bucket_correction(pos, neg))  # (4 * 3/2 + 4 * 3/2) / 12
+    1.0
     """
     pos = tf.convert_to_tensor(pos)
     neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
+    if pos.shape[-1] is not None and pos.shape[-1] < 2:
+        return tf.zeros_like(pos[..., 0]) if pos.shape[-1] == 1 else tf.reduce_sum(pos, -1)
     cross = neg[..., :-1] * pos[..., 1:] - pos[..., :-1] * neg[..., 1:]
-    return tf.reduce_sum(cross, axis=-1) / 12
+    ends = (cross[..., 0] + cross[..., -1]) / 2  # one-sided slopes in the end buckets
+    return (tf.reduce_sum(cross, axis=-1) + ends) / 12
 
 
 def auc_estimate(confusion: Confusion) -> tf.Tensor:
