@@ -21,6 +21,7 @@ Usage::
     python benchmarks/bench_curve_noise.py                  # 1,000 repeats secure, 200 local
     python benchmarks/bench_curve_noise.py --secure-repeats 200 --local-repeats 50   # quicker
     python benchmarks/bench_curve_noise.py --design   # linearised std: grid x fan-out x split
+    python benchmarks/bench_curve_noise.py --shares   # the best secure row, every share drawn
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ import time
 
 import numpy as np
 import tensorflow as tf
-from bench_utility import FINE, _run  # benchmarks/ is on sys.path when run as a script
+from bench_utility import (  # benchmarks/ is on sys.path when run as a script
+    FINE,
+    _clients,
+    _run,
+    _simulate_tree,
+)
 
 from dpauc_tf.analysis.tree_design import mechanism_auc_variance
 from dpauc_tf.core.adaptive_thresholds import quantile_thresholds
@@ -143,16 +149,52 @@ def design() -> None:
                 )
 
 
+def shares(repeats: int, seed: int) -> None:
+    """The best secure row with every client's Polya share drawn and summed (``[R, K,
+    nodes]``), a check on the exact-aggregate simulation of the other rows."""
+    data = paper_score_set(0)
+    num_thresholds = 63
+    grid = _grid(data, num_thresholds, "q")
+    options = {"positive_rate": PRIOR, "budget": "uniform", "estimator": "mann-whitney-smooth"}
+    label = "secure tree, T=63 uniform, split, smooth, every share drawn"
+    print("| configuration | K | repeats | RMSE | bias | std | lin. std |")
+    print("|---|---|---|---|---|---|---|")
+    for clients in (10, 1000):
+        mechanism = get_mechanism(
+            "secure-tree-histogram",
+            epsilon=EPSILON,
+            num_thresholds=num_thresholds,
+            num_clients=clients,
+            **options,
+        )
+        ids = _clients(data.scores, "iid", clients, seed)
+        pos, neg = client_histograms(data.labels, data.scores, grid, ids, clients)
+        start = time.time()
+        direct, _ = _simulate_tree(mechanism, pos, neg, repeats, seed)
+        error = direct - data.auc
+        rmse = math.sqrt(np.mean(error**2))
+        lin = _linearised_std(data, mechanism, grid, clients)
+        print(
+            f"| {label} | {clients} | {repeats} | {rmse:.2e} | {error.mean():+.2e} "
+            f"| {error.std():.2e} | {lin:.2e} | ({time.time() - start:.0f} s)",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--secure-repeats", type=int, default=1000)
     parser.add_argument("--local-repeats", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--design", action="store_true")
+    parser.add_argument("--shares", action="store_true")
     parser.add_argument("--rows", choices=("all", "secure", "local"), default="all")
     args = parser.parse_args()
     if args.design:
         design()
+        return
+    if args.shares:
+        shares(args.secure_repeats, args.seed)
         return
     data = paper_score_set(0)
     exact = data.auc
