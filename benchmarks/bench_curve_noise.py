@@ -22,6 +22,7 @@ Usage::
     python benchmarks/bench_curve_noise.py --secure-repeats 200 --local-repeats 50   # quicker
     python benchmarks/bench_curve_noise.py --design   # linearised std: grid x fan-out x split
     python benchmarks/bench_curve_noise.py --shares   # the best secure row, every share drawn
+    python benchmarks/bench_curve_noise.py --ramp     # design study: tree + a ramp per class
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from dpauc_tf.core.adaptive_thresholds import quantile_thresholds
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.core.tree import TreeLayout
+from dpauc_tf.core.tree import TreeLayout, auc_gradient, least_squares_leaves
 from dpauc_tf.experiments.simulation import client_histograms
 from dpauc_tf.experiments.synthetic import paper_score_set
 from dpauc_tf.mechanisms import get_mechanism
@@ -72,6 +73,7 @@ def _secure_rows(clients: int):
         ("secure tree, T=63 uniform, split", tree, 63, "q", coarse),
         ("secure tree, T=63 uniform, split, smooth", tree, 63, "q", smooth),
         ("secure tree Skellam, T=63 uniform, split, smooth", tree, 63, "q", {**skellam, **smooth}),
+        ("secure tree, T=63 tf grid, uniform, split, smooth", tree, 63, "tf", smooth),
         (
             "secure tree, T=255, split, smooth",
             tree,
@@ -181,6 +183,103 @@ def shares(repeats: int, seed: int) -> None:
         )
 
 
+def _ramp_leaves(tree: TreeHistogram, release, ramp_releases, ramp_variances, ramp):
+    """Joint least squares of the leaves from a class's tree nodes and its ramp release: the
+    tree's leaves plus a rank-one update (the BLUE given one more linear observation)."""
+    out = []
+    leaves = tree.leaves(release)
+    for noisy_class, (x, y, ramp_var) in enumerate(
+        zip(leaves, ramp_releases, ramp_variances, strict=True)
+    ):
+        level_var = np.asarray(tree.class_level_variances[noisy_class])
+        layout = tree.layout
+        basis = tf.eye(layout.num_nodes, dtype=tf.float64)
+        operator = least_squares_leaves(basis, layout, level_var).numpy()  # [nodes, buckets]
+        node_var = level_var[layout.node_levels()] * layout.real_nodes
+        cov_ramp = operator.T @ (node_var * (operator @ ramp))  # Cov(x_tree) r
+        gain = cov_ramp / (ramp @ cov_ramp + ramp_var)
+        x = x.numpy()
+        out.append(x + (y - x @ ramp)[:, None] * gain[None, :])
+    return out
+
+
+def ramp_study(repeats: int, seed: int) -> None:
+    """Design study (idea (b) of issue 15): the secure tree at ``(1 - rho) epsilon`` plus one
+    integer ramp query ``q . x`` per class, ``q_b = 2 b - T`` (so ``|q_b| <= T``: a flip
+    moves it by at most ``T`` in each class), with discrete Laplace noise of scale ``T / (rho
+    s epsilon)`` (positives) and ``T / (rho (1 - s) epsilon)`` (negatives): by basic
+    composition ``(1 - rho) epsilon + rho s epsilon + rho (1 - s) epsilon = epsilon``. The
+    leaves are the joint least squares (:func:`_ramp_leaves`), the AUC the smooth estimator
+    of them. Not a registered mechanism: the figures say whether it is worth one."""
+    from dpauc_tf.noise import samplers
+    from dpauc_tf.noise.exact import discrete_laplace_variance
+    from dpauc_tf.noise.seeds import make_seed, split_seed
+
+    data = paper_score_set(0)
+    print("| T | branching | ratio | rho | repeats | RMSE | bias | std | lin. std |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for num_thresholds, ratio in ((63, 1.0), (255, 0.8)):
+        grid = _grid(data, num_thresholds, "q")
+        pos, neg = client_histograms(data.labels, data.scores, grid)
+        pos, neg = pos[0].astype(float), neg[0].astype(float)
+        ramp = 2.0 * np.arange(num_thresholds + 1) - num_thresholds
+        for rho in (0.0, 0.3, 0.4, 0.5):
+            depth = TreeLayout.for_buckets(num_thresholds + 1, 4).depth
+            tree = get_mechanism(
+                "secure-tree-histogram",
+                epsilon=EPSILON * (1 - rho),
+                num_thresholds=num_thresholds,
+                budget=list(ratio ** np.arange(depth + 1)),
+                positive_rate=PRIOR,
+                estimator="mann-whitney-smooth",
+            )
+            share = tree.positive_share
+            seeds = split_seed(
+                make_seed(seed * 100_000 + num_thresholds * 100 + round(rho * 100)), 3
+            )
+            release = tree.release(pos, neg, seed=seeds[0], repeats=repeats)
+            if rho == 0.0:
+                leaves = [x.numpy() for x in tree.leaves(release)]
+                ramp_var = [math.inf, math.inf]
+            else:
+                scales = [num_thresholds / (rho * c * EPSILON) for c in (share, 1 - share)]
+                ramp_var = [discrete_laplace_variance(scale) for scale in scales]
+                noisy = [
+                    counts @ ramp
+                    + samplers.discrete_laplace([repeats], scale, seeds[1 + c], tf.float64).numpy()
+                    for c, (counts, scale) in enumerate(zip((pos, neg), scales, strict=True))
+                ]
+                leaves = _ramp_leaves(tree, release, noisy, ramp_var, ramp)
+            confusion = confusion_from_histogram(tf.constant(leaves[0]), tf.constant(leaves[1]))
+            error = mann_whitney_auc(confusion, within_bucket="linear").numpy() - data.auc
+            lin = _ramp_linearised_std(tree, pos, neg, ramp, ramp_var)
+            print(
+                f"| {num_thresholds} | 4 | {ratio} | {rho} | {repeats} "
+                f"| {math.sqrt(np.mean(error**2)):.2e} | {error.mean():+.2e} | {error.std():.2e} "
+                f"| {lin:.2e} |",
+                flush=True,
+            )
+
+
+def _ramp_linearised_std(tree, pos, neg, ramp, ramp_variances) -> float:
+    """``sqrt(sum_class g^T (A^T W A)^-1 g)`` with ``A`` the tree's nodes and the ramp."""
+    layout = tree.layout
+    basis = tf.eye(layout.num_buckets, dtype=tf.float64)
+    nodes = layout.node_counts(basis).numpy().T[layout.real_nodes]  # [real nodes, buckets]
+    levels = layout.node_levels()[layout.real_nodes]
+    total = 0.0
+    gradients = auc_gradient(pos, neg, "linear")
+    for noisy_class, gradient in enumerate(gradients):
+        variances = np.asarray(tree.class_level_variances[noisy_class])[levels]
+        rows, weights = nodes, 1.0 / variances
+        if math.isfinite(ramp_variances[noisy_class]):
+            rows = np.vstack([nodes, ramp])
+            weights = np.append(weights, 1.0 / ramp_variances[noisy_class])
+        information = rows.T @ (rows * weights[:, None])
+        total += float(gradient @ np.linalg.solve(information, gradient))
+    return math.sqrt(total)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--secure-repeats", type=int, default=1000)
@@ -188,6 +287,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--design", action="store_true")
     parser.add_argument("--shares", action="store_true")
+    parser.add_argument("--ramp", action="store_true")
     parser.add_argument("--rows", choices=("all", "secure", "local"), default="all")
     args = parser.parse_args()
     if args.design:
@@ -195,6 +295,9 @@ def main() -> None:
         return
     if args.shares:
         shares(args.secure_repeats, args.seed)
+        return
+    if args.ramp:
+        ramp_study(args.secure_repeats, args.seed)
         return
     data = paper_score_set(0)
     exact = data.auc
