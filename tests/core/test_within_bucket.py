@@ -22,9 +22,7 @@ _normal_cdf = np.vectorize(lambda x: 0.5 * math.erfc(-x / math.sqrt(2.0)))
 
 
 def _auc(pos, neg, within_bucket="half"):
-    confusion = confusion_from_histogram(
-        tf.constant(pos, tf.float64), tf.constant(neg, tf.float64)
-    )
+    confusion = confusion_from_histogram(tf.constant(pos, tf.float64), tf.constant(neg, tf.float64))
     return mann_whitney_auc(confusion, within_bucket=within_bucket).numpy()
 
 

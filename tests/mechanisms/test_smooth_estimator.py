@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from dpauc_tf.analysis.tree_design import mechanism_auc_variance
+from dpauc_tf.core.adaptive_thresholds import quantile_thresholds
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.mechanisms import get_mechanism
@@ -124,3 +125,13 @@ def test_keras_metric_passes_the_estimator_through():
     assert 0.5 < result < 1.0
     again = DPAUC.from_config(metric.get_config())
     assert again.mechanism.estimator == "mann-whitney-smooth"
+    # the documented configuration: 61 inner quantiles, Keras adds both ends (T = 63)
+    grid = quantile_thresholds(scores, 63)[1:-1].tolist()
+    secure = DPAUC(
+        epsilon=1.0,
+        thresholds=grid,
+        mechanism="secure-tree-histogram",
+        mechanism_options={"num_clients": 1000, **options},
+    )
+    assert secure.mechanism.num_thresholds == 63 and secure.mechanism.layout.num_leaves == 64
+    assert secure.mechanism.estimator == "mann-whitney-smooth"
