@@ -75,6 +75,13 @@ def _secure_rows(clients: int):
         ("secure tree Skellam, T=63 uniform, split, smooth", tree, 63, "q", {**skellam, **smooth}),
         ("secure tree, T=63 tf grid, uniform, split, smooth", tree, 63, "tf", smooth),
         (
+            "secure tree Skellam, T=63 binary uniform, split, smooth",
+            tree,
+            63,
+            "q",
+            {**skellam, **smooth, "branching": 2},
+        ),
+        (
             "secure tree, T=255, split, smooth",
             tree,
             255,
