@@ -49,7 +49,7 @@ def mechanism_auc_variance(
     """Variance of :meth:`TreeHistogram.estimate_auc` for one (summed) release (linearised).
 
     Exact for the linear estimator: ``sum_nodes (L^T g)_n^2 var_n``, with ``g`` the AUC
-    gradient (:func:`auc_gradient`), ``L`` the estimator of :func:`least_squares_leaves`
+    gradient (:func:`auc_gradient`, of the mechanism's estimator), ``L`` the estimator of :func:`least_squares_leaves`
     (applied to the basis vectors of the node space) and ``var_n`` the mechanism's node
     variances (per class, ``class_level_variances``: the mechanism's own unless
     ``level_variances`` is given for both classes). Second-order terms are of relative
@@ -59,7 +59,7 @@ def mechanism_auc_variance(
     classes = mechanism.class_level_variances
     if level_variances is not None:
         classes = (level_variances,) * len(classes)
-    grad_pos, grad_neg = auc_gradient(pos, neg)
+    grad_pos, grad_neg = auc_gradient(pos, neg, mechanism.within_bucket)
     # with public bucket totals, neg = total - pos: one noisy tree with gradient g_pos - g_neg
     gradients = [grad_pos - grad_neg] if mechanism.public_scores else [grad_pos, grad_neg]
     basis = tf.eye(layout.num_nodes, dtype=tf.float64)

@@ -225,17 +225,36 @@ def least_squares_leaves(
     return estimate[..., : layout.num_buckets]
 
 
-def auc_gradient(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def auc_gradient(
+    pos: np.ndarray, neg: np.ndarray, within_bucket: str = "half"
+) -> tuple[np.ndarray, np.ndarray]:
     """Derivatives of the bucketed AUC with respect to every ``pos[b]`` and ``neg[b]``.
 
     With ``AUC = sum_b neg[b] (TP_above[b] + pos[b] / 2) / (P N)``:
     ``dAUC/dpos[b] = (F_neg(b) - AUC) / P`` and ``dAUC/dneg[b] = (1 - F_pos(b) - AUC) / N``,
-    where ``F(b)`` counts the class below bucket ``b`` plus half of bucket ``b``.
+    where ``F(b)`` counts the class below bucket ``b`` plus half of bucket ``b``. With
+    ``within_bucket="linear"`` the AUC also holds
+    :func:`dpauc_tf.core.postprocessing.within_bucket_correction` ``C / (P N)``, ``C = sum_b
+    w_b (neg[b] pos[b+1] - pos[b] neg[b+1]) / 12``, whose derivatives are added, and ``AUC``
+    above includes it.
     """
+    if within_bucket not in ("half", "linear"):
+        raise ValueError(f"within_bucket must be 'half' or 'linear', got {within_bucket!r}")
     pos = np.asarray(pos, np.float64)
     neg = np.asarray(neg, np.float64)
     num_pos, num_neg = pos.sum(), neg.sum()
     neg_below = (np.cumsum(neg) - neg / 2) / num_neg
     pos_below = (np.cumsum(pos) - pos / 2) / num_pos
     auc = float(np.sum(neg * (num_pos - np.cumsum(pos) + pos / 2)) / (num_pos * num_neg))
-    return (neg_below - auc) / num_pos, (1.0 - pos_below - auc) / num_neg
+    if within_bucket == "half":
+        return (neg_below - auc) / num_pos, (1.0 - pos_below - auc) / num_neg
+    weights = np.ones(pos.size - 1)
+    weights[0] += 0.5  # one-sided slopes in the end buckets
+    weights[-1] += 0.5
+    scale = 12.0 * num_pos * num_neg
+    auc += float(np.sum(weights * (neg[:-1] * pos[1:] - pos[:-1] * neg[1:]))) / scale
+    w_neg, w_pos = np.pad(weights * neg[:-1], (1, 0)), np.pad(weights * neg[1:], (0, 1))
+    grad_pos = (neg_below - auc) / num_pos + (w_neg - w_pos) / scale
+    w_pos_next, w_pos_prev = np.pad(weights * pos[1:], (0, 1)), np.pad(weights * pos[:-1], (1, 0))
+    grad_neg = (1.0 - pos_below - auc) / num_neg + (w_pos_next - w_pos_prev) / scale
+    return grad_pos, grad_neg

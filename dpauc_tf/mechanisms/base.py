@@ -43,8 +43,11 @@ from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_delta, 
 
 Release = dict[str, tf.Tensor]
 
-# AUC estimators: the consistent default, and the reference code's rule (for the paper's tables).
-ESTIMATORS = ("mann-whitney", "reference")
+# AUC estimators: the consistent default, its opt-in within-bucket correction for smooth
+# continuous scores, and the reference code's rule (for the paper's tables).
+ESTIMATORS = ("mann-whitney", "mann-whitney-smooth", "reference")
+# How each Mann-Whitney estimator counts the pairs inside a bucket (mann_whitney_auc).
+WITHIN_BUCKET = {"mann-whitney": "half", "mann-whitney-smooth": "linear"}
 
 
 class CountMechanism(abc.ABC):
@@ -61,6 +64,13 @@ class CountMechanism(abc.ABC):
     :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of :meth:`released_confusion`:
     consistent (it converges to TensorFlow's AUC as epsilon grows, on any data), NaN where
     the estimated number of positives or negatives is not positive (the AUC is undefined).
+    ``"mann-whitney-smooth"`` (opt-in) adds
+    :func:`dpauc_tf.core.postprocessing.within_bucket_correction`: the pairs inside a bucket
+    count ``1/2 + `` the slope of the log density ratio ``/ 12`` instead of 1/2, which
+    removes most of the grid's bias on **continuous, smoothly distributed** scores (so
+    coarser grids, with less noise, can be used); on tied scores (point masses) it moves
+    the estimate away from the exact AUC (``docs/epsilon_split.md``). Post-processing:
+    the guarantee is unchanged.
     ``"reference"`` is the DPAUC reference code's rule (clip the released counts at 0, sort
     the ROC points by FPR, trapezoid), kept only to reproduce the paper's tables: it is not
     consistent where buckets hold one class.
@@ -162,7 +172,12 @@ class CountMechanism(abc.ABC):
         confusion = self.released_confusion(release)
         if getattr(self, "estimator", "mann-whitney") == "reference":
             return auc_from_confusion(confusion)
-        return mann_whitney_auc(confusion)
+        return mann_whitney_auc(confusion, within_bucket=self.within_bucket)
+
+    @property
+    def within_bucket(self) -> str:
+        """How the estimate counts the pairs inside a bucket (``"half"`` or ``"linear"``)."""
+        return WITHIN_BUCKET.get(getattr(self, "estimator", "mann-whitney"), "half")
 
     # -- the guarantee --------------------------------------------------------------------
     @abc.abstractmethod

@@ -159,7 +159,7 @@ class RandomizedResponse(CountMechanism):
         if self.estimator == "reference":
             flipped_auc = auc_from_confusion(confusion)
         else:
-            flipped_auc = mann_whitney_auc(confusion)
+            flipped_auc = mann_whitney_auc(confusion, within_bucket=self.within_bucket)
         return debias_auc(
             flipped_auc,
             tf.reduce_sum(release["pos"], axis=-1),

@@ -110,6 +110,8 @@ class TreeHistogram(CountMechanism):
         with public scores).
       positive_rate: a public prior of the fraction of positives; sets the share that
         minimises the AUC's variance (:mod:`dpauc_tf.mechanisms.class_split`).
+      estimator: ``"mann-whitney"`` (default) or ``"mann-whitney-smooth"`` (the within-bucket
+        correction for smooth continuous scores, :meth:`estimate_auc`); post-processing.
 
     >>> m = TreeHistogram(epsilon=1.0, num_thresholds=15)
     >>> [round(s, 3) for s in m.level_scales]
@@ -130,8 +132,16 @@ class TreeHistogram(CountMechanism):
         public_scores: bool = False,
         positive_share: float | None = None,
         positive_rate: float | None = None,
+        estimator: str = "mann-whitney",
     ):
-        super().__init__(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta)
+        if estimator == "reference":
+            raise ValueError(
+                f"{self.name} estimates the AUC from its least-squares leaves: estimator must "
+                "be 'mann-whitney' or 'mann-whitney-smooth', got 'reference'"
+            )
+        super().__init__(
+            epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, estimator=estimator
+        )
         self.public_scores = bool(public_scores)
         if self.public_scores and (positive_share, positive_rate) != (None, None):
             raise ValueError("public_scores noises the positive tree only: no class split")
@@ -242,7 +252,8 @@ class TreeHistogram(CountMechanism):
         projection: ``sum_b neg[b] (TP_above[b] + pos[b] / 2) / (P N)`` with ``P = sum pos``,
         ``N = sum neg`` (the estimated roots), i.e.
         :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of the unprojected counts (NaN
-        where ``P`` or ``N`` is not positive). The numerator is bilinear in the two classes'
+        where ``P`` or ``N`` is not positive; ``estimator="mann-whitney-smooth"`` adds the
+        within-bucket correction, also bilinear). The numerator is bilinear in the two classes'
         leaves: with both classes noisy their noises are independent, so it is unbiased; with
         public scores (``neg = total - pos``) its bias is ``-Var(P^) / 2`` exactly (``pos``'s noise ``e``
         enters as ``-e^T M e = -(sum e)^2 / 2``). The ratio adds terms of relative order
@@ -256,7 +267,8 @@ class TreeHistogram(CountMechanism):
             pos, neg = self.leaves(release)
         # The shared estimator (an empty bucket padded at each end, the Mann-Whitney
         # statistic, clipped to [0, 1]; NaN where the estimated P or N is not positive).
-        return mann_whitney_auc(confusion_from_histogram(pos, neg))
+        confusion = confusion_from_histogram(pos, neg)
+        return mann_whitney_auc(confusion, within_bucket=self.within_bucket)
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
@@ -320,6 +332,7 @@ class TreeHistogram(CountMechanism):
             "budget": self.budget,
             "public_scores": self.public_scores,
             **split_options(self.positive_share, self.positive_rate),
+            **super().options(),  # the estimator, when not the default
         }
 
 
@@ -375,6 +388,7 @@ class SecureTreeHistogram(TreeHistogram):
         family: str = "discrete-laplace",
         positive_share: float | None = None,
         positive_rate: float | None = None,
+        estimator: str = "mann-whitney",
     ):
         self.num_clients = check_shares(num_clients, family)
         self.family = family
@@ -388,6 +402,7 @@ class SecureTreeHistogram(TreeHistogram):
             public_scores,
             positive_share,
             positive_rate,
+            estimator,
         )
         if family == "skellam":
             precision = skellam_precision_shares(self.level_shares)
@@ -431,6 +446,7 @@ class SecureTreeHistogram(TreeHistogram):
             1,
             self.family,
             **split_options(self.positive_share, self.positive_rate),
+            estimator=self.estimator,
         )
 
     def _node_noise(self, shape, seed, dtype, noisy_class: int = 0) -> tf.Tensor:
