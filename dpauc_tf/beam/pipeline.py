@@ -117,17 +117,19 @@ def evaluate_with_beam(
     mechanism: str,
     epsilon: float | None,
     num_thresholds: int,
-    threshold_grid: str = "tf",
+    threshold_grid: str | Sequence[float] = "tf",
     delta: float | None = None,
     seed: int | None = None,
     repeats: int = 1,
     beam_options: Sequence[str] | str | None = None,
+    mechanism_options: dict | None = None,
 ) -> SliceRelease:
     """One evaluation of the whole file in a Beam pipeline (the ``--backend beam`` path).
 
     With one client the counts are released once with central noise; with several, every
     client reports through the mechanism and the reports are summed (as ``--backend
-    simulate`` does). Returns the one slice's :class:`SliceRelease`.
+    simulate`` does). ``mechanism_options`` go to the mechanism's constructor (e.g.
+    ``{"positive_rate": 0.25}``). Returns the one slice's :class:`SliceRelease`.
     """
     per_client = num_clients > 1
     transform = PrivateAUC(
@@ -139,6 +141,7 @@ def evaluate_with_beam(
         seed=seed,
         repeats=repeats,
         per_client=per_client,
+        mechanism_options=mechanism_options,
     )
     elements = list(client_batches(scores, labels, client_ids, num_clients))
     if not per_client:

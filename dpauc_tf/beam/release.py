@@ -46,7 +46,7 @@ import dataclasses
 import functools
 import hashlib
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import apache_beam as beam
@@ -242,7 +242,7 @@ class PrivateAUC(beam.PTransform):
       mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``); mechanisms that
         change the examples before counting (``score-noise``) are refused.
       epsilon: epsilon of one release (``None`` = no noise, NOT private).
-      num_thresholds: ``T``. threshold_grid: ``"tf"`` or ``"reference"``.
+      num_thresholds: ``T``. threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
       delta: for mechanisms that take one (``paper-gaussian``, Skellam shares).
       seed: ``None`` (fresh noise for every release) or an int (reproducible).
       repeats: independent releases per slice (each one is accounted).
@@ -260,7 +260,7 @@ class PrivateAUC(beam.PTransform):
         *,
         epsilon: float | None,
         num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
-        threshold_grid: str = "tf",
+        threshold_grid: str | Sequence[float] = "tf",
         delta: float | None = None,
         seed: int | None = None,
         repeats: int = 1,

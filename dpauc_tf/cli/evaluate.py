@@ -56,13 +56,28 @@ def _mechanism(args, num_clients: int):
         raise CommandError(f"mechanism {args.mechanism!r} adds no noise: leave --epsilon unset")
     if private and args.epsilon is None:
         raise CommandError(f"mechanism {args.mechanism!r} needs --epsilon")
-    return get_mechanism(
-        args.mechanism,
-        epsilon=args.epsilon,
-        num_thresholds=args.num_thresholds,
-        delta=args.delta,
-        num_clients=num_clients,
-    )
+    options = mechanism_options(args)
+    try:
+        return get_mechanism(
+            args.mechanism,
+            epsilon=args.epsilon,
+            num_thresholds=args.num_thresholds,
+            delta=args.delta,
+            num_clients=num_clients,
+            **options,
+        )
+    except (TypeError, ValueError) as error:
+        if not options:
+            raise
+        raise CommandError(f"--mechanism-option: {error}") from None
+
+
+def mechanism_options(args) -> dict[str, Any]:
+    """The ``--mechanism-option KEY=VALUE`` pairs as the options of ``get_mechanism``."""
+    options = dict(getattr(args, "mechanism_options", None) or [])
+    if len(options) != len(getattr(args, "mechanism_options", None) or []):
+        raise CommandError("--mechanism-option: an option is given twice")
+    return options
 
 
 def _show_progress(args) -> bool:
@@ -198,6 +213,9 @@ def evaluate_scores(args) -> dict[str, Any]:
     """
     from dpauc_tf.core.thresholds import Thresholds
 
+    if getattr(args, "thresholds", None):
+        args.threshold_grid = read_thresholds(args.thresholds)  # as Keras takes them
+        args.num_thresholds = Thresholds.make(threshold_grid=args.threshold_grid).num_thresholds
     if args.repeats * args.num_thresholds > MAX_CURVE_VALUES:
         raise CommandError(
             f"--repeats {args.repeats} x --num-thresholds {args.num_thresholds} keeps "
@@ -228,6 +246,7 @@ def evaluate_scores(args) -> dict[str, Any]:
     output = {
         **reference,
         "mechanism": args.mechanism,
+        "mechanism_options": mechanism_options(args),
         "epsilon": args.epsilon,
         "delta": args.delta,
         "guaranteed_epsilon": _finite_or_none(None if statement is None else statement.epsilon),
@@ -241,7 +260,10 @@ def evaluate_scores(args) -> dict[str, Any]:
         "num_clients": num_clients,
         "partition": (PARTITION_NAMES[args.partition] if args.clients else None),
         "num_thresholds": args.num_thresholds,
-        "threshold_grid": args.threshold_grid,
+        "threshold_grid": args.threshold_grid
+        if isinstance(args.threshold_grid, str)
+        else "explicit",
+        "thresholds_file": getattr(args, "thresholds", None),
         # the grid the clients count on: the mechanism's own where it has one (auc-only)
         "count_thresholds": grid.num_thresholds,
         "repeats": args.repeats,
@@ -277,6 +299,33 @@ def evaluate_scores(args) -> dict[str, Any]:
         )
         output["plot"] = str(args.plot)
     return output
+
+
+def read_thresholds(path: str) -> list[float]:
+    """The numbers in ``path`` (separated by newlines, commas or spaces): finite, at most
+    :data:`MAX_NUM_THRESHOLDS` of them, at least one."""
+    from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
+
+    try:
+        text = open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise CommandError(f"--thresholds {path}: cannot read it ({error})") from None
+    values = []
+    for token in text.replace(",", " ").split():
+        try:
+            value = float(token)
+        except ValueError:
+            raise CommandError(f"--thresholds {path}: not a number: {token!r}") from None
+        if not math.isfinite(value):
+            raise CommandError(f"--thresholds {path}: not a finite number: {token!r}")
+        values.append(value)
+    if not values:
+        raise CommandError(f"--thresholds {path}: no thresholds in the file")
+    if len(values) + 2 > MAX_NUM_THRESHOLDS:
+        raise CommandError(
+            f"--thresholds {path}: {len(values)} thresholds; at most {MAX_NUM_THRESHOLDS - 2}"
+        )
+    return values
 
 
 def _undefined_auc_reason(data) -> str | None:
@@ -367,6 +416,7 @@ def _evaluate_with_beam(args, data, client_ids, num_clients):
         seed=args.seed,
         repeats=args.repeats,
         beam_options=args.beam_options,
+        mechanism_options=mechanism_options(args),
     )
     statement = _mechanism(args, num_clients).statement()
     return SimulationResult(out.auc, out.fpr, out.tpr, statement)
@@ -390,7 +440,8 @@ def _exact_note(result: dict[str, Any]) -> str:
 
 
 def _format_thresholds(result: dict[str, Any]) -> str:
-    text = f"{result['num_thresholds']} ({result['threshold_grid']} grid)"
+    text = f"{result['num_thresholds']} ({result['threshold_grid']} grid"
+    text += f" from {result['thresholds_file']})" if result.get("thresholds_file") else ")"
     if result["count_thresholds"] != result["num_thresholds"]:
         text += f"; {result['mechanism']} counts on its own {result['count_thresholds']}"
     return text

@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import math
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from dpauc_tf.cli.formats import FORMATS
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
@@ -92,6 +94,26 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
+
+
+_RESERVED_OPTIONS = ("epsilon", "delta", "num_thresholds", "num_clients")
+
+
+def _mechanism_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE``: VALUE as JSON where it parses (numbers, lists, true/false), else text."""
+    key, sep, raw = text.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    if key in _RESERVED_OPTIONS:
+        raise argparse.ArgumentTypeError(f"{key} has its own flag, not --mechanism-option")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number for {key}, got {raw!r}")
+    return key, value
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -180,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="a mechanism from the registry (listed below)",
     )
+    ev.add_argument(
+        "--mechanism-option",
+        dest="mechanism_options",
+        type=_mechanism_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the mechanism, repeatable (VALUE is JSON where it parses), e.g. "
+        "positive_rate=0.25, budget=uniform, estimator=mann-whitney-smooth (docs/mechanisms.md)",
+    )
     ev.add_argument("--epsilon", type=_finite_float, help="total epsilon of one release")
     ev.add_argument(
         "--delta", type=_finite_float, help="delta (paper-gaussian; Skellam for secure ones)"
@@ -192,6 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
+    )
+    ev.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="explicit thresholds, numbers separated by newlines or commas (e.g. quantiles "
+        "of scores known in advance), taken as tf.keras.metrics.AUC(thresholds=...) takes "
+        "them (both ends added); replaces --num-thresholds and --threshold-grid",
     )
     ev.add_argument(
         "--clients", type=_positive_int, help="split the examples among K clients (--partition)"

@@ -17,6 +17,7 @@ ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
 def evaluate_with_flower(args, data, client_ids, num_clients):
     """Runs :func:`dpauc_tf.flower.evaluate` on the file's clients; returns a
     :class:`~dpauc_tf.experiments.simulation.SimulationResult` (the CLI's common result)."""
+    from dpauc_tf.cli.evaluate import mechanism_options
     from dpauc_tf.cli.main import CommandError
     from dpauc_tf.core.partitions import client_slices
     from dpauc_tf.experiments.simulation import SimulationResult
@@ -38,6 +39,7 @@ def evaluate_with_flower(args, data, client_ids, num_clients):
         threshold_grid=args.threshold_grid,
         seed=args.seed,
         repeats=args.repeats,
+        mechanism_options=mechanism_options(args),
         engine=os.environ.get(ENGINE_VARIABLE, "simulation"),
     )
     return SimulationResult(out.aucs, out.fpr, out.tpr, out.statement)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,6 +125,7 @@ def evaluate(
     reconstruction_threshold: int | float | None = None,
     observe_replies: Callable[[Any], None] | None = None,
     engine: str = "simulation",
+    mechanism_options: Mapping[str, Any] | None = None,
 ) -> FlowerEvaluation:
     """Federated, label-DP AUC and ROC of precomputed scores on Flower's simulation engine.
 
@@ -149,6 +150,9 @@ def evaluate(
         ``SecAggPlusWorkflow``). Default: ``k = 2 ceil(log2 K) + 1`` (all clients when that
         is not fewer) and ``t = k // 2 + 1``; see ``docs/flower.md`` for the trade-off.
       observe_replies: called with every message the server receives (an audit hook).
+      mechanism_options: further options of the mechanism's constructor (e.g.
+        ``{"positive_rate": 0.25, "estimator": "mann-whitney-smooth"}``); they reach every
+        client with the mechanism.
       engine: ``"simulation"`` (Flower's simulation engine, ``run_simulation`` on local
         Ray) or ``"in-process"`` (the same apps through :class:`~dpauc_tf.flower.local.LocalGrid`,
         no Ray: fast start, for tests and small machines).
@@ -181,6 +185,7 @@ def evaluate(
         "delta": delta,
         "num_clients": num_clients if secure_shares is None else int(secure_shares),
     }
+    options.update(mechanism_options or {})
     if noise_family is not None and epsilon is not None:
         options["family"] = noise_family
     count_mechanism = require(get_mechanism(mechanism, **options), "federated")
@@ -202,7 +207,8 @@ def evaluate(
     )
 
     seeds = client_seeds(seed, num_clients)
-    grid = list(thresholds.as_array()) if not isinstance(threshold_grid, str) else threshold_grid
+    # an explicit list goes to the clients as given: they add the two ends as Keras does
+    grid = threshold_grid if isinstance(threshold_grid, str) else [float(v) for v in threshold_grid]
     setup = ClientSetup(
         mechanism=count_mechanism.name,
         mechanism_options={

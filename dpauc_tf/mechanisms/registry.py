@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from dpauc_tf.mechanisms.capabilities import Capabilities
@@ -247,7 +248,34 @@ def get_mechanism(
             options.setdefault("num_clients", num_clients)
         if delta is not None:
             options.setdefault("family", "skellam")
-    return spec.load()(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, **options)
+    cls = spec.load()
+    unknown = sorted(set(options) - set(mechanism_options(name)))
+    if unknown:
+        raise ValueError(
+            f"mechanism {name!r} takes no option {', '.join(map(repr, unknown))}; "
+            f"its options: {', '.join(mechanism_options(name)) or 'none'}"
+        )
+    return cls(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, **options)
+
+
+def mechanism_options(name: str) -> tuple[str, ...]:
+    """The keyword options a mechanism's constructor takes besides ``epsilon``,
+    ``num_thresholds`` and ``delta`` (what ``get_mechanism(name, ..., **options)`` accepts).
+
+    >>> "positive_rate" in mechanism_options("histogram")
+    True
+    """
+    cls = mechanism_spec(name).load()
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        raise TypeError(f"{cls.__name__}.__init__ must name its options (no **kwargs)")
+    common = {"self", "epsilon", "num_thresholds", "delta"}
+    return tuple(
+        p.name
+        for p in parameters
+        if p.name not in common
+        and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    )
 
 
 def require(mechanism: CountMechanism, capability: str) -> CountMechanism:

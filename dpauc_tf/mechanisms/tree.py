@@ -151,8 +151,8 @@ class TreeHistogram(CountMechanism):
         self.l1_per_level = L1_PER_LEVEL_PUBLIC_SCORES if public_scores else L1_PER_LEVEL
         self.layout = TreeLayout.for_buckets(self.num_buckets, branching)
         self.branching = self.layout.branching
+        self.level_shares = level_weights(self.layout.depth, budget)  # checks it first
         self.budget = budget if isinstance(budget, str) else tuple(float(x) for x in budget)
-        self.level_shares = level_weights(self.layout.depth, budget)
 
     # -- noise parameters ----------------------------------------------------------------
     @property
