@@ -2,7 +2,7 @@
 
 The federated round (one evaluation) is
 
-``(client datasets of {score, label} batches, client seeds) @CLIENTS``
+``(client data {score, label} as two float32 vectors, client seeds) @CLIENTS``
   -> client: per-bucket counts (:func:`dpauc_tf.core.counts.bucket_counts`), then the mechanism's
      client-side release (:meth:`dpauc_tf.mechanisms.base.CountMechanism.release`);
   -> ``tff.federated_sum`` of the releases (``tff.federated_secure_sum_bitwidth`` of integer
@@ -40,11 +40,31 @@ BATCH_TYPE = tff.StructWithPythonType(
     collections.OrderedDict,
 )
 DATASET_TYPE = tff.SequenceType(BATCH_TYPE)
+# One client's whole data as two vectors (of any length, 0 included): what
+# :func:`build_federated_evaluation` takes. Counting them is one ``bucket_counts``, where a
+# dataset costs TFF's worker a ``tf.data`` pipeline and a ``reduce`` per client, which made
+# most of an evaluation's time with many small clients (docs/federated.md, "Measured").
+ARRAYS_TYPE = BATCH_TYPE
 DEFAULT_BITWIDTH = 32
 
 
-def client_counts(dataset: tf.data.Dataset, thresholds: Thresholds, integer_weights: bool = False):
-    """Per-bucket ``(pos, neg)`` counts of one client's dataset (float64, ``[T + 1]`` each)."""
+def client_counts(client_data, thresholds: Thresholds, integer_weights: bool = False):
+    """Per-bucket ``(pos, neg)`` counts of one client's data (float64, ``[T + 1]`` each).
+
+    ``client_data`` is ``{score, label}`` vectors (:data:`ARRAYS_TYPE`: one
+    :func:`~dpauc_tf.core.counts.bucket_counts`) or a ``tf.data.Dataset`` of such batches
+    (:data:`DATASET_TYPE`: summed batch by batch). The counts are the same either way:
+    whole numbers, exact in float64.
+    """
+    if not isinstance(client_data, tf.data.Dataset):
+        return bucket_counts(
+            client_data["label"],
+            client_data["score"],
+            thresholds,
+            dtype=COUNT_DTYPE,
+            integer_weights=integer_weights,
+        )
+    dataset = client_data
     num_buckets = thresholds.num_buckets
     zeros = tf.zeros([num_buckets], COUNT_DTYPE)
 
@@ -82,8 +102,8 @@ def _client_release_fn(
 ):
     """The Python body of the client step: counts, release, (modular for a secure sum)."""
 
-    def client_release(dataset, seed):
-        pos, neg = client_counts(dataset, thresholds, mechanism.capabilities.integer_counts)
+    def client_release(client_data, seed):
+        pos, neg = client_counts(client_data, thresholds, mechanism.capabilities.integer_counts)
         release = mechanism.release(pos, neg, seed=seed)
         release = collections.OrderedDict(sorted(release.items()))
         if secure_bitwidth is not None:
@@ -98,14 +118,17 @@ def build_client_release(
     thresholds: Thresholds,
     *,
     secure_bitwidth: int | None = None,
+    client_type: tff.Type = ARRAYS_TYPE,
 ) -> tff.Computation:
-    """``(dataset, seed) -> release`` run on each client (a ``tff.tensorflow.computation``).
+    """``(client data, seed) -> release`` run on each client (a ``tff.tensorflow.computation``).
 
+    ``client_type``: :data:`ARRAYS_TYPE` (the client's ``{score, label}`` vectors) or
+    :data:`DATASET_TYPE` (a dataset of such batches); the release is the same.
     With ``secure_bitwidth`` the release is rounded to int64 and reduced modulo
     ``2^secure_bitwidth`` (the input a secure sum of that bitwidth expects).
     """
     body = _client_release_fn(mechanism, thresholds, secure_bitwidth)
-    return tff.tensorflow.computation(body, DATASET_TYPE, SEED_TYPE)
+    return tff.tensorflow.computation(body, client_type, SEED_TYPE)
 
 
 def build_server_curve(
@@ -170,10 +193,61 @@ def check_bitwidth(secure_bitwidth: int | None) -> None:
         raise ValueError(f"secure_bitwidth must be in [2, 62], got {secure_bitwidth}")
 
 
-@tff.tensorflow.computation(DATASET_TYPE)
-def _one_per_client(dataset):
-    del dataset
+@tff.tensorflow.computation(SEED_TYPE)
+def _one_per_client(seed):
+    del seed
     return tf.constant(1, tf.int32)
+
+
+def _clients_to_server_sum(
+    mechanism: CountMechanism, thresholds: Thresholds, secure_bitwidth: int | None
+):
+    """The federated part of the round, as a Python function for a federated computation's
+    body: ``(client data, seeds)@CLIENTS -> (summed float64 release, num_reporting)@SERVER``."""
+    check_bitwidth(secure_bitwidth)
+    client_release = build_client_release(mechanism, thresholds, secure_bitwidth=secure_bitwidth)
+    signed = (
+        build_signed_from_modular(client_release.type_signature.result, secure_bitwidth)
+        if secure_bitwidth is not None
+        else None
+    )
+
+    def clients_to_server(client_data, seeds):
+        releases = tff.federated_map(client_release, (client_data, seeds))
+        if signed is None:
+            total = tff.federated_sum(releases)
+        else:
+            modular = tff.federated_secure_sum_bitwidth(releases, secure_bitwidth)
+            total = tff.federated_map(signed, modular)
+        reporting = tff.federated_sum(tff.federated_map(_one_per_client, seeds))
+        return total, reporting
+
+    return clients_to_server
+
+
+def build_summed_release(
+    mechanism: CountMechanism,
+    thresholds: Thresholds,
+    *,
+    secure_bitwidth: int | None = None,
+) -> tff.Computation:
+    """The round without the server's curve: every client's release, summed.
+
+    Type: ``(<score=float32[?], label=float32[?]>@CLIENTS, int64[2]@CLIENTS) ->
+    <release, num_reporting>@SERVER``. :func:`dpauc_tf.federated.evaluate` runs it once per
+    cohort of clients and the server's step (:func:`build_server_curve`) once on the sum of
+    the cohorts' sums: the curve is computed once per evaluation, not once per cohort.
+    """
+    clients_to_server = _clients_to_server_sum(mechanism, thresholds, secure_bitwidth)
+
+    @tff.federated_computation(
+        tff.FederatedType(ARRAYS_TYPE, tff.CLIENTS), tff.FederatedType(SEED_TYPE, tff.CLIENTS)
+    )
+    def summed_release(client_data, seeds):
+        total, reporting = clients_to_server(client_data, seeds)
+        return tff.federated_zip(collections.OrderedDict(release=total, num_reporting=reporting))
+
+    return summed_release
 
 
 def build_federated_evaluation(
@@ -184,33 +258,24 @@ def build_federated_evaluation(
 ) -> tff.Computation:
     """The whole round as a ``tff.federated_computation``.
 
-    Type: ``(<{score, label}*>@CLIENTS, int64[2]@CLIENTS) -> <curve=<auc, fpr, tpr>,
-    release, num_reporting>@SERVER``; ``release`` is the server's summed (noisy) release and
-    ``num_reporting`` the number of clients whose reports entered the sum.
+    Type: ``(<score=float32[?], label=float32[?]>@CLIENTS, int64[2]@CLIENTS) ->
+    <curve=<auc, fpr, tpr>, release, num_reporting>@SERVER``: each client's data is its whole
+    score and label vectors (:data:`ARRAYS_TYPE`); ``release`` is the server's summed (noisy)
+    release and ``num_reporting`` the number of clients whose reports entered the sum.
     With ``secure_bitwidth`` the integer releases are summed by
     ``tff.federated_secure_sum_bitwidth`` (needs the test execution context in simulation).
+    This is :func:`build_summed_release` followed by :func:`build_server_curve` in one
+    computation.
     """
-    check_bitwidth(secure_bitwidth)
-    client_release = build_client_release(mechanism, thresholds, secure_bitwidth=secure_bitwidth)
+    clients_to_server = _clients_to_server_sum(mechanism, thresholds, secure_bitwidth)
     server_curve = build_server_curve(mechanism, thresholds, release_type(mechanism, thresholds))
-    signed = (
-        build_signed_from_modular(client_release.type_signature.result, secure_bitwidth)
-        if secure_bitwidth is not None
-        else None
-    )
 
     @tff.federated_computation(
-        tff.FederatedType(DATASET_TYPE, tff.CLIENTS), tff.FederatedType(SEED_TYPE, tff.CLIENTS)
+        tff.FederatedType(ARRAYS_TYPE, tff.CLIENTS), tff.FederatedType(SEED_TYPE, tff.CLIENTS)
     )
-    def evaluate_round(datasets, seeds):
-        releases = tff.federated_map(client_release, (datasets, seeds))
-        if signed is None:
-            total = tff.federated_sum(releases)
-        else:
-            modular = tff.federated_secure_sum_bitwidth(releases, secure_bitwidth)
-            total = tff.federated_map(signed, modular)
+    def evaluate_round(client_data, seeds):
+        total, reporting = clients_to_server(client_data, seeds)
         curve = tff.federated_map(server_curve, total)
-        reporting = tff.federated_sum(tff.federated_map(_one_per_client, datasets))
         return tff.federated_zip(
             collections.OrderedDict(curve=curve, release=total, num_reporting=reporting)
         )

@@ -70,7 +70,7 @@ DEFAULT_COHORT_SIZE = 1000  # clients per run of the TFF computation
 def _computation(mechanism, thresholds, secure_bitwidth) -> tff.Computation:
     key = (type(mechanism).__name__, repr(mechanism), thresholds, secure_bitwidth)
     if key not in _COMPUTATIONS:
-        _COMPUTATIONS[key] = computations.build_federated_evaluation(
+        _COMPUTATIONS[key] = computations.build_summed_release(
             mechanism, thresholds, secure_bitwidth=secure_bitwidth
         )
     return _COMPUTATIONS[key]
@@ -109,44 +109,49 @@ def _check_client_values(index: int, scores: np.ndarray, labels: np.ndarray) -> 
         )
 
 
-def _check_client_dataset(index: int, dataset: tf.data.Dataset) -> None:
-    """Checks a client's ``{score, label}`` batches in Python before TFF sees them."""
-    for batch in dataset:
-        _check_client_values(
-            index,
-            batch["score"].numpy().astype(np.float64),
-            batch["label"].numpy().astype(np.float64),
+def _dataset_batches(index: int, dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
+    """A client's dataset as ``(score, label)`` flat float32 batches (scalars batched)."""
+    spec = dataset.element_spec
+    if isinstance(spec, dict):
+        dataset = dataset.map(lambda e: (e["score"], e["label"]))
+    elif not (isinstance(spec, tuple) and len(spec) == 2):
+        raise TypeError(
+            f"client {index}: a client dataset must yield (score, label) pairs or "
+            f"{{'score', 'label'}} dicts, got element_spec {spec}"
         )
+    if dataset.element_spec[0].shape.rank == 0:
+        dataset = dataset.batch(batch_size)
+    return dataset.map(
+        lambda s, y: (
+            tf.reshape(tf.cast(s, tf.float32), [-1]),
+            tf.reshape(tf.cast(y, tf.float32), [-1]),
+        )
+    )
 
 
-def _as_batched_dataset(item, batch_size: int, index: int = 0) -> tf.data.Dataset:
-    """One client's data as a dataset of ``{score, label}`` float32 batches, checked.
+def _as_client_arrays(item, batch_size: int, index: int = 0) -> collections.OrderedDict:
+    """One client's data as ``{score, label}`` float32 vectors (the TFF computation's input),
+    checked.
 
-    Raises ``ValueError`` naming client ``index`` for labels other than 0/1, scores outside
-    [0, 1] or NaN (checked here, in Python, not as an error inside TFF's worker).
+    A ``tf.data.Dataset`` is read here, once, batch by batch (scalar elements in batches of
+    ``batch_size``). Raises ``ValueError`` naming client ``index`` for labels other than 0/1,
+    scores outside [0, 1] or NaN (checked here, in Python, not as an error inside TFF's
+    worker).
     """
     if isinstance(item, tf.data.Dataset):
-        spec = item.element_spec
-        if isinstance(spec, dict):
-            dataset = item.map(lambda e: (e["score"], e["label"]))
-        elif isinstance(spec, tuple) and len(spec) == 2:
-            dataset = item
-        else:
-            raise TypeError(
-                "a client dataset must yield (score, label) pairs or {'score', 'label'} dicts, "
-                f"got element_spec {spec}"
-            )
-        score_spec = dataset.element_spec[0]
-        if score_spec.shape.rank == 0:
-            dataset = dataset.batch(batch_size)
-        dataset = dataset.map(
-            lambda s, y: collections.OrderedDict(
-                score=tf.reshape(tf.cast(s, tf.float32), [-1]),
-                label=tf.reshape(tf.cast(y, tf.float32), [-1]),
-            )
-        )
-        _check_client_dataset(index, dataset)
-        return dataset
+        score_parts, label_parts = [], []
+        for score_batch, label_batch in _dataset_batches(index, item, batch_size):
+            score_parts.append(score_batch.numpy())
+            label_parts.append(label_batch.numpy())
+            if score_parts[-1].size != label_parts[-1].size:
+                raise ValueError(
+                    f"client {index}: scores and labels differ in length in a batch: "
+                    f"{score_parts[-1].size} vs {label_parts[-1].size}"
+                )
+        scores = np.concatenate(score_parts) if score_parts else np.zeros(0, np.float32)
+        labels = np.concatenate(label_parts) if label_parts else np.zeros(0, np.float32)
+        _check_client_values(index, scores.astype(np.float64), labels.astype(np.float64))
+        return collections.OrderedDict(score=scores, label=labels)
     if isinstance(item, (tuple, list)) and len(item) == 2:
         try:
             scores = np.asarray(item[0], dtype=np.float64).ravel()
@@ -160,9 +165,9 @@ def _as_batched_dataset(item, batch_size: int, index: int = 0) -> tf.data.Datase
                 f"client {index}: scores and labels differ in length: {scores.size} vs {labels.size}"
             )
         _check_client_values(index, scores, labels)
-        scores, labels = scores.astype(np.float32), labels.astype(np.float32)
-        tensors = collections.OrderedDict(score=scores, label=labels)
-        return tf.data.Dataset.from_tensor_slices(tensors).batch(batch_size)
+        return collections.OrderedDict(
+            score=scores.astype(np.float32), label=labels.astype(np.float32)
+        )
     raise TypeError(
         f"client {index}: each client's data must be a tf.data.Dataset or a (scores, labels) "
         f"pair, got {type(item).__name__}"
@@ -242,7 +247,8 @@ def evaluate(
       secure_shares: number of reports the secure mechanisms' noise shares are sized for
         (default: the clients expected to report). If fewer report, the total noise falls
         short and the result's ``epsilon`` is the (larger) epsilon actually achieved.
-      batch_size: batch size used when turning arrays into client datasets.
+      batch_size: batch size for reading a client dataset of single examples (every client's
+        data reaches TFF as one score vector and one label vector).
       progress: show a progress bar over the clients.
       num_clients: the number of clients ``client_data`` yields, needed when it has no
         ``len()`` and ``dropout`` is used or a secure mechanism sizes its shares (else
@@ -308,14 +314,14 @@ def evaluate(
         install_secure_sum_context()
     computation = _computation(count_mechanism, thresholds, secure_bitwidth if secure else None)
 
-    total, curve, num_seen, num_reporting, num_runs = None, None, 0, 0, 0
+    total, num_seen, num_reporting = None, 0, 0
     bar = tqdm.tqdm(total=known, desc="clients", disable=not progress)
     for cohort in _cohorts(clients, cohort_size):
         start, num_seen = num_seen, num_seen + len(cohort)
         if known is not None and num_seen > known:
             raise ValueError(f"client_data yielded more than num_clients={known} clients")
-        datasets = [
-            _as_batched_dataset(item, batch_size, index=start + i) for i, item in enumerate(cohort)
+        arrays = [
+            _as_client_arrays(item, batch_size, index=start + i) for i, item in enumerate(cohort)
         ]
         if base_seed is not None:  # client k's seed depends only on (seed, k): a prefix property
             seeds = split_seed(base_seed, num_seen).numpy()[start:]
@@ -327,20 +333,21 @@ def evaluate(
         bar.update(len(cohort))
         if not chosen:
             continue
-        out = computation([datasets[i] for i in chosen], [seeds[i] for i in chosen])
+        out = computation([arrays[i] for i in chosen], [seeds[i] for i in chosen])
         release = {key: np.asarray(value, np.float64) for key, value in out["release"].items()}
         total = release if total is None else {key: total[key] + release[key] for key in total}
-        curve, num_runs = out["curve"], num_runs + 1
         num_reporting += int(out["num_reporting"])
     bar.close()
     if num_seen == 0:
         raise ValueError("need at least one client (client_data yielded none)")
     if known is not None and num_seen != known:
         raise ValueError(f"client_data yielded {num_seen} clients, not num_clients={known}")
-    if num_runs > 1:  # the server's step once more, on the sum of the cohorts' sums
-        curve = _server_curve(count_mechanism, thresholds)(
-            collections.OrderedDict(sorted(total.items()))
-        )
+    if total is None:
+        raise ValueError("no client reported")
+    # The server's step, once, on the sum of the cohorts' sums.
+    curve = _server_curve(count_mechanism, thresholds)(
+        collections.OrderedDict(sorted(total.items()))
+    )
     fpr, tpr = np.asarray(curve["fpr"]), np.asarray(curve["tpr"])
     order = np.lexsort((tpr, fpr))  # by FPR, then TPR: the order of dpauc_tf.core.curve
     roc = RocPoints(fpr=fpr[order], tpr=tpr[order], thresholds=thresholds.as_array()[order])
