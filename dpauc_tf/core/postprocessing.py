@@ -150,6 +150,8 @@ def _isotonic_graph(values: tf.Tensor, increasing: bool) -> tf.Tensor:
     signed = values if increasing else -values
     rows = tf.reshape(signed, [-1, n])
     chunk = max(1, MAX_ISOTONIC_ELEMENTS // max(n * n, 1))
+    if rows.shape[0] is not None:  # a known number of rows: no padding past it (a single
+        chunk = max(1, min(chunk, int(rows.shape[0])))  # curve was padded to 800 rows)
     num_rows = tf.shape(rows)[0]
     if n <= 1:
         fitted = rows
