@@ -388,6 +388,7 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
             delta=args.delta,
             threshold_grid=args.threshold_grid,
             seed=None if seed is None else int(seed),
+            mechanism_options=mechanism_options(args),
         )
         aucs.append(float(out.auc))
         fprs.append(np.asarray(out.roc.fpr))

@@ -7,7 +7,8 @@ import dataclasses
 import itertools
 import math
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -201,6 +202,7 @@ def evaluate(
     progress: bool = False,
     num_clients: int | None = None,
     cohort_size: int = DEFAULT_COHORT_SIZE,
+    mechanism_options: Mapping[str, Any] | None = None,
 ) -> FederatedEvaluation:
     """Federated, label-DP AUC and ROC of precomputed scores held by clients (one evaluation).
 
@@ -242,6 +244,9 @@ def evaluate(
         shares for the clients expected to report, so the total noise is as stated.
       noise_family: ``"discrete-laplace"`` or ``"skellam"`` (secure mechanisms only; default:
         Skellam when ``delta`` is given, discrete Laplace otherwise).
+      mechanism_options: further options of the mechanism's constructor (e.g.
+        ``{"positive_rate": 0.25, "budget": "uniform"}``;
+        :func:`~dpauc_tf.mechanisms.registry.mechanism_options` lists a mechanism's).
       secure_bitwidth: bitwidth of the modular secure sum (totals must fit in
         ``[-2^(b-1), 2^(b-1))``).
       secure_shares: number of reports the secure mechanisms' noise shares are sized for
@@ -293,14 +298,16 @@ def evaluate(
             "client_data has no len(): pass num_clients= (needed for dropout and for the "
             "shares of secure mechanisms)"
         )
-    options = {} if noise_family is None else {"family": noise_family}
+    options = dict(mechanism_options or {})
+    if noise_family is not None and epsilon is not None:
+        options["family"] = noise_family
     count_mechanism = get_mechanism(
         mechanism,
         epsilon=epsilon,
         num_thresholds=thresholds.num_thresholds,
         delta=delta,
         num_clients=num_expected if secure_shares is None else secure_shares,
-        **(options if epsilon is not None else {}),
+        **options,
     )
     require(count_mechanism, "federated")
     secure = count_mechanism.capabilities.secure

@@ -37,8 +37,10 @@ def _json(capsys, *argv) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("backend", ["simulate", "beam", "flower"])
+@pytest.mark.parametrize("backend", ["simulate", "tff", "beam", "flower"])
 def test_noise_off_equals_keras_with_those_thresholds(backend, data, capsys, monkeypatch):
+    if backend == "tff" and importlib.util.find_spec("tensorflow_federated") is None:
+        pytest.skip("needs TensorFlow Federated (the federated world)")
     if backend == "beam" and importlib.util.find_spec("apache_beam") is None:
         pytest.skip('needs Apache Beam: pip install "dpauc-tf[beam]"')
     if backend == "flower" and importlib.util.find_spec("flwr") is None:

@@ -51,8 +51,10 @@ def _check_only_the_estimate_changed(plain: dict, smooth: dict) -> None:
         assert a != b and abs(a - b) < 0.02  # the within-bucket correction, nothing else
 
 
-@pytest.mark.parametrize("backend", ["simulate", "beam", "flower"])
+@pytest.mark.parametrize("backend", ["simulate", "tff", "beam", "flower"])
 def test_an_option_reaches_the_mechanism(backend, score_file, capsys, monkeypatch):
+    if backend == "tff" and importlib.util.find_spec("tensorflow_federated") is None:
+        pytest.skip("needs TensorFlow Federated (the federated world)")
     if backend == "beam" and importlib.util.find_spec("apache_beam") is None:
         pytest.skip('needs Apache Beam: pip install "dpauc-tf[beam]"')
     if backend == "flower" and importlib.util.find_spec("flwr") is None:
