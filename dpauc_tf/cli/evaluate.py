@@ -91,7 +91,10 @@ def count_scores(args, grid):
     from dpauc_tf.core.thresholds import Thresholds
     from dpauc_tf.experiments.streaming import count_score_file
 
-    summed = {"tf": Thresholds.make(args.num_thresholds)}
+    # TensorFlow's AUC: tf.keras.metrics.AUC(num_thresholds=T), or (thresholds=...) for an
+    # explicit grid
+    explicit = not isinstance(args.threshold_grid, str)
+    summed = {"tf": Thresholds.make(args.num_thresholds, args.threshold_grid if explicit else "tf")}
     if args.plot:
         summed["plot"] = Thresholds.make(1000)
     return count_score_file(
@@ -470,7 +473,11 @@ def _format_evaluation(result: dict[str, Any]) -> str:
         f"thresholds       {_format_thresholds(result)}",
         f"exact AUC        {_format_auc(result['exact_auc'])} {_exact_note(result)}",
         f"TensorFlow AUC   {_format_auc(result['tf_auc'])} "
-        f"(num_thresholds={result['num_thresholds']})",
+        + (
+            f"(thresholds from {result['thresholds_file']})"
+            if result.get("thresholds_file")
+            else f"(num_thresholds={result['num_thresholds']})"
+        ),
         f"private AUC      {private}",
     ]
     if result.get("roc_note"):

@@ -56,6 +56,7 @@ def test_noise_off_equals_keras_with_those_thresholds(backend, data, capsys, mon
     assert out["num_thresholds"] == len(grid) + 2 and out["threshold_grid"] == "explicit"
     assert out["thresholds_file"] == grid_path
     assert out["auc_mean"] == pytest.approx(float(keras.result()), abs=1e-6)
+    assert out["tf_auc"] == pytest.approx(float(keras.result()), abs=1e-6)  # the same grid
     assert len(out["roc"]["fpr"]) == len(grid) + 2
 
 
@@ -65,7 +66,9 @@ def test_a_noisy_release_counts_on_the_file_s_grid(data, capsys):
     out = _json(capsys, *common, "--thresholds", grid_path)
     assert out["count_thresholds"] == len(grid) + 2 and len(out["roc"]["tpr"]) == len(grid) + 2
     assert main(["evaluate", *common, "--thresholds", grid_path]) == 0
-    assert f"{len(grid) + 2} (explicit grid from {grid_path})" in capsys.readouterr().out
+    table = capsys.readouterr().out
+    assert f"{len(grid) + 2} (explicit grid from {grid_path})" in table
+    assert f"(thresholds from {grid_path})" in table
 
 
 @pytest.mark.parametrize(
