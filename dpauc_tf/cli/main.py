@@ -96,7 +96,13 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_RESERVED_OPTIONS = ("epsilon", "delta", "num_thresholds", "num_clients")
+# options that have their own flags
+_RESERVED_OPTIONS = {
+    "epsilon": "--epsilon",
+    "delta": "--delta",
+    "num_thresholds": "--num-thresholds or --thresholds",
+    "num_clients": "--clients",
+}
 
 
 def _mechanism_option(text: str) -> tuple[str, Any]:
@@ -106,7 +112,7 @@ def _mechanism_option(text: str) -> tuple[str, Any]:
     if not sep or not key.isidentifier():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     if key in _RESERVED_OPTIONS:
-        raise argparse.ArgumentTypeError(f"{key} has its own flag, not --mechanism-option")
+        raise argparse.ArgumentTypeError(f"{key} is set by {_RESERVED_OPTIONS[key]}")
     try:
         value = json.loads(raw)
     except ValueError:
