@@ -56,6 +56,22 @@ def worst_case_pair(
     scores = [target_score, 0.9, 0.1]
     weights = [flip_weight, 1.0, 1.0]
     validate = flip_weight <= 1.0
+    return _flipped_pair(
+        scores,
+        weights,
+        thresholds,
+        validate,
+        lambda bucket: (
+            f"3 examples, T={num_thresholds}; the example at score "
+            f"{target_score:.4g} (bucket {bucket}, weight {flip_weight:g}) is positive in D, "
+            "negative in D'"
+        ),
+    )
+
+
+def _flipped_pair(scores, weights, thresholds, validate, describe) -> NeighbouringPair:
+    """Counts of three examples (the target, a positive, a negative) with the target
+    positive in ``D`` and negative in ``D'``; ``describe(bucket)`` says what the pair is."""
 
     def counts(target_label: int) -> tuple[np.ndarray, np.ndarray]:
         pos, neg = bucket_counts(
@@ -71,15 +87,7 @@ def worst_case_pair(
     pos, neg = counts(1)
     pos_prime, neg_prime = counts(0)
     bucket = int(np.flatnonzero(pos != pos_prime)[0])
-    return NeighbouringPair(
-        pos,
-        neg,
-        pos_prime,
-        neg_prime,
-        bucket,
-        f"3 examples, T={num_thresholds}; the example at score {target_score:.4g} "
-        f"(bucket {bucket}, weight {flip_weight:g}) is positive in D, negative in D'",
-    )
+    return NeighbouringPair(pos, neg, pos_prime, neg_prime, bucket, describe(bucket))
 
 
 AUC_PAIR_MINORITY = 20_000
@@ -99,30 +107,15 @@ def auc_worst_case_pair(thresholds: Thresholds, flip_weight: float = 1.0) -> Nei
     >>> float(pair.pos.sum()), float(pair.neg_prime.sum())
     (60001.0, 20001.0)
     """
-    scores = [0.95, 0.9, 0.1]
-
-    def counts(target_label: int) -> tuple[np.ndarray, np.ndarray]:
-        pos, neg = bucket_counts(
-            [target_label, 1, 0],
-            scores,
-            thresholds,
-            sample_weight=[flip_weight, AUC_PAIR_MAJORITY, AUC_PAIR_MINORITY],
-            dtype=tf.float64,
-            validate=False,  # multiplicities as weights
-        )
-        return pos.numpy(), neg.numpy()
-
-    pos, neg = counts(1)
-    pos_prime, neg_prime = counts(0)
-    bucket = int(np.flatnonzero(pos != pos_prime)[0])
-    return NeighbouringPair(
-        pos,
-        neg,
-        pos_prime,
-        neg_prime,
-        bucket,
-        f"{AUC_PAIR_MAJORITY} positives at 0.9, {AUC_PAIR_MINORITY} negatives at 0.1; the "
-        f"example at 0.95 (weight {flip_weight:g}) is positive in D, negative in D'",
+    return _flipped_pair(
+        [0.95, 0.9, 0.1],
+        [flip_weight, AUC_PAIR_MAJORITY, AUC_PAIR_MINORITY],
+        thresholds,
+        False,  # multiplicities as weights
+        lambda bucket: (
+            f"{AUC_PAIR_MAJORITY} positives at 0.9, {AUC_PAIR_MINORITY} negatives "
+            f"at 0.1; the example at 0.95 (weight {flip_weight:g}) is positive in D, negative in D'"
+        ),
     )
 
 
