@@ -147,9 +147,22 @@ def _child_workers() -> list[int]:
     return pids
 
 
+def _shutdown_at_exit() -> None:
+    """:func:`shutdown_tff_workers`, then no TFF context at all: the fresh one it installs
+    holds a worker manager whose ``__del__`` would otherwise run in the interpreter's
+    teardown, when TFF's ``subprocess`` global is gone ("Exception ignored in ...
+    ServiceManager.__del__": AttributeError)."""
+    if shutdown_tff_workers():
+        from tensorflow_federated.python.core.impl.context_stack import set_default_context
+
+        set_default_context.set_no_default_context()
+        gc.collect()
+
+
 def register_atexit_shutdown() -> None:
-    """Registers :func:`shutdown_tff_workers` to run at interpreter exit (once)."""
+    """Registers the shutdown of TFF's workers (:func:`shutdown_tff_workers`) to run at
+    interpreter exit (once)."""
     global _registered
     if not _registered:
-        atexit.register(shutdown_tff_workers)
+        atexit.register(_shutdown_at_exit)
         _registered = True

@@ -86,6 +86,7 @@ def test_pipelines_return_and_leave_no_worker(tmp_path):
         "cli_error": f"{cli} --scores {bad} --num-thresholds 10 2>&1 | cat",
         "script_error": f"{py} {scripts['ok_then_bad']} 2>&1 | cat",
         "script_no_atexit": f"{py} {scripts['skips_atexit']} 2>&1 | cat",
+        "import_only": f"{py} -c 'import dpauc_tf.federated' 2>&1 | cat",
     }
     marker = f"DPAUC_PIPE_TEST={uuid.uuid4().hex}"
     env = {
@@ -118,6 +119,11 @@ def test_pipelines_return_and_leave_no_worker(tmp_path):
         out = results["script_error"][0]
         assert "AUC 1.0" in out and "ValueError: client 0: labels must be 0 or 1" in out
         assert codes["script_no_atexit"] == 0 and "AUC 1.0" in results["script_no_atexit"][0]
+        assert codes["import_only"] == 0
+        # no TFF worker manager is left for the interpreter's teardown, where its __del__
+        # failed ("Exception ignored in ... ServiceManager.__del__")
+        for name in ("cli_error", "script_error", "import_only"):
+            assert "Exception ignored" not in results[name][0], results[name][0][-2000:]
         # Every process that exited normally stopped its worker (atexit); the one that
         # skipped atexit left one, which returned anyway because it holds no pipe.
         assert len(_marked_workers(env["DPAUC_PIPE_TEST"])) <= 1
