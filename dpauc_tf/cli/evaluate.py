@@ -74,10 +74,24 @@ def _mechanism(args, num_clients: int):
 
 def mechanism_options(args) -> dict[str, Any]:
     """The ``--mechanism-option KEY=VALUE`` pairs as the options of ``get_mechanism``."""
-    options = dict(getattr(args, "mechanism_options", None) or [])
-    if len(options) != len(getattr(args, "mechanism_options", None) or []):
+    pairs = getattr(args, "mechanism_options", None) or []
+    options = dict(pairs)
+    if len(options) != len(pairs):
         raise CommandError("--mechanism-option: an option is given twice")
     return options
+
+
+def release_settings(args) -> dict[str, Any]:
+    """What every backend's evaluation function (TFF, Beam, Flower) takes from the
+    command line to build the release: the mechanism, its budget, grid and options."""
+    return {
+        "mechanism": args.mechanism,
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "num_thresholds": args.num_thresholds,
+        "threshold_grid": args.threshold_grid,
+        "mechanism_options": mechanism_options(args),
+    }
 
 
 def _show_progress(args) -> bool:
@@ -368,14 +382,14 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
     if importlib.util.find_spec("tensorflow_federated") is None:
         raise CommandError("--backend tff needs tensorflow-federated (the .venv environment)")
     from dpauc_tf import federated
+    from dpauc_tf.core.partitions import client_data_from_partition
     from dpauc_tf.experiments.simulation import SimulationResult
 
     evaluate = getattr(federated, "evaluate", None)
     if evaluate is None:
         raise CommandError("--backend tff: dpauc_tf.federated.evaluate is not available")
-    clients = federated.client_data_from_partition(
-        data.scores, data.labels, client_ids, num_clients
-    )
+    clients = client_data_from_partition(data.scores, data.labels, client_ids, num_clients)
+    settings = release_settings(args)
     seeds = (
         [None] * args.repeats
         if args.seed is None
@@ -383,16 +397,7 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
     )
     aucs, fprs, tprs, statement = [], [], [], None
     for seed in seeds:
-        out = evaluate(
-            clients,
-            mechanism=args.mechanism,
-            epsilon=args.epsilon,
-            num_thresholds=args.num_thresholds,
-            delta=args.delta,
-            threshold_grid=args.threshold_grid,
-            seed=None if seed is None else int(seed),
-            mechanism_options=mechanism_options(args),
-        )
+        out = evaluate(clients, seed=None if seed is None else int(seed), **settings)
         aucs.append(float(out.auc))
         fprs.append(np.asarray(out.roc.fpr))
         tprs.append(np.asarray(out.roc.tpr))
@@ -412,15 +417,10 @@ def _evaluate_with_beam(args, data, client_ids, num_clients):
         data.labels,
         client_ids,
         num_clients,
-        mechanism=args.mechanism,
-        epsilon=args.epsilon,
-        num_thresholds=args.num_thresholds,
-        threshold_grid=args.threshold_grid,
-        delta=args.delta,
         seed=args.seed,
         repeats=args.repeats,
         beam_options=args.beam_options,
-        mechanism_options=mechanism_options(args),
+        **release_settings(args),
     )
     statement = _mechanism(args, num_clients).statement()
     return SimulationResult(out.auc, out.fpr, out.tpr, statement)

@@ -105,6 +105,14 @@ def partition(
     raise ValueError(f"unknown partition {kind!r}; choose one of {PARTITIONS}")
 
 
+def client_data_from_partition(
+    scores: np.ndarray, labels: np.ndarray, client_ids: np.ndarray, num_clients: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(scores, labels)`` of every client from a partition (``client_ids``)."""
+    scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()
+    return [(scores[idx], labels[idx]) for idx in client_slices(client_ids, num_clients)]
+
+
 def client_slices(client_ids: np.ndarray, num_clients: int) -> list[np.ndarray]:
     """Indices of the examples of every client, ``num_clients`` arrays (some may be empty)."""
     num_clients = _check_num_clients(num_clients)

@@ -16,6 +16,7 @@ import tensorflow_federated as tff
 import tqdm
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.core.partitions import client_data_from_partition  # noqa: F401 (re-exported)
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import computations
 from dpauc_tf.mechanisms.base import achieved_statement
@@ -173,16 +174,6 @@ def _as_client_arrays(item, batch_size: int, index: int = 0) -> collections.Orde
         f"client {index}: each client's data must be a tf.data.Dataset or a (scores, labels) "
         f"pair, got {type(item).__name__}"
     )
-
-
-def client_data_from_partition(
-    scores: np.ndarray, labels: np.ndarray, client_ids: np.ndarray, num_clients: int
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(scores, labels)`` of every client from a partition (see :mod:`dpauc_tf.core.partitions`)."""
-    from dpauc_tf.core.partitions import client_slices
-
-    scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()
-    return [(scores[idx], labels[idx]) for idx in client_slices(client_ids, num_clients)]
 
 
 def evaluate(

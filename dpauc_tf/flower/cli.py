@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
 
 
 def evaluate_with_flower(args, data, client_ids, num_clients):
     """Runs :func:`dpauc_tf.flower.evaluate` on the file's clients; returns a
     :class:`~dpauc_tf.experiments.simulation.SimulationResult` (the CLI's common result)."""
-    from dpauc_tf.cli.evaluate import mechanism_options
+    from dpauc_tf.cli.evaluate import release_settings
     from dpauc_tf.cli.main import CommandError
-    from dpauc_tf.core.partitions import client_slices
+    from dpauc_tf.core.partitions import client_data_from_partition
     from dpauc_tf.experiments.simulation import SimulationResult
     from dpauc_tf.flower.evaluate import evaluate, require_flower
 
@@ -28,18 +26,11 @@ def evaluate_with_flower(args, data, client_ids, num_clients):
     except ImportError as error:
         raise CommandError(str(error)) from None
 
-    scores, labels = np.asarray(data.scores), np.asarray(data.labels)
-    clients = [(scores[idx], labels[idx]) for idx in client_slices(client_ids, num_clients)]
     out = evaluate(
-        clients,
-        mechanism=args.mechanism,
-        epsilon=args.epsilon,
-        num_thresholds=args.num_thresholds,
-        delta=args.delta,
-        threshold_grid=args.threshold_grid,
+        client_data_from_partition(data.scores, data.labels, client_ids, num_clients),
         seed=args.seed,
         repeats=args.repeats,
-        mechanism_options=mechanism_options(args),
         engine=os.environ.get(ENGINE_VARIABLE, "simulation"),
+        **release_settings(args),
     )
     return SimulationResult(out.aucs, out.fpr, out.tpr, out.statement)
