@@ -6,9 +6,6 @@ examples, on every backend; a file that is not a list of finite numbers is a one
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -32,25 +29,12 @@ def data(tmp_path_factory):
     return str(path), str(grid_path), grid, scores, labels
 
 
-def _json(capsys, *argv) -> dict:
-    assert main(["evaluate", *map(str, argv), "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-@pytest.mark.parametrize("backend", ["simulate", "tff", "beam", "flower"])
-def test_noise_off_equals_keras_with_those_thresholds(backend, data, capsys, monkeypatch):
-    if backend == "tff" and importlib.util.find_spec("tensorflow_federated") is None:
-        pytest.skip("needs TensorFlow Federated (the federated world)")
-    if backend == "beam" and importlib.util.find_spec("apache_beam") is None:
-        pytest.skip('needs Apache Beam: pip install "dpauc-tf[beam]"')
-    if backend == "flower" and importlib.util.find_spec("flwr") is None:
-        pytest.skip('needs Flower: pip install "dpauc-tf[flower]"')
-    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+def test_noise_off_equals_keras_with_those_thresholds(backend, data, evaluate_json):
     path, grid_path, grid, scores, labels = data
     keras = tf.keras.metrics.AUC(thresholds=grid)
     keras.update_state(labels, scores)
-    out = _json(
-        capsys, "--scores", path, "--mechanism", "none", "--thresholds", grid_path,
+    out = evaluate_json(
+        "--scores", path, "--mechanism", "none", "--thresholds", grid_path,
         "--clients", "3", "--backend", backend,
     )  # fmt: skip
     assert out["num_thresholds"] == len(grid) + 2 and out["threshold_grid"] == "explicit"
@@ -60,10 +44,10 @@ def test_noise_off_equals_keras_with_those_thresholds(backend, data, capsys, mon
     assert len(out["roc"]["fpr"]) == len(grid) + 2
 
 
-def test_a_noisy_release_counts_on_the_file_s_grid(data, capsys):
+def test_a_noisy_release_counts_on_the_file_s_grid(data, evaluate_json, capsys):
     path, grid_path, grid, _, _ = data
     common = ["--scores", path, "--mechanism", "histogram", "--epsilon", "1", "--seed", "0"]
-    out = _json(capsys, *common, "--thresholds", grid_path)
+    out = evaluate_json(*common, "--thresholds", grid_path)
     assert out["count_thresholds"] == len(grid) + 2 and len(out["roc"]["tpr"]) == len(grid) + 2
     assert main(["evaluate", *common, "--thresholds", grid_path]) == 0
     table = capsys.readouterr().out

@@ -8,9 +8,6 @@ same AUC; one that passed it to the noise would change the curve.
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import numpy as np
 import pytest
 
@@ -32,11 +29,6 @@ def score_file(tmp_path_factory):
     return str(path)
 
 
-def _json(capsys, *argv) -> dict:
-    assert main(["evaluate", *map(str, argv), "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
 def _common(score_file, mechanism="secure-histogram"):
     noise = ["--mechanism", mechanism, "--epsilon", "1", "--seed", "3", "--repeats", "2"]
     return ["--scores", score_file, *noise, "--num-thresholds", "30", "--clients", "4"]
@@ -51,28 +43,20 @@ def _check_only_the_estimate_changed(plain: dict, smooth: dict) -> None:
         assert a != b and abs(a - b) < 0.02  # the within-bucket correction, nothing else
 
 
-@pytest.mark.parametrize("backend", ["simulate", "tff", "beam", "flower"])
-def test_an_option_reaches_the_mechanism(backend, score_file, capsys, monkeypatch):
-    if backend == "tff" and importlib.util.find_spec("tensorflow_federated") is None:
-        pytest.skip("needs TensorFlow Federated (the federated world)")
-    if backend == "beam" and importlib.util.find_spec("apache_beam") is None:
-        pytest.skip('needs Apache Beam: pip install "dpauc-tf[beam]"')
-    if backend == "flower" and importlib.util.find_spec("flwr") is None:
-        pytest.skip('needs Flower: pip install "dpauc-tf[flower]"')
-    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+def test_an_option_reaches_the_mechanism(backend, score_file, evaluate_json):
     common = [*_common(score_file), "--backend", backend]
-    _check_only_the_estimate_changed(_json(capsys, *common), _json(capsys, *common, *SMOOTH))
+    _check_only_the_estimate_changed(evaluate_json(*common), evaluate_json(*common, *SMOOTH))
 
 
-def test_options_change_the_noise_where_they_should(score_file, capsys):
+def test_options_change_the_noise_where_they_should(score_file, evaluate_json):
     common = _common(score_file, "tree-histogram")
-    plain = _json(capsys, *common)
-    split = _json(capsys, *common, "--mechanism-option", "positive_rate=0.3")
+    plain = evaluate_json(*common)
+    split = evaluate_json(*common, "--mechanism-option", "positive_rate=0.3")
     assert split["mechanism_options"] == {"positive_rate": 0.3}
     assert split["privacy"] != plain["privacy"]  # the per-class scales are stated
     assert split["guaranteed_epsilon"] == plain["guaranteed_epsilon"] == 1.0
     listed = ["--mechanism-option", "budget=[1, 1, 1, 1]", "--mechanism-option", "branching=4"]
-    assert _json(capsys, *common, *listed)["mechanism_options"]["budget"] == [1, 1, 1, 1]
+    assert evaluate_json(*common, *listed)["mechanism_options"]["budget"] == [1, 1, 1, 1]
 
 
 @pytest.mark.parametrize(
