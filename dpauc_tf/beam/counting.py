@@ -10,7 +10,9 @@ bundles gives the same integer counts.
 An input element is one example or a batch of examples:
 
 * ``(score, label)`` or ``(score, label, weight)`` with scalars;
-* the same with 1-D arrays (a batch): far fewer Python calls per example.
+* the same with 1-D arrays (a batch): far fewer Python calls per example. A ``[n, 1]``
+  array is a batch too; a ``[n, C]`` array with ``C > 1`` (one-hot labels, two-class
+  scores) is refused: one value per example.
 
 Invalid input (a label other than 0/1, a score outside [0, 1] or NaN, a weight outside
 [0, 1], or a fractional weight for an integer-noise mechanism) raises ``ValueError`` with
@@ -73,20 +75,41 @@ def _as_batch(element: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             f"(scalars or 1-D arrays), got {type(element).__name__}"
         )
     try:
-        scores = np.asarray(element[0], dtype=np.float64).ravel()
-        labels = np.asarray(element[1], dtype=np.float64).ravel()
+        scores = _one_value_per_example(element[0], "scores")
+        labels = _one_value_per_example(element[1], "labels")
         weights = (
             np.ones_like(scores)
             if len(element) == 2
-            else np.broadcast_to(np.asarray(element[2], dtype=np.float64), scores.shape).ravel()
+            else _one_value_per_example(element[2], "weights")
         )
     except (TypeError, ValueError) as error:
+        if str(error).startswith("dpauc_tf.beam"):
+            raise
         raise ValueError(
             f"dpauc_tf.beam: scores, labels and weights must be numbers ({error})"
         ) from None
     if scores.size != labels.size:
         raise ValueError(f"dpauc_tf.beam: {scores.size} scores but {labels.size} labels")
+    if weights.size == 1 and scores.size != 1:
+        weights = np.broadcast_to(weights, scores.shape)
+    if weights.size != scores.size:
+        raise ValueError(f"dpauc_tf.beam: {scores.size} scores but {weights.size} weights")
     return scores, labels, weights
+
+
+def _one_value_per_example(value: Any, what: str) -> np.ndarray:
+    """A scalar or a batch ``[n]`` (``[n, 1, ...]`` unit dimensions are flattened, as Keras
+    does); a ``[n, C]`` array (one-hot labels, several outputs) is refused: raveled, every
+    example would be counted ``C`` times and one label flip would move the counts by more
+    than the stated sensitivity."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim > 1 and any(size != 1 for size in array.shape[1:]):
+        raise ValueError(
+            f"dpauc_tf.beam: {what} must hold one value per example (a scalar or a 1-D "
+            f"batch), got shape {list(array.shape)}; for one-hot labels or two-class "
+            "scores pass the positive class's column"
+        )
+    return array.ravel()
 
 
 def _one_line(error: Exception) -> str:

@@ -21,9 +21,14 @@ aggregation, not its cryptography (whoever runs the pipeline sees every report).
 Accounting (label DP): every slice's output is ``repeats`` releases; an example in ``k``
 slices is in ``k`` of them. Disjoint slices (every example in one slice) compose in
 parallel, so the whole output costs what one slice costs; overlapping slices add up: the
-whole costs the composition of ``repeats * k_max`` releases, ``k_max`` the largest number
-of slices any example is in, composed with dp-accounting
-(:meth:`~dpauc_tf.mechanisms.base.CountMechanism.privacy_spent`).
+whole costs the composition of ``repeats * k`` releases, composed with dp-accounting
+(:meth:`~dpauc_tf.mechanisms.base.CountMechanism.privacy_spent`), ``k`` a bound on the
+number of slices any example is in. The transform cannot see which elements hold the same
+example (a batch keyed ``"all"`` and its subsets keyed by group, sent as separate
+elements, put every example in two slices while every element names one), so ``k`` is
+the number of slices in the output (the worst case: an example in every slice) unless
+``max_slices_per_example`` declares a smaller bound; an element that names more slices
+than the declared bound is refused.
 
 Seeds: ``seed=None`` draws every release's seed from the operating system (fresh noise);
 an integer seed makes the output reproducible, with a different seed for every slice (and
@@ -73,7 +78,9 @@ class SliceRelease:
       mechanism: the mechanism's name. privacy: its statement for one release.
       epsilon, delta: the cost of this slice's ``R`` releases (``None`` = not private).
       epsilon_total, delta_total: the cost of the whole output (every slice, every repeat).
-      slices_per_example: the largest number of slices one example is in.
+      slices_per_example: the bound ``k`` on the number of slices one example is in that
+        ``epsilon_total`` uses: ``max_slices_per_example`` where declared, else the number
+        of slices in the output (see the module docstring).
     """
 
     slice_key: Any
@@ -110,6 +117,16 @@ class MechanismConfig:
 
     def build(self, num_clients: int | None = None):
         return _build_mechanism(self, 1 if num_clients is None else int(num_clients))
+
+    def check_releases_counts(self, surface: str) -> None:
+        """Refuses a mechanism whose release needs more than bucket counts: ``score-noise``
+        changes every example before counting (releasing the counts of the exact scores
+        would publish an AUC with no noise at all)."""
+        if mechanism_spec(self.name).capabilities.transforms_data:
+            raise ValueError(
+                f"mechanism {self.name!r} changes every example before counting; "
+                f"{surface} releases bucket counts (use dpauc evaluate --backend simulate)"
+            )
 
 
 @functools.lru_cache(maxsize=64)
@@ -177,8 +194,12 @@ def _finish(
 
     mechanism = config.build(num_clients)
     tensors = {key: tf.constant(value, tf.float64) for key, value in release.items()}
-    roc = roc_from_confusion(mechanism.to_confusion(tensors))
-    auc = mechanism.estimate_auc(tensors)
+    auc = np.atleast_1d(mechanism.estimate_auc(tensors).numpy()).astype(np.float64)
+    if mechanism.capabilities.releases == "curve":
+        roc = roc_from_confusion(mechanism.to_confusion(tensors))
+        fpr, tpr = np.atleast_2d(roc.fpr.numpy()), np.atleast_2d(roc.tpr.numpy())
+    else:  # auc-only: no curve, [R, 0] ROC arrays (as the simulation gives)
+        fpr = tpr = np.zeros((auc.size, 0))
     statement = mechanism.statement()
     whole_releases = repeats * max(int(slices_per_example), 1)
     if config.epsilon is None:
@@ -190,9 +211,9 @@ def _finish(
         delta = float(slice_cost.delta)
     return SliceRelease(
         slice_key=slice_key,
-        auc=np.atleast_1d(auc.numpy()).astype(np.float64),
-        fpr=np.atleast_2d(roc.fpr.numpy()),
-        tpr=np.atleast_2d(roc.tpr.numpy()),
+        auc=auc,
+        fpr=fpr,
+        tpr=tpr,
         noisy_counts=release,
         num_examples=float(num_examples),
         num_clients=num_clients,
@@ -247,6 +268,10 @@ class PrivateAUC(beam.PTransform):
       seed: ``None`` (fresh noise for every release) or an int (reproducible).
       repeats: independent releases per slice (each one is accounted).
       per_client: the input is ``(slice_keys, client_id, example)``: sum clients' reports.
+      max_slices_per_example: a bound on the number of slices any one example is in
+        (``1``: disjoint slices), however the examples are split into elements; ``None``
+        (default) takes the number of slices in the output, which is always a bound.
+        An element that names more slice keys than the bound is refused.
       from_logits: the scores are logits.
       mechanism_options: extra constructor options (e.g. ``{"family": "skellam"}``).
 
@@ -265,19 +290,23 @@ class PrivateAUC(beam.PTransform):
         seed: int | None = None,
         repeats: int = 1,
         per_client: bool = False,
+        max_slices_per_example: int | None = None,
         from_logits: bool = False,
         mechanism_options: dict | None = None,
         label: str | None = None,
     ):
         super().__init__(label)
-        spec = mechanism_spec(mechanism)
-        if spec.capabilities.transforms_data:
-            raise ValueError(
-                f"mechanism {mechanism!r} changes every example before counting; "
-                "dpauc_tf.beam releases bucket counts (use dpauc evaluate --backend simulate)"
-            )
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
             raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+        if max_slices_per_example is not None and (
+            isinstance(max_slices_per_example, bool)
+            or not isinstance(max_slices_per_example, int)
+            or max_slices_per_example < 1
+        ):
+            raise ValueError(
+                f"max_slices_per_example must be None or an int >= 1, "
+                f"got {max_slices_per_example!r}"
+            )
         if seed is not None:
             from dpauc_tf.noise.seeds import make_seed
 
@@ -290,31 +319,46 @@ class PrivateAUC(beam.PTransform):
             delta,
             tuple(sorted((mechanism_options or {}).items())),
         )
+        self.config.check_releases_counts("dpauc_tf.beam")
         mechanism_object = self.config.build()  # validates epsilon, delta and options now
+        if per_client and mechanism_object.capabilities.releases != "curve":
+            raise ValueError(
+                f"mechanism {mechanism!r} releases one AUC from one data holder's counts: "
+                "its releases cannot be summed over clients (per_client=False)"
+            )
         self.integer_weights = mechanism_object.capabilities.integer_counts
+        # the grid the examples are counted on: the mechanism's own where it has one
+        # (auc-only counts on a fine grid of its own)
+        self.count_grid = mechanism_object.count_thresholds(self.thresholds)
         self.seed, self.repeats, self.per_client = seed, repeats, per_client
+        self.max_slices_per_example = max_slices_per_example
         self.from_logits = from_logits
 
     def expand(self, examples):
         config, seed, repeats = self.config, self.seed, self.repeats
+        declared = self.max_slices_per_example
         counter = CountBuckets(
-            self.thresholds, from_logits=self.from_logits, integer_weights=self.integer_weights
+            self.count_grid, from_logits=self.from_logits, integer_weights=self.integer_weights
         )
         if self.per_client:
             keyed = examples | "KeyBySliceAndClient" >> beam.FlatMap(
-                lambda e: [((_check_key(k), _check_key(e[1])), e[2]) for k in _slice_keys(e[0])]
+                _key_by_slice_and_client, declared=declared
+            )
+            slice_of = lambda kv: kv[0][0]  # noqa: E731
+        else:
+            keyed = examples | "KeyBySlice" >> beam.FlatMap(_key_by_slice, declared=declared)
+            slice_of = lambda kv: kv[0]  # noqa: E731
+        if declared is None:  # the worst case: an example may be in every slice
+            bound = (
+                keyed
+                | "SliceKeys" >> beam.Map(slice_of)
+                | "DistinctSlices" >> beam.Distinct()
+                | "CountSlices" >> beam.combiners.Count.Globally()
             )
         else:
-            keyed = examples | "KeyBySlice" >> beam.FlatMap(
-                lambda e: [(_check_key(k), e[1]) for k in _slice_keys(e[0])]
-            )
-        slices_per_example = (
-            examples
-            | "SlicesPerExample" >> beam.Map(lambda e: len(_slice_keys(e[0])))
-            | "MostSlices" >> beam.CombineGlobally(lambda values: max(values, default=0))
-        )
+            bound = keyed.pipeline | "DeclaredBound" >> beam.Create([declared])
         counts = keyed | "CountPerBucket" >> beam.CombinePerKey(counter)
-        most = beam.pvalue.AsSingleton(slices_per_example)
+        most = beam.pvalue.AsSingleton(bound)
         if not self.per_client:
             return counts | "ReleaseOncePerSlice" >> beam.Map(
                 _release_slice, config=config, seed=seed, repeats=repeats, most=most
@@ -336,6 +380,38 @@ class PrivateAUC(beam.PTransform):
             | "SumReports" >> beam.CombinePerKey(_SumReports())
             | "FinishSlice" >> beam.Map(_finish_reports, config=config, repeats=repeats, most=most)
         )
+
+
+def _element_slices(element: Any, size: int, declared: int | None) -> list:
+    if not isinstance(element, (tuple, list)) or len(element) != size:
+        form = "(slice_keys, client_id, example)" if size == 3 else "(slice_keys, example)"
+        raise ValueError(
+            f"dpauc_tf.beam: PrivateAUC(per_client={size == 3}) takes {form} elements, "
+            f"got {_describe(element)}"
+        )
+    keys = [_check_key(key) for key in _slice_keys(element[0])]
+    if declared is not None and len(keys) > declared:
+        raise ValueError(
+            f"dpauc_tf.beam: an element names {len(keys)} slices but "
+            f"max_slices_per_example={declared}"
+        )
+    return keys
+
+
+def _describe(element: Any) -> str:
+    if isinstance(element, (tuple, list)):
+        return f"a {type(element).__name__} of {len(element)}"
+    return type(element).__name__
+
+
+def _key_by_slice(element, declared):
+    return [(key, element[1]) for key in _element_slices(element, 2, declared)]
+
+
+def _key_by_slice_and_client(element, declared):
+    keys = _element_slices(element, 3, declared)
+    client = _check_key(element[1])
+    return [((key, client), element[2]) for key in keys]
 
 
 def _release_slice(item, config, seed, repeats, most) -> SliceRelease:

@@ -82,7 +82,9 @@ class DPAUCMetric(metric_types.Metric):
                 f"confidence_intervals must be one of {CI_CHOICES}, got {confidence_intervals!r}"
             )
         thresholds = Thresholds.make(num_thresholds, threshold_grid)
-        MechanismConfig(mechanism, epsilon, thresholds.num_thresholds, delta).build()
+        config = MechanismConfig(mechanism, epsilon, thresholds.num_thresholds, delta)
+        config.check_releases_counts("DPAUCMetric")
+        config.build()
         super().__init__(
             _dpauc_computations,
             name=name,
@@ -130,6 +132,7 @@ def _dpauc_computations(
         )
     thresholds = Thresholds.make(num_thresholds, threshold_grid)
     config = MechanismConfig(mechanism, epsilon, thresholds.num_thresholds, delta)
+    config.check_releases_counts("DPAUCMetric")
     computations = []
     for model_name in model_names or [""]:
         for output_name in output_names or [""]:
@@ -150,6 +153,21 @@ def _dpauc_computations(
     return computations
 
 
+def _one_example(label, prediction, weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One example's ``(score, label, weight)``; several values per example (one-hot labels,
+    two-class or multi-output predictions) are refused: counted as several examples, one
+    label flip would move the counts by more than the stated sensitivity."""
+    prediction, label = np.ravel(prediction), np.ravel(label)
+    if prediction.size != 1 or label.size != 1:
+        raise ValueError(
+            "DPAUCMetric: one prediction and one label per example, got "
+            f"{prediction.size} predictions and {label.size} labels; for a multi-class or "
+            "one-hot model binarize it (MetricsSpec binarize=BinarizationOptions(class_ids=...)) "
+            "so that every example has one score"
+        )
+    return prediction, label, np.ravel(weight)
+
+
 class _DPAUCCombiner(beam.CombineFn):
     """Counts with :class:`CountBuckets`; ``extract_output`` is the (one) release."""
 
@@ -158,8 +176,12 @@ class _DPAUCCombiner(beam.CombineFn):
         self._eval_config = eval_config
         self._config = config
         self._example_weighted = example_weighted
-        integer = config.build().capabilities.integer_counts
-        self._counter = CountBuckets(thresholds, integer_weights=integer)
+        mechanism = config.build()
+        # the mechanism's own grid where it has one (auc-only counts on a fine grid)
+        self._counter = CountBuckets(
+            mechanism.count_thresholds(thresholds),
+            integer_weights=mechanism.capabilities.integer_counts,
+        )
 
     def create_accumulator(self):
         return self._counter.create_accumulator()
@@ -174,8 +196,9 @@ class _DPAUCCombiner(beam.CombineFn):
             example_weighted=self._example_weighted,
             flatten=False,
         ):
-            example = (np.ravel(prediction), np.ravel(label), np.ravel(weight))
-            accumulator = self._counter.add_input(accumulator, example)
+            accumulator = self._counter.add_input(
+                accumulator, _one_example(label, prediction, weight)
+            )
         return accumulator
 
     def merge_accumulators(self, accumulators):

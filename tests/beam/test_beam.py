@@ -27,6 +27,7 @@ T = 10
 N = 600
 NOISE_SLICES = 150
 EPSILON = 1.0
+AUC_ONLY_EPSILON = 200.0
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +55,22 @@ def pipeline_out(data):
     one_class = [("pos-only", (0.7, 1)), ("pos-only", (0.2, 1)), ("mixed", (0.9, 1))]
     one_class.append(("mixed", (0.1, 0)))
     noise = [(i, (0.55, i % 2)) for i in range(NOISE_SLICES)]
+    scores, labels, groups, _ = data
+    # a batch of every example keyed "all" and its subsets keyed by group, as separate
+    # elements: every example is in two slices though every element names one
+    batched = [("all", (scores, labels))]
+    batched += [(f"g{g}", (scores[groups == g], labels[groups == g])) for g in (0, 1)]
     branches = {
         "off": (examples, dict(epsilon=None)),
-        "disjoint": (examples, dict(epsilon=EPSILON, seed=1)),
-        "overlapping": (overlapping, dict(epsilon=EPSILON, seed=2)),
+        "disjoint": (examples, dict(epsilon=EPSILON, seed=1, max_slices_per_example=1)),
+        "disjoint-undeclared": (examples, dict(epsilon=EPSILON, seed=1)),
+        "overlapping": (overlapping, dict(epsilon=EPSILON, seed=2, max_slices_per_example=2)),
+        "batched": (batched, dict(epsilon=EPSILON, seed=5)),
+        "batched-declared": (batched, dict(epsilon=EPSILON, seed=5, max_slices_per_example=2)),
+        "auc-only": (
+            [("all", (scores, labels))],
+            dict(mechanism="auc-only", epsilon=AUC_ONLY_EPSILON, delta=1e-6, seed=6),
+        ),
         "clients-off": (per_client, dict(epsilon=None, per_client=True)),
         "clients-secure": (
             per_client,
@@ -135,6 +148,10 @@ def test_counts_stay_exact_past_two_to_the_24():
         ((0.5,), "an example is (score, label)"),
         (([0.1, 0.2], [1]), "2 scores but 1 labels"),
         (("x", 1), "must be numbers"),
+        # one-hot labels / two-class scores: raveled, every example would count twice
+        (([[0.2, 0.8], [0.6, 0.4]], [[0, 1], [1, 0]]), "one value per example"),
+        (([0.2, 0.8], [[0, 1], [1, 0]]), "one value per example"),
+        (([0.2, 0.8], [1, 0], [[1, 1], [1, 1]]), "one value per example"),
     ],
 )
 def test_bad_examples_give_one_line_errors(element, message):
@@ -142,6 +159,16 @@ def test_bad_examples_give_one_line_errors(element, message):
     with pytest.raises(ValueError, match=None) as info:
         fn.extract_output(fn.add_input(fn.create_accumulator(), element))
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unit_dimensions_are_one_value_per_example():
+    fn = CountBuckets(Thresholds.make(T))
+    flat = fn.extract_output(fn.add_input(fn.create_accumulator(), ([0.2, 0.8], [0, 1])))
+    column = fn.extract_output(
+        fn.add_input(fn.create_accumulator(), ([[0.2], [0.8]], [[0], [1]], [[1], [1]]))
+    )
+    assert column.pos.tolist() == flat.pos.tolist() and column.neg.tolist() == flat.neg.tolist()
+    assert column.num_examples == 2
 
 
 def test_fractional_weight_refused_for_integer_noise():
@@ -172,9 +199,9 @@ def test_seeds_reproducible_distinct_per_slice_and_fresh_without_seed():
 # -- the pipeline -----------------------------------------------------------------------------
 def test_one_release_per_slice(pipeline_out):
     by_branch, releases = pipeline_out
-    # off 2 + disjoint 2 + overlapping 3 + one-class 2 + noise 300; per client 3 clients x 2
-    # slices, twice; the empty input none.
-    expected = 2 + 2 + 3 + 2 + NOISE_SLICES + 2 * 6
+    # off 2 + disjoint 2 + 2 + overlapping 3 + batched 3 + 3 + auc-only 1 + one-class 2 +
+    # noise 150; per client 3 clients x 2 slices, twice; the empty input none.
+    expected = 2 + 2 + 2 + 3 + 3 + 3 + 1 + 2 + NOISE_SLICES + 2 * 6
     assert releases == expected
     assert "empty" not in by_branch
     assert sorted(by_branch["overlapping"]) == ["all", "g0", "g1"]
@@ -210,6 +237,80 @@ def test_slice_accounting_disjoint_parallel_overlapping_adds(pipeline_out):
         assert release.epsilon == pytest.approx(EPSILON)
         assert release.epsilon_total == pytest.approx(mechanism.privacy_spent(2).best)
         assert release.epsilon_total == pytest.approx(2 * EPSILON)
+
+
+def test_undeclared_slices_are_accounted_for_the_worst_case(pipeline_out):
+    """The transform cannot see which elements hold the same example: without a declared
+    bound every example may be in every slice (disjoint input is charged for 2 slices)."""
+    by_branch, _ = pipeline_out
+    mechanism = get_mechanism("histogram", epsilon=EPSILON, num_thresholds=T)
+    for release in by_branch["disjoint-undeclared"].values():
+        assert release.slices_per_example == 2
+        assert release.epsilon_total == pytest.approx(mechanism.privacy_spent(2).best)
+
+
+def test_batched_elements_state_the_true_epsilon(pipeline_out):
+    """A batch keyed "all" and its subsets keyed by group, sent as separate elements: every
+    example is in two slices. The whole output costs 2 epsilon (the old statement: 1)."""
+    by_branch, _ = pipeline_out
+    mechanism = get_mechanism("histogram", epsilon=EPSILON, num_thresholds=T)
+    for release in by_branch["batched"].values():
+        assert release.epsilon == pytest.approx(EPSILON)
+        assert release.epsilon_total >= 2 * EPSILON - 1e-9
+        assert release.epsilon_total == pytest.approx(mechanism.privacy_spent(3).best)
+    for release in by_branch["batched-declared"].values():
+        assert release.slices_per_example == 2
+        assert release.epsilon_total == pytest.approx(2 * EPSILON)
+
+
+def test_an_element_past_the_declared_bound_is_refused():
+    elements = [(["all", "g0"], (0.5, 1))]
+    with pytest.raises(Exception, match="names 2 slices but max_slices_per_example=1"):
+        run_and_collect(
+            lambda p: (
+                p
+                | beam.Create(elements)
+                | PrivateAUC(epsilon=EPSILON, num_thresholds=T, max_slices_per_example=1)
+            ),
+            PipelineOptions(["--runner=DirectRunner"]),
+        )
+
+
+def test_per_client_pairs_give_one_line_error():
+    with pytest.raises(Exception, match=r"per_client=True\) takes \(slice_keys, client_id"):
+        run_and_collect(
+            lambda p: (
+                p
+                | beam.Create([("all", (0.5, 1))])
+                | PrivateAUC(epsilon=None, num_thresholds=T, per_client=True)
+            ),
+            PipelineOptions(["--runner=DirectRunner"]),
+        )
+
+
+def test_auc_only_counts_on_its_own_grid_and_releases_no_curve(pipeline_out, data):
+    """auc-only counts on its fine grid (the T-threshold grid would bias its AUC), and the
+    slice has an AUC and an empty curve instead of failing after the release."""
+    from sklearn.metrics import roc_auc_score
+
+    by_branch, _ = pipeline_out
+    scores, labels, _, _ = data
+    release = by_branch["auc-only"]["all"]
+    exact = roc_auc_score(labels, scores)
+    coarse = simulate(
+        get_mechanism("none", epsilon=None, num_thresholds=T),
+        *client_histograms(labels, scores, Thresholds.make(T)),
+        repeats=1,
+    ).aucs[0]
+    assert abs(coarse - exact) > 1e-3  # the T grid is visibly off
+    assert release.auc_or_none == pytest.approx(exact, abs=5e-4)
+    assert release.fpr.shape == (1, 0) and release.tpr.shape == (1, 0)
+    assert release.epsilon == pytest.approx(AUC_ONLY_EPSILON)
+
+
+def test_auc_only_per_client_is_refused_before_any_work():
+    with pytest.raises(ValueError, match="cannot be summed over clients"):
+        PrivateAUC("auc-only", epsilon=1.0, delta=1e-6, per_client=True)
 
 
 def test_one_class_slice_gives_null_auc(pipeline_out):

@@ -115,3 +115,83 @@ def test_allowed_confidence_intervals_release_once_per_resample(examples, tmp_pa
     assert releases == 3 * 21
     # the metric asks TFMA for no interval: the value reported is the full data's
     assert values[()] == {"doubleValue": beam_transform_auc(scores, labels)}
+
+
+def _write_examples(path, predictions, labels) -> str:
+    with tf.io.TFRecordWriter(path) as writer:
+        for prediction, label in zip(predictions, labels, strict=True):
+            feature = {
+                "prediction": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=np.atleast_1d(prediction))
+                ),
+                "label": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=np.atleast_1d(label))
+                ),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    return path
+
+
+def _config(options: dict) -> config_pb2.EvalConfig:
+    metric = config_pb2.MetricConfig(
+        class_name="DPAUCMetric", module="dpauc_tf.beam.tfma_metric", config=json.dumps(options)
+    )
+    return config_pb2.EvalConfig(
+        model_specs=[config_pb2.ModelSpec(label_key="label", prediction_key="prediction")],
+        metrics_specs=[config_pb2.MetricsSpec(metrics=[metric])],
+        slicing_specs=[config_pb2.SlicingSpec()],
+    )
+
+
+def test_score_noise_is_refused_it_would_release_the_exact_auc(examples, tmp_path):
+    """score-noise noises the scores before counting; from TFMA's counts of the exact scores
+    it released the exact AUC at every epsilon."""
+    with pytest.raises(ValueError, match="changes every example before counting"):
+        tfma_metric.DPAUCMetric(mechanism="score-noise", epsilon=1.0)
+    with pytest.raises(ValueError, match="changes every example before counting"):
+        model_eval_lib.run_model_analysis(
+            eval_config=_config({"mechanism": "score-noise", "epsilon": 0.01}),
+            data_location=examples[0],
+            output_path=str(tmp_path),
+        )
+
+
+def test_one_hot_examples_are_refused_not_counted_twice(tmp_path):
+    """A one-hot label and a two-class prediction per example: raveled, every example was
+    counted twice (one label flip moved the counts by L1 = 4 where the statement says 2)."""
+    rng = np.random.default_rng(1)
+    positive = rng.random(40)
+    predictions = np.stack([1 - positive, positive], axis=1)
+    labels = np.eye(2)[(rng.random(40) < positive).astype(int)]
+    path = _write_examples(str(tmp_path / "onehot.tfrecord"), predictions, labels)
+    with pytest.raises(Exception) as info:
+        model_eval_lib.run_model_analysis(
+            eval_config=_config({"epsilon": 1.0, "num_thresholds": T}),
+            data_location=path,
+            output_path=str(tmp_path / "out"),
+        )
+    chain, error = [], info.value
+    while error is not None:  # TFMA wraps the combiner's error in its own
+        chain.append(str(error))
+        error = error.__cause__ or error.__context__
+    assert any("one prediction and one label per example" in text for text in chain), chain
+
+
+def test_auc_only_counts_on_its_own_grid(tmp_path):
+    """auc-only's release is the Mann-Whitney AUC of counts on its own 2^17 grid; on the
+    metric's 200 thresholds it read visibly low."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(2)
+    labels = (rng.random(2_000) < 0.4).astype(np.float32)
+    scores = np.clip(0.002 * rng.standard_normal(2_000) + 0.01 + 0.002 * labels, 0, 1)
+    path = _write_examples(str(tmp_path / "narrow.tfrecord"), scores.astype(np.float32), labels)
+    exact = roc_auc_score(labels, scores.astype(np.float32))
+    options = {"mechanism": "auc-only", "epsilon": 1000.0, "delta": 1e-6, "num_thresholds": 200}
+    result = model_eval_lib.run_model_analysis(
+        eval_config=_config(options), data_location=path, output_path=str(tmp_path / "out")
+    )
+    (_, metrics), *_ = result.slicing_metrics
+    value = metrics[""][""]["dpauc"]["doubleValue"]
+    assert value == pytest.approx(exact, abs=2e-3)
