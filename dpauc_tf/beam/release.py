@@ -47,10 +47,6 @@ Every release increments the Beam counter ``dpauc_tf.beam/releases``.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
-import math
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -59,103 +55,14 @@ import numpy as np
 
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.mechanisms.registry import mechanism_spec
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
 
 RELEASE_COUNTER = ("dpauc_tf.beam", "releases")
 
 
-@dataclasses.dataclass(frozen=True)
-class SliceRelease:
-    """What one slice's output holds (NumPy arrays; ``R = repeats``).
-
-    Attributes:
-      slice_key: the slice. auc: ``[R]`` AUC estimates (NaN where undefined, e.g. a slice
-        with one class and no noise). fpr, tpr: ``[R, T]`` ROC points.
-      noisy_counts: the (summed) release, e.g. ``{"pos": [R, T + 1], "neg": ...}``.
-      num_examples: (weighted) examples in the slice (does not depend on the labels).
-      num_clients: clients whose reports were summed (``None`` for central noise).
-      mechanism: the mechanism's name. privacy: its statement for one release.
-      epsilon, delta: the cost of this slice's ``R`` releases (``None`` = not private).
-      epsilon_total, delta_total: the cost of the whole output (every slice, every repeat).
-      slices_per_example: the bound ``k`` on the number of slices one example is in that
-        ``epsilon_total`` uses: ``max_slices_per_example`` where declared, else the number
-        of slices in the output (see the module docstring).
-    """
-
-    slice_key: Any
-    auc: np.ndarray
-    fpr: np.ndarray
-    tpr: np.ndarray
-    noisy_counts: dict[str, np.ndarray]
-    num_examples: float
-    num_clients: int | None
-    mechanism: str
-    privacy: str
-    epsilon: float | None
-    delta: float
-    epsilon_total: float | None
-    delta_total: float
-    slices_per_example: int
-
-    @property
-    def auc_or_none(self) -> float | None:
-        """The first release's AUC, ``None`` where it is undefined."""
-        value = float(self.auc[0])
-        return None if math.isnan(value) else value
-
-
-@dataclasses.dataclass(frozen=True)
-class MechanismConfig:
-    """What a worker needs to rebuild the mechanism (plain data, cheap to ship)."""
-
-    name: str
-    epsilon: float | None
-    num_thresholds: int
-    delta: float | None
-    options: tuple = ()
-
-    def build(self, num_clients: int | None = None):
-        return _build_mechanism(self, 1 if num_clients is None else int(num_clients))
-
-    def check_releases_counts(self, surface: str) -> None:
-        """Refuses a mechanism whose release needs more than bucket counts: ``score-noise``
-        changes every example before counting (releasing the counts of the exact scores
-        would publish an AUC with no noise at all)."""
-        if mechanism_spec(self.name).capabilities.transforms_data:
-            raise ValueError(
-                f"mechanism {self.name!r} changes every example before counting; "
-                f"{surface} releases bucket counts (use dpauc evaluate --backend simulate)"
-            )
-
-
-@functools.lru_cache(maxsize=64)
-def _build_mechanism(config: MechanismConfig, num_clients: int):
-    from dpauc_tf.mechanisms.registry import get_mechanism
-
-    return get_mechanism(
-        config.name,
-        epsilon=config.epsilon,
-        num_thresholds=config.num_thresholds,
-        delta=config.delta,
-        num_clients=num_clients,
-        **dict(config.options),
-    )
-
-
-def _key_hash(*parts: Any) -> int:
-    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
-
-
-def derived_seed(seed: int | None, *keys: Any):
-    """A ``[2]`` seed for one release: OS entropy for ``seed=None``; otherwise derived from
-    ``(seed, *keys)`` (distinct keys give distinct seeds up to a 2^-64 hash collision)."""
-    from dpauc_tf.noise.seeds import make_seed
-
-    if seed is None:
-        return make_seed(None)
-    return make_seed(_key_hash(int(seed), *keys))
+# One slice's output: the library's one result type (``slice_key``, ``aucs``, the curve, the
+# epsilon of the slice and of the whole output, the counts).
+SliceRelease = AUCResult
 
 
 def _slice_keys(keys: Any) -> list:
@@ -170,61 +77,11 @@ def _check_key(key: Any) -> Any:
     return key
 
 
-def _release(config: MechanismConfig, counts: BucketCounts, seed, repeats, num_clients=None):
-    mechanism = config.build(num_clients)
+def _release(spec: ReleaseSpec, counts: BucketCounts, seed, repeats, num_clients=None):
+    mechanism = spec.build(num_clients)
     release = mechanism.release(counts.pos, counts.neg, seed=seed, repeats=repeats)
     beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
     return {key: value.numpy() for key, value in release.items()}
-
-
-def _finish(
-    config: MechanismConfig,
-    slice_key,
-    release: dict,
-    num_examples: float,
-    num_clients: int | None,
-    repeats: int,
-    slices_per_example: int,
-) -> SliceRelease:
-    """Post-processing of one slice's (summed) release, and its accounting."""
-    import tensorflow as tf
-
-    from dpauc_tf.core.curve import roc_from_confusion
-    from dpauc_tf.mechanisms.base import finite_or_none
-
-    mechanism = config.build(num_clients)
-    tensors = {key: tf.constant(value, tf.float64) for key, value in release.items()}
-    auc = np.atleast_1d(mechanism.estimate_auc(tensors).numpy()).astype(np.float64)
-    if mechanism.capabilities.releases == "curve":
-        roc = roc_from_confusion(mechanism.to_confusion(tensors))
-        fpr, tpr = np.atleast_2d(roc.fpr.numpy()), np.atleast_2d(roc.tpr.numpy())
-    else:  # auc-only: no curve, [R, 0] ROC arrays (as the simulation gives)
-        fpr = tpr = np.zeros((auc.size, 0))
-    statement = mechanism.statement()
-    whole_releases = repeats * max(int(slices_per_example), 1)
-    if config.epsilon is None:
-        slice_cost = whole_cost = None
-        delta = 0.0
-    else:
-        slice_cost = mechanism.privacy_spent(repeats)
-        whole_cost = mechanism.privacy_spent(whole_releases)
-        delta = float(slice_cost.delta)
-    return SliceRelease(
-        slice_key=slice_key,
-        auc=auc,
-        fpr=fpr,
-        tpr=tpr,
-        noisy_counts=release,
-        num_examples=float(num_examples),
-        num_clients=num_clients,
-        mechanism=mechanism.name,
-        privacy=str(statement),
-        epsilon=None if slice_cost is None else finite_or_none(slice_cost.best),
-        delta=delta,
-        epsilon_total=None if whole_cost is None else finite_or_none(whole_cost.best),
-        delta_total=delta if whole_cost is None else float(whole_cost.delta),
-        slices_per_example=int(slices_per_example),
-    )
 
 
 class _SumReports(beam.CombineFn):
@@ -275,7 +132,7 @@ class PrivateAUC(beam.PTransform):
       from_logits: the scores are logits.
       mechanism_options: extra constructor options (e.g. ``{"family": "skellam"}``).
 
-    >>> PrivateAUC("histogram", epsilon=1.0, num_thresholds=10).config.name
+    >>> PrivateAUC("histogram", epsilon=1.0, num_thresholds=10).spec.mechanism
     'histogram'
     """
 
@@ -307,35 +164,30 @@ class PrivateAUC(beam.PTransform):
                 f"max_slices_per_example must be None or an int >= 1, "
                 f"got {max_slices_per_example!r}"
             )
-        if seed is not None:
-            from dpauc_tf.noise.seeds import make_seed
-
-            make_seed(seed)  # refuses negative, too large or non-int seeds now
-        self.thresholds = Thresholds.make(num_thresholds, threshold_grid)
-        self.config = MechanismConfig(
+        # validates the mechanism, epsilon, delta, options and seed now
+        self.spec = ReleaseSpec.make(
             mechanism,
-            epsilon,
-            self.thresholds.num_thresholds,
-            delta,
-            tuple(sorted((mechanism_options or {}).items())),
+            epsilon=epsilon,
+            num_thresholds=num_thresholds,
+            threshold_grid=threshold_grid,
+            delta=delta,
+            options=mechanism_options,
+            seed=seed,
         )
-        self.config.check_releases_counts("dpauc_tf.beam")
-        mechanism_object = self.config.build()  # validates epsilon, delta and options now
-        if per_client and mechanism_object.capabilities.releases != "curve":
-            raise ValueError(
-                f"mechanism {mechanism!r} releases one AUC from one data holder's counts: "
-                "its releases cannot be summed over clients (per_client=False)"
-            )
-        self.integer_weights = mechanism_object.capabilities.integer_counts
+        self.spec.check_releases_counts("dpauc_tf.beam")
+        if per_client:  # before any work: auc-only's releases cannot be summed
+            self.spec.check_summable(2, "PrivateAUC(per_client=True)")
+        self.thresholds = self.spec.thresholds
+        self.integer_weights = self.spec.capabilities.integer_counts
         # the grid the examples are counted on: the mechanism's own where it has one
         # (auc-only counts on a fine grid of its own)
-        self.count_grid = mechanism_object.count_thresholds(self.thresholds)
-        self.seed, self.repeats, self.per_client = seed, repeats, per_client
+        self.count_grid = self.spec.count_grid()
+        self.repeats, self.per_client = repeats, per_client
         self.max_slices_per_example = max_slices_per_example
         self.from_logits = from_logits
 
     def expand(self, examples):
-        config, seed, repeats = self.config, self.seed, self.repeats
+        spec, repeats = self.spec, self.repeats
         declared = self.max_slices_per_example
         counter = CountBuckets(
             self.count_grid, from_logits=self.from_logits, integer_weights=self.integer_weights
@@ -361,7 +213,7 @@ class PrivateAUC(beam.PTransform):
         most = beam.pvalue.AsSingleton(bound)
         if not self.per_client:
             return counts | "ReleaseOncePerSlice" >> beam.Map(
-                _release_slice, config=config, seed=seed, repeats=repeats, most=most
+                _release_slice, spec=spec, repeats=repeats, most=most
             )
         clients_per_slice = (
             counts
@@ -370,15 +222,14 @@ class PrivateAUC(beam.PTransform):
         )
         reports = counts | "ClientReports" >> beam.Map(
             _client_report,
-            config=config,
-            seed=seed,
+            spec=spec,
             repeats=repeats,
             clients=beam.pvalue.AsDict(clients_per_slice),
         )
         return (
             reports
             | "SumReports" >> beam.CombinePerKey(_SumReports())
-            | "FinishSlice" >> beam.Map(_finish_reports, config=config, repeats=repeats, most=most)
+            | "FinishSlice" >> beam.Map(_finish_reports, spec=spec, most=most)
         )
 
 
@@ -414,18 +265,27 @@ def _key_by_slice_and_client(element, declared):
     return [((key, client), element[2]) for key in keys]
 
 
-def _release_slice(item, config, seed, repeats, most) -> SliceRelease:
+def _release_slice(item, spec: ReleaseSpec, repeats, most) -> SliceRelease:
     key, counts = item
-    release = _release(config, counts, derived_seed(seed, key), repeats)
-    return _finish(config, key, release, counts.num_examples, None, repeats, most)
+    release = _release(spec, counts, spec.seed_for(key), repeats)
+    return finish_release(
+        spec, release, num_examples=counts.num_examples, slice_key=key, slices_per_example=most
+    )
 
 
-def _client_report(item, config, seed, repeats, clients):
+def _client_report(item, spec: ReleaseSpec, repeats, clients):
     (key, client), counts = item
-    release = _release(config, counts, derived_seed(seed, key, client), repeats, clients[key])
+    release = _release(spec, counts, spec.seed_for(key, client), repeats, clients[key])
     return key, (release, counts.num_examples)
 
 
-def _finish_reports(item, config, repeats, most) -> SliceRelease:
+def _finish_reports(item, spec: ReleaseSpec, most) -> SliceRelease:
     key, (release, num_examples, num_clients) = item
-    return _finish(config, key, release, num_examples, num_clients, repeats, most)
+    return finish_release(
+        spec,
+        release,
+        num_examples=num_examples,
+        num_clients=num_clients,
+        slice_key=key,
+        slices_per_example=most,
+    )

@@ -42,9 +42,9 @@ import apache_beam as beam
 import numpy as np
 
 from dpauc_tf.beam.counting import CountBuckets
-from dpauc_tf.beam.release import RELEASE_COUNTER, MechanismConfig
+from dpauc_tf.beam.release import RELEASE_COUNTER
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.release import ReleaseSpec
 
 DPAUC_NAME = "dpauc"
 CI_CHOICES = ("refuse", "allow")
@@ -81,10 +81,7 @@ class DPAUCMetric(metric_types.Metric):
             raise ValueError(
                 f"confidence_intervals must be one of {CI_CHOICES}, got {confidence_intervals!r}"
             )
-        thresholds = Thresholds.make(num_thresholds, threshold_grid)
-        config = MechanismConfig(mechanism, epsilon, thresholds.num_thresholds, delta)
-        config.check_releases_counts("DPAUCMetric")
-        config.build()
+        _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)  # checks them now
         super().__init__(
             _dpauc_computations,
             name=name,
@@ -130,9 +127,7 @@ def _dpauc_computations(
             "compute_confidence_intervals off, pass confidence_intervals='allow' to pay for "
             "them, or use dpauc_tf.beam.PrivateAUC (docs/tfma.md)"
         )
-    thresholds = Thresholds.make(num_thresholds, threshold_grid)
-    config = MechanismConfig(mechanism, epsilon, thresholds.num_thresholds, delta)
-    config.check_releases_counts("DPAUCMetric")
+    spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)
     computations = []
     for model_name in model_names or [""]:
         for output_name in output_names or [""]:
@@ -144,13 +139,25 @@ def _dpauc_computations(
                     sub_key=sub_key,
                     example_weighted=example_weighted,
                 )
-                combiner = _DPAUCCombiner(key, eval_config, config, thresholds, example_weighted)
+                combiner = _DPAUCCombiner(key, eval_config, spec, example_weighted)
                 computations.append(
                     metric_types.MetricComputation(
                         keys=[key], preprocessors=None, combiner=combiner
                     )
                 )
     return computations
+
+
+def _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta) -> ReleaseSpec:
+    spec = ReleaseSpec.make(
+        mechanism,
+        epsilon=epsilon,
+        num_thresholds=num_thresholds,
+        threshold_grid=threshold_grid,
+        delta=delta,
+    )
+    spec.check_releases_counts("DPAUCMetric")
+    return spec
 
 
 def _one_example(label, prediction, weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -171,16 +178,14 @@ def _one_example(label, prediction, weight) -> tuple[np.ndarray, np.ndarray, np.
 class _DPAUCCombiner(beam.CombineFn):
     """Counts with :class:`CountBuckets`; ``extract_output`` is the (one) release."""
 
-    def __init__(self, key, eval_config, config: MechanismConfig, thresholds, example_weighted):
+    def __init__(self, key, eval_config, spec: ReleaseSpec, example_weighted):
         self._key = key
         self._eval_config = eval_config
-        self._config = config
+        self._spec = spec
         self._example_weighted = example_weighted
-        mechanism = config.build()
         # the mechanism's own grid where it has one (auc-only counts on a fine grid)
         self._counter = CountBuckets(
-            mechanism.count_thresholds(thresholds),
-            integer_weights=mechanism.capabilities.integer_counts,
+            spec.count_grid(), integer_weights=spec.capabilities.integer_counts
         )
 
     def create_accumulator(self):
@@ -209,7 +214,7 @@ class _DPAUCCombiner(beam.CombineFn):
 
     def extract_output(self, accumulator) -> dict:
         counts = self._counter.extract_output(accumulator)
-        mechanism = self._config.build()
+        mechanism = self._spec.build()
         release = mechanism.release(counts.pos, counts.neg, seed=None)
         beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
         auc = float(mechanism.estimate_auc(release).numpy())

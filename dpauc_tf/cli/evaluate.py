@@ -423,7 +423,7 @@ def _evaluate_with_beam(args, data, client_ids, num_clients):
         **release_settings(args),
     )
     statement = _mechanism(args, num_clients).statement()
-    return SimulationResult(out.auc, out.fpr, out.tpr, statement)
+    return SimulationResult(out.aucs, out.fpr, out.tpr, statement)
 
 
 def _format_auc(value: float | None) -> str:

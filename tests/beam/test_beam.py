@@ -17,11 +17,12 @@ from scipy import stats  # noqa: E402
 from dpauc_tf.beam import CountBuckets, PrivateAUC  # noqa: E402
 from dpauc_tf.beam.counting import BucketCounts  # noqa: E402
 from dpauc_tf.beam.pipeline import run_and_collect  # noqa: E402
-from dpauc_tf.beam.release import MechanismConfig, _release, derived_seed  # noqa: E402
+from dpauc_tf.beam.release import _release  # noqa: E402
 from dpauc_tf.core.counts import bucket_counts  # noqa: E402
 from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
 from dpauc_tf.experiments.simulation import client_histograms, simulate  # noqa: E402
 from dpauc_tf.mechanisms import get_mechanism  # noqa: E402
+from dpauc_tf.mechanisms.release import ReleaseSpec  # noqa: E402
 
 T = 10
 N = 600
@@ -184,11 +185,11 @@ def test_score_noise_is_refused():
 
 # -- seeds ------------------------------------------------------------------------------------
 def test_seeds_reproducible_distinct_per_slice_and_fresh_without_seed():
-    config = MechanismConfig("histogram", EPSILON, Thresholds.make(T).num_thresholds, None)
     counts = BucketCounts.zeros(T)
 
     def noise(seed, *keys):
-        return _release(config, counts, derived_seed(seed, *keys), 1)["pos"]
+        spec = ReleaseSpec.make("histogram", epsilon=EPSILON, num_thresholds=T, seed=seed)
+        return _release(spec, counts, spec.seed_for(*keys), 1)["pos"]
 
     np.testing.assert_array_equal(noise(0, "a"), noise(0, "a"))
     assert not np.array_equal(noise(0, "a"), noise(0, "b"))
@@ -218,7 +219,7 @@ def test_noise_off_equals_the_simulation(pipeline_out, data):
         expected = simulate(none, pos, neg, repeats=1)
         for branch in ("off", "clients-off"):
             got = by_branch[branch][f"g{group}"]
-            assert got.auc.tolist() == expected.aucs.tolist()
+            assert got.aucs.tolist() == expected.aucs.tolist()
             np.testing.assert_array_equal(got.fpr, expected.fpr)
             np.testing.assert_array_equal(got.tpr, expected.tpr)
             assert got.epsilon is None and got.num_examples == mask.sum()
@@ -309,7 +310,7 @@ def test_auc_only_counts_on_its_own_grid_and_releases_no_curve(pipeline_out, dat
 
 
 def test_auc_only_per_client_is_refused_before_any_work():
-    with pytest.raises(ValueError, match="cannot be summed over clients"):
+    with pytest.raises(ValueError, match="cannot sum its releases over"):
         PrivateAUC("auc-only", epsilon=1.0, delta=1e-6, per_client=True)
 
 

@@ -18,8 +18,9 @@ from tensorflow_model_analysis.proto import config_pb2
 
 from dpauc_tf.beam import tfma_metric
 from dpauc_tf.beam.counting import CountBuckets
-from dpauc_tf.beam.release import MechanismConfig, _release_slice
+from dpauc_tf.beam.release import _release_slice
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.release import ReleaseSpec
 
 T = 20
 N = 120
@@ -85,8 +86,8 @@ def beam_transform_auc(scores, labels) -> float:
     counts = counter.extract_output(
         counter.add_input(counter.create_accumulator(), (scores, labels))
     )
-    config = MechanismConfig("histogram", None, thresholds.num_thresholds, None)
-    return _release_slice(("s", counts), config, None, 1, 1).auc_or_none
+    spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=T)
+    return _release_slice(("s", counts), spec, 1, 1).auc_or_none
 
 
 def test_tfma_metric_equals_beam_transform_one_release_per_slice(examples, tmp_path, monkeypatch):

@@ -1,0 +1,339 @@
+"""The one release path: a release described once, built per number of clients, finished once.
+
+Every backend (the simulation, TFF, Flower, Beam, Spark) does the same three things around
+its own engine:
+
+1. :class:`ReleaseSpec` describes the release: mechanism, epsilon, delta, thresholds,
+   mechanism options and the seed policy. It is plain, hashable data (cheap to ship to a
+   worker) and :meth:`ReleaseSpec.build` makes the mechanism for a number of clients
+   (cached). :meth:`ReleaseSpec.seed_for` gives every client's, slice's and repeat's seed
+   from one derivation (:func:`dpauc_tf.noise.seeds.derive_seed`).
+2. The engine counts per bucket on :meth:`ReleaseSpec.count_grid` (the mechanism's own grid
+   where it has one), every client (or the one data holder) calls ``mechanism.release``,
+   and the engine sums the reports.
+3. :func:`finish_release` turns the summed reports (and how many clients reported) into one
+   :class:`AUCResult`: AUC and curve of every repeat, the guarantee achieved by the reports
+   that arrived, the cost of the whole output, the counts; ``to_dict()`` is what the command
+   line prints as JSON.
+
+>>> import numpy as np
+>>> spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=3)
+>>> mechanism = spec.build()
+>>> release = mechanism.release(np.array([0., 2., 1., 0.]), np.array([0., 1., 2., 0.]), repeats=1)
+>>> result = finish_release(spec, release, num_examples=6.0)
+>>> round(result.auc, 4), result.epsilon is None
+(0.7222, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.registry import mechanism_spec
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseSpec:
+    """What describes a release, as every backend needs it (hashable, picklable).
+
+    Attributes:
+      mechanism: a registered mechanism's name (``dpauc_tf.list_mechanisms()``).
+      epsilon: epsilon of one release (``None``: no noise, NOT private).
+      delta: for the mechanisms that take one.
+      thresholds: the grid of the release (:class:`~dpauc_tf.core.thresholds.Thresholds`).
+      options: the mechanism's constructor options as sorted ``(name, value)`` pairs.
+      seed: ``None`` (every release draws fresh operating-system entropy) or an int (every
+        seed is derived from it and the release's keys: reproducible, for experiments).
+
+    >>> spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=10, seed=0)
+    >>> spec.build().name, spec.count_grid().num_thresholds
+    ('histogram', 10)
+    >>> spec.seed_for("slice-a").numpy().tolist() == spec.seed_for("slice-a").numpy().tolist()
+    True
+    """
+
+    mechanism: str
+    epsilon: float | None
+    delta: float | None
+    thresholds: Thresholds
+    options: tuple[tuple[str, Any], ...] = ()
+    seed: int | None = None
+
+    @classmethod
+    def make(
+        cls,
+        mechanism: str = "histogram",
+        *,
+        epsilon: float | None,
+        num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+        threshold_grid: str | Sequence[float] = "tf",
+        delta: float | None = None,
+        options: Mapping[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> ReleaseSpec:
+        """A checked spec: the mechanism is built once here, so that a bad name, epsilon,
+        delta or option fails before any work, with the registry's one-line message."""
+        if seed is not None:
+            from dpauc_tf.noise.seeds import make_seed
+
+            make_seed(seed)  # refuses negative, too large or non-int seeds now
+        spec = cls(
+            mechanism=mechanism,
+            epsilon=epsilon,
+            delta=delta,
+            thresholds=Thresholds.make(num_thresholds, threshold_grid),
+            options=tuple(sorted((options or {}).items())),
+            seed=seed,
+        )
+        spec.build()
+        return spec
+
+    @property
+    def num_thresholds(self) -> int:
+        return self.thresholds.num_thresholds
+
+    @property
+    def capabilities(self):
+        """The registry's :class:`~dpauc_tf.mechanisms.capabilities.Capabilities` entry."""
+        return mechanism_spec(self.mechanism).capabilities
+
+    def build(self, num_clients: int | None = None):
+        """The mechanism for ``num_clients`` clients (the number of shares for secure
+        mechanisms; ignored by the others); cached per spec and number."""
+        return _build(self, 1 if num_clients is None else int(num_clients))
+
+    def count_grid(self) -> Thresholds:
+        """The grid every client counts on: the mechanism's own where it has one."""
+        return self.build().count_thresholds(self.thresholds)
+
+    def seed_for(self, *keys: Any):
+        """The ``[2]`` seed of one release, from the spec's seed and the release's keys
+        (slice, client, repeat chunk, ...): see :func:`dpauc_tf.noise.seeds.derive_seed`."""
+        from dpauc_tf.noise.seeds import derive_seed
+
+        return derive_seed(self.seed, *keys)
+
+    def check_releases_counts(self, surface: str) -> None:
+        """Refuses a mechanism whose release needs more than bucket counts: ``score-noise``
+        changes every example before counting (releasing counts of the exact scores would
+        publish an AUC with no noise at all)."""
+        if self.capabilities.transforms_data:
+            raise ValueError(
+                f"mechanism {self.mechanism!r} changes every example before counting; "
+                f"{surface} releases bucket counts (use dpauc evaluate --backend simulate)"
+            )
+
+    def check_summable(self, num_clients: int, surface: str) -> None:
+        """Refuses several clients for a mechanism that releases one holder's AUC."""
+        if num_clients > 1 and self.capabilities.releases != "curve":
+            raise ValueError(
+                f"mechanism {self.mechanism!r} releases one AUC from one data holder's "
+                f"counts: {surface} cannot sum its releases over {num_clients} clients"
+            )
+
+
+@functools.lru_cache(maxsize=128)
+def _build(spec: ReleaseSpec, num_clients: int):
+    from dpauc_tf.mechanisms.registry import get_mechanism
+
+    return get_mechanism(
+        spec.mechanism,
+        epsilon=spec.epsilon,
+        num_thresholds=spec.num_thresholds,
+        delta=spec.delta,
+        num_clients=num_clients,
+        **dict(spec.options),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class AUCResult:
+    """What one evaluation released, as every backend returns it (NumPy arrays, ``R``
+    repeats).
+
+    Attributes:
+      aucs: the AUC estimate of every repeat ``[R]`` (NaN where undefined, e.g. one class).
+      fpr, tpr: the ROC points of every repeat ``[R, T]`` (``[R, 0]`` for a mechanism that
+        releases only the AUC).
+      mechanism: the mechanism's name (``"none"`` without noise).
+      statement: the guarantee of one release, achieved by the reports that arrived.
+      epsilon, delta: one release's (``None``, 0 without noise).
+      epsilon_total, delta_total: the whole output's: ``R * slices_per_example`` releases,
+        composed with dp-accounting.
+      num_examples: the (weighted) number of counted examples (does not depend on labels).
+      num_clients: clients asked to report (``None``: one data holder, central noise).
+      num_reporting: clients whose reports were summed.
+      noisy_counts: the (summed) release, e.g. ``{"pos": [R, T + 1], "neg": ...}``.
+      slice_key: the slice (``None`` for the whole data).
+      slices_per_example: the bound on the number of slices one example is in that
+        ``epsilon_total`` uses.
+    """
+
+    aucs: np.ndarray
+    fpr: np.ndarray
+    tpr: np.ndarray
+    mechanism: str
+    statement: Any
+    epsilon: float | None
+    delta: float
+    epsilon_total: float | None
+    delta_total: float
+    num_examples: float | None
+    num_clients: int | None
+    num_reporting: int | None
+    noisy_counts: dict[str, np.ndarray]
+    slice_key: Any = None
+    slices_per_example: int = 1
+
+    @property
+    def auc(self) -> float:
+        """The first repeat's AUC (NaN where undefined)."""
+        return float(self.aucs[0])
+
+    @property
+    def auc_or_none(self) -> float | None:
+        """The first repeat's AUC, ``None`` where it is undefined."""
+        value = self.auc
+        return None if math.isnan(value) else value
+
+    @property
+    def repeats(self) -> int:
+        return int(self.aucs.size)
+
+    @property
+    def num_undefined(self) -> int:
+        """Releases whose AUC estimate is undefined."""
+        return int(np.isnan(self.aucs).sum())
+
+    @property
+    def mean(self) -> float:
+        """Mean over the releases whose AUC is defined (NaN if none is)."""
+        defined = self.aucs[~np.isnan(self.aucs)]
+        return float(defined.mean()) if defined.size else float("nan")
+
+    @property
+    def std(self) -> float:
+        """Standard deviation over the releases whose AUC is defined."""
+        defined = self.aucs[~np.isnan(self.aucs)]
+        return float(defined.std()) if defined.size else float("nan")
+
+    @property
+    def has_curve(self) -> bool:
+        return self.fpr.shape[-1] > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values (``None`` for NaN and infinity; the first repeat's curve)."""
+        return {
+            "slice_key": _plain(self.slice_key),
+            "mechanism": self.mechanism,
+            "aucs": [_finite(value) for value in self.aucs.tolist()],
+            "auc_mean": _finite(self.mean),
+            "auc_std": _finite(self.std),
+            "num_undefined": self.num_undefined,
+            "roc": {"fpr": self.fpr[0].tolist(), "tpr": self.tpr[0].tolist()}
+            if self.has_curve
+            else None,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "epsilon_total": self.epsilon_total,
+            "delta_total": self.delta_total,
+            "privacy": None if self.statement is None else str(self.statement),
+            "num_examples": self.num_examples,
+            "num_clients": self.num_clients,
+            "num_reporting": self.num_reporting,
+            "slices_per_example": self.slices_per_example,
+        }
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _plain(key: Any) -> Any:
+    if key is None or isinstance(key, (str, int, float, bool)):
+        return key
+    if isinstance(key, tuple):
+        return [_plain(part) for part in key]
+    return str(key)
+
+
+def finish_release(
+    spec: ReleaseSpec,
+    summed: Mapping[str, Any],
+    *,
+    num_examples: float | None,
+    num_clients: int | None = None,
+    num_reporting: int | None = None,
+    slice_key: Any = None,
+    slices_per_example: int = 1,
+) -> AUCResult:
+    """Post-processing of a (summed) release with a leading repeats axis, and its accounting.
+
+    Args:
+      spec: the release's description.
+      summed: the release, or the sum of the clients' reports (arrays ``[R, ...]``).
+      num_examples: the (weighted) number of examples counted.
+      num_clients: clients whose shares the mechanism was built for (``None``: central).
+      num_reporting: clients whose reports were summed (default: ``num_clients``); the
+        statement is the guarantee that many reports achieve.
+      slice_key: the slice this release is of.
+      slices_per_example: a bound on the slices one example is in (whole-output cost).
+    """
+    import tensorflow as tf
+
+    from dpauc_tf.core.curve import roc_from_confusion
+    from dpauc_tf.mechanisms.base import achieved_statement
+
+    mechanism = spec.build(num_clients)
+    tensors = {key: tf.constant(np.asarray(value), tf.float64) for key, value in summed.items()}
+    aucs = np.atleast_1d(mechanism.estimate_auc(tensors).numpy()).astype(np.float64)
+    repeats = int(aucs.size)
+    if mechanism.capabilities.releases == "curve":
+        roc = roc_from_confusion(mechanism.to_confusion(tensors))
+        fpr, tpr = np.atleast_2d(roc.fpr.numpy()), np.atleast_2d(roc.tpr.numpy())
+    else:  # the mechanism releases only the AUC
+        fpr = tpr = np.zeros((repeats, 0))
+    reporting = num_clients if num_reporting is None else int(num_reporting)
+    statement = achieved_statement(mechanism, 1 if reporting is None else reporting)
+    k = max(int(slices_per_example), 1)
+    if spec.epsilon is None:
+        epsilon = epsilon_total = None
+        delta = delta_total = 0.0
+    else:
+        epsilon, delta = _finite(float(statement.epsilon)), float(statement.delta)
+        whole = mechanism.privacy_spent(repeats * k)
+        full = mechanism.statement().epsilon
+        epsilon_total = _finite(whole.best)
+        if epsilon_total is not None and statement.epsilon > full:
+            # fewer shares arrived than the noise was sized for: the composition of the
+            # achieved releases (basic, a valid bound) where the full-noise event would
+            # understate it
+            epsilon_total = _finite(repeats * k * float(statement.epsilon))
+            delta_total = min(1.0, repeats * k * delta)
+        else:
+            delta_total = float(whole.delta)
+    return AUCResult(
+        aucs=aucs,
+        fpr=fpr,
+        tpr=tpr,
+        mechanism=mechanism.name,
+        statement=statement,
+        epsilon=epsilon,
+        delta=delta,
+        epsilon_total=epsilon_total,
+        delta_total=delta_total,
+        num_examples=None if num_examples is None else float(num_examples),
+        num_clients=num_clients,
+        num_reporting=reporting,
+        noisy_counts={key: np.asarray(value) for key, value in summed.items()},
+        slice_key=slice_key,
+        slices_per_example=k,
+    )

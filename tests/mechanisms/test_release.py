@@ -1,0 +1,136 @@
+"""The one release path: ReleaseSpec builds and checks once, seeds come from one derivation,
+finish_release gives one result type whose figures are the arrived reports' (dropout)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.experiments.simulation import client_histograms, simulate
+from dpauc_tf.mechanisms import get_mechanism
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
+from dpauc_tf.noise.seeds import derive_seed, make_seed
+
+T = 10
+
+
+@pytest.fixture(scope="module")
+def counts():
+    rng = np.random.default_rng(0)
+    scores = rng.random(500)
+    labels = (rng.random(500) < scores).astype(np.int64)
+    return labels, scores, client_histograms(labels, scores, Thresholds.make(T))
+
+
+def test_spec_is_checked_when_made():
+    with pytest.raises(ValueError, match="unknown mechanism"):
+        ReleaseSpec.make("no-such-mechanism", epsilon=1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        ReleaseSpec.make("histogram", epsilon=-1.0)
+    with pytest.raises(ValueError, match="seed"):
+        ReleaseSpec.make("histogram", epsilon=1.0, seed=-1)
+    with pytest.raises(ValueError, match="takes no option"):
+        ReleaseSpec.make("histogram", epsilon=1.0, options={"nonsense": 1})
+
+
+def test_spec_is_hashable_and_builds_once_per_number_of_clients():
+    spec = ReleaseSpec.make("secure-histogram", epsilon=1.0, num_thresholds=T)
+    assert hash(spec) == hash(ReleaseSpec.make("secure-histogram", epsilon=1.0, num_thresholds=T))
+    assert spec.build(3) is spec.build(3)
+    assert spec.build(3).num_clients == 3 and spec.build(5).num_clients == 5
+
+
+def test_count_grid_is_the_mechanisms_own():
+    assert (
+        ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T).count_grid().num_thresholds
+        == T
+    )
+    auc_only = ReleaseSpec.make("auc-only", epsilon=1.0, delta=1e-6, num_thresholds=T)
+    assert auc_only.count_grid().num_thresholds == 2**17 + 1
+
+
+def test_refusals_name_the_surface():
+    with pytest.raises(ValueError, match="Spark releases bucket counts"):
+        ReleaseSpec.make("score-noise", epsilon=1.0).check_releases_counts("Spark")
+    spec = ReleaseSpec.make("auc-only", epsilon=1.0, delta=1e-6)
+    spec.check_summable(1, "here")
+    with pytest.raises(ValueError, match="cannot sum its releases over 3 clients"):
+        spec.check_summable(3, "here")
+
+
+def test_derive_seed_fresh_without_seed_distinct_per_key_and_stable():
+    assert derive_seed(None, "a").numpy().tolist() != derive_seed(None, "a").numpy().tolist()
+    assert derive_seed(3, "a").numpy().tolist() == derive_seed(3, "a").numpy().tolist()
+    seeds = {
+        tuple(derive_seed(3, key, client).numpy().tolist()) for key in "ab" for client in range(50)
+    }
+    assert len(seeds) == 100
+    assert derive_seed(3, "a").numpy().tolist() != derive_seed(4, "a").numpy().tolist()
+    # the derivation Beam used in 0.2 (blake2b of the repr of (seed, *keys)): seeded Beam
+    # outputs are unchanged
+    digest = hashlib.blake2b(repr((3, "a", 1)).encode(), digest_size=8).digest()
+    expected = make_seed(int.from_bytes(digest, "big")).numpy().tolist()
+    assert derive_seed(3, "a", 1).numpy().tolist() == expected
+    with pytest.raises(TypeError):
+        derive_seed(True, "a")
+    with pytest.raises(ValueError):
+        derive_seed(-5, "a")
+
+
+def test_noise_off_equals_the_simulation(counts):
+    _, _, (pos, neg) = counts
+    spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=T)
+    release = spec.build().release(pos[0], neg[0], repeats=2)
+    result = finish_release(spec, release, num_examples=float(pos.sum() + neg.sum()))
+    expected = simulate(get_mechanism("none", epsilon=None, num_thresholds=T), pos, neg, repeats=2)
+    assert isinstance(result, AUCResult)
+    assert result.aucs.tolist() == expected.aucs.tolist()
+    np.testing.assert_array_equal(result.fpr, expected.fpr)
+    assert result.epsilon is None and result.epsilon_total is None
+    assert result.num_examples == 500 and result.repeats == 2
+
+
+def test_cost_of_repeats_and_slices(counts):
+    _, _, (pos, neg) = counts
+    spec = ReleaseSpec.make("histogram", epsilon=0.5, num_thresholds=T, seed=0)
+    release = spec.build().release(pos[0], neg[0], seed=spec.seed_for("s"), repeats=3)
+    result = finish_release(spec, release, num_examples=500.0, slices_per_example=2)
+    assert result.epsilon == pytest.approx(0.5)
+    assert result.epsilon_total == pytest.approx(spec.build().privacy_spent(6).best)
+    assert result.epsilon_total <= 6 * 0.5 + 1e-9
+
+
+def test_dropout_states_the_achieved_epsilon_for_one_release_and_the_whole(counts):
+    _, _, (pos, neg) = counts
+    spec = ReleaseSpec.make("secure-histogram", epsilon=1.0, num_thresholds=T, seed=1)
+    mechanism = spec.build(10)
+    reports = [
+        mechanism.release(pos[0] * 0, neg[0] * 0, seed=spec.seed_for(c), repeats=1)
+        for c in range(6)
+    ]
+    summed = {key: sum(r[key].numpy() for r in reports) for key in reports[0]}
+    result = finish_release(spec, summed, num_examples=0.0, num_clients=10, num_reporting=6)
+    achieved = mechanism.achieved_epsilon(6)
+    assert achieved > 1.0
+    assert result.epsilon == pytest.approx(achieved)
+    assert result.statement.epsilon == pytest.approx(achieved)
+    assert result.epsilon_total >= achieved - 1e-12
+    assert result.num_clients == 10 and result.num_reporting == 6
+
+
+def test_auc_only_has_no_curve_and_to_dict_is_json(counts):
+    labels, scores, _ = counts
+    spec = ReleaseSpec.make("auc-only", epsilon=100.0, delta=1e-6, seed=2)
+    pos, neg = client_histograms(labels, scores, spec.count_grid())
+    release = spec.build().release(pos[0], neg[0], seed=spec.seed_for(), repeats=2)
+    result = finish_release(spec, release, num_examples=500.0, slice_key=("g", 1))
+    assert result.fpr.shape == (2, 0) and not result.has_curve
+    out = json.loads(json.dumps(result.to_dict()))
+    assert out["roc"] is None and out["slice_key"] == ["g", 1]
+    assert out["epsilon"] == pytest.approx(100.0) and len(out["aucs"]) == 2
+    assert all(value is None or math.isfinite(value) for value in out["aucs"])
