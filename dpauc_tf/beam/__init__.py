@@ -10,6 +10,9 @@ raises a one-line ``ImportError`` naming the extra. The pieces:
   release per slice through a mechanism of the registry (central noise at extraction), or
   the sum of clients' reports when the input is per client, with the epsilon of every slice
   and of the whole.
+* :class:`~dpauc_tf.beam.io.ReadScores`: score files (Parquet, TFRecord, CSV, globs, any
+  file system Beam knows) read by Beam's own sources into column batches, which
+  ``PrivateAUC(slicing=...)`` slices inside the transform.
 * :func:`~dpauc_tf.beam.pipeline.evaluate_with_beam`: the pipeline behind
   ``dpauc evaluate --backend beam``.
 
@@ -24,6 +27,7 @@ except ImportError:  # pragma: no cover - the keras3 world has Beam
     raise ImportError('dpauc_tf.beam needs Apache Beam: pip install "dpauc-tf[beam]"') from None
 
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
+from dpauc_tf.beam.io import ReadScores
 from dpauc_tf.beam.release import PrivateAUC, SliceRelease
 
-__all__ = ["BucketCounts", "CountBuckets", "PrivateAUC", "SliceRelease"]
+__all__ = ["BucketCounts", "CountBuckets", "PrivateAUC", "ReadScores", "SliceRelease"]

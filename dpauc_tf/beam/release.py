@@ -1,6 +1,9 @@
 """``PrivateAUC``: one release per slice from Beam, through a mechanism of the registry.
 
-Input: a ``PCollection`` of ``(slice_keys, example)`` pairs, or with ``per_client=True``
+Input: either **column batches** with ``slicing=`` (``{column: array}`` dicts, as
+:class:`~dpauc_tf.beam.io.ReadScores` reads them; the slices are computed inside the
+transform from the examples' own columns, as TFMA's ``SlicingSpec`` does), or a
+``PCollection`` of ``(slice_keys, example)`` pairs, or with ``per_client=True``
 ``(slice_keys, client_id, example)`` triples. ``example`` is what
 :class:`~dpauc_tf.beam.counting.CountBuckets` takes (one example or a batch); ``slice_keys``
 is one hashable key (the example is in one slice) or a ``list``/``set`` of keys (the
@@ -23,7 +26,9 @@ slices is in ``k`` of them. Disjoint slices (every example in one slice) compose
 parallel, so the whole output costs what one slice costs; overlapping slices add up: the
 whole costs the composition of ``repeats * k`` releases, composed with dp-accounting
 (:meth:`~dpauc_tf.mechanisms.base.CountMechanism.privacy_spent`), ``k`` a bound on the
-number of slices any example is in. The transform cannot see which elements hold the same
+number of slices any example is in. With ``slicing=``, ``k`` is the number of slicing specs
+(every example is in one slice of each spec, at most), whatever the batching. With keyed
+elements, the transform cannot see which elements hold the same
 example (a batch keyed ``"all"`` and its subsets keyed by group, sent as separate
 elements, put every example in two slices while every element names one), so ``k`` is
 the number of slices in the output (the worst case: an example in every slice) unless
@@ -129,6 +134,13 @@ class PrivateAUC(beam.PTransform):
         (``1``: disjoint slices), however the examples are split into elements; ``None``
         (default) takes the number of slices in the output, which is always a bound.
         An element that names more slice keys than the bound is refused.
+      slicing: the input is column batches (``{column: array}``); one slice per value (or
+        tuple of values) of each spec's columns, ``()`` being the overall slice, e.g.
+        ``[(), ("country",), ("country", "device")]``; a slice key is the tuple of
+        ``(column, value)`` pairs (``()`` for the overall slice). Rows with a missing value
+        in a spec's columns are in none of its slices (as in TFMA).
+      score_column, label_column, weight_column, client_column: the columns of the batches
+        (with ``slicing``); a client column sums every client's report (``per_client``).
       from_logits: the scores are logits.
       mechanism_options: extra constructor options (e.g. ``{"family": "skellam"}``).
 
@@ -148,6 +160,11 @@ class PrivateAUC(beam.PTransform):
         repeats: int = 1,
         per_client: bool = False,
         max_slices_per_example: int | None = None,
+        slicing: Sequence[Sequence[str] | str] | None = None,
+        score_column: str = "score",
+        label_column: str = "label",
+        weight_column: str | None = None,
+        client_column: str | None = None,
         from_logits: bool = False,
         mechanism_options: dict | None = None,
         label: str | None = None,
@@ -164,6 +181,21 @@ class PrivateAUC(beam.PTransform):
                 f"max_slices_per_example must be None or an int >= 1, "
                 f"got {max_slices_per_example!r}"
             )
+        self.slicing = _slicing_specs(slicing)
+        if self.slicing is not None:
+            if max_slices_per_example not in (None, len(self.slicing)):
+                raise ValueError(
+                    f"with slicing, every example is in at most {len(self.slicing)} slices "
+                    f"(one per spec): max_slices_per_example={max_slices_per_example} "
+                    "does not apply"
+                )
+            max_slices_per_example = len(self.slicing)
+            if per_client and client_column is None:
+                raise ValueError("per_client=True with slicing needs client_column")
+            per_client = client_column is not None
+        elif client_column is not None or weight_column is not None:
+            raise ValueError("weight_column and client_column name columns of slicing's input")
+        self.columns = (score_column, label_column, weight_column, client_column)
         # validates the mechanism, epsilon, delta, options and seed now
         self.spec = ReleaseSpec.make(
             mechanism,
@@ -189,6 +221,10 @@ class PrivateAUC(beam.PTransform):
     def expand(self, examples):
         spec, repeats = self.spec, self.repeats
         declared = self.max_slices_per_example
+        if self.slicing is not None:
+            examples = examples | "SliceColumns" >> beam.FlatMap(
+                _slice_columns, specs=self.slicing, columns=self.columns
+            )
         counter = CountBuckets(
             self.count_grid, from_logits=self.from_logits, integer_weights=self.integer_weights
         )
@@ -263,6 +299,86 @@ def _key_by_slice_and_client(element, declared):
     keys = _element_slices(element, 3, declared)
     client = _check_key(element[1])
     return [((key, client), element[2]) for key in keys]
+
+
+def _slicing_specs(slicing) -> tuple[tuple[str, ...], ...] | None:
+    if slicing is None:
+        return None
+    if isinstance(slicing, str) or not isinstance(slicing, Sequence) or not slicing:
+        raise ValueError(
+            f"slicing must be a non-empty list of column tuples, e.g. [(), ('group',)], "
+            f"got {slicing!r}"
+        )
+    specs = []
+    for spec in slicing:
+        spec = (spec,) if isinstance(spec, str) else tuple(spec)
+        if not all(isinstance(column, str) and column for column in spec):
+            raise ValueError(f"a slicing spec is a tuple of column names, got {spec!r}")
+        specs.append(spec)
+    if len(set(specs)) != len(specs):
+        raise ValueError(f"slicing lists a spec twice: {slicing!r}")
+    return tuple(specs)
+
+
+def _plain_value(value: Any) -> Any:
+    """A slice or client value as plain Python (the same key from every file format)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _slice_columns(batch, specs, columns) -> list:
+    """One column batch -> ``(slice_key, example)`` (or ``(slice_key, client, example)``)
+    elements, one per slice of every spec (and client) that the batch's rows are in."""
+    import pandas as pd
+
+    if not isinstance(batch, dict):
+        raise ValueError(
+            "dpauc_tf.beam: PrivateAUC(slicing=...) takes column batches ({column: array}, "
+            f"e.g. from dpauc_tf.beam.ReadScores), got {_describe(batch)}"
+        )
+    score, label, weight, client = columns
+    names = [name for name in (score, label, weight, client) if name is not None]
+    names += [column for spec in specs for column in spec]
+    missing = [name for name in dict.fromkeys(names) if name not in batch]
+    if missing:
+        raise ValueError(
+            f"dpauc_tf.beam: the batch has no column {missing[0]!r} (its columns: "
+            f"{', '.join(map(str, batch))})"
+        )
+    scores, labels = np.asarray(batch[score]), np.asarray(batch[label])
+    weights = None if weight is None else np.asarray(batch[weight])
+    if scores.size == 0:
+        return []
+    out = []
+    for spec in specs:
+        if not spec:
+            groups = {(): np.arange(scores.size)}
+        else:
+            frame = pd.DataFrame({column: np.asarray(batch[column]) for column in spec})
+            groups = frame.groupby(list(spec), sort=False, dropna=True).indices
+        for values, rows in groups.items():
+            values = values if isinstance(values, tuple) else (values,)
+            key = tuple((column, _plain_value(v)) for column, v in zip(spec, values, strict=True))
+            out += _examples_of(key, rows, scores, labels, weights, client, batch)
+    return out
+
+
+def _examples_of(key, rows, scores, labels, weights, client, batch) -> list:
+    def example(part):
+        found = (scores[part], labels[part])
+        return found if weights is None else (*found, weights[part])
+
+    if client is None:
+        return [(key, example(rows))]
+    ids = np.asarray(batch[client])[rows]
+    clients, inverse = np.unique(ids, return_inverse=True)
+    return [
+        (key, _plain_value(value), example(rows[inverse == index]))
+        for index, value in enumerate(clients)
+    ]
 
 
 def _release_slice(item, spec: ReleaseSpec, repeats, most) -> SliceRelease:
