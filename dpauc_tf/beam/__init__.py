@@ -26,8 +26,14 @@ try:
 except ImportError:  # pragma: no cover - the keras3 world has Beam
     raise ImportError('dpauc_tf.beam needs Apache Beam: pip install "dpauc-tf[beam]"') from None
 
-from dpauc_tf.beam.counting import BucketCounts, CountBuckets
-from dpauc_tf.beam.io import ReadScores
-from dpauc_tf.beam.release import PrivateAUC, SliceRelease
+from dpauc_tf.tf_startup import import_tensorflow_quietly
+
+# Beam's workers import this package when they unpickle a transform: TensorFlow's C++
+# start-up chatter stays out of every worker's log.
+import_tensorflow_quietly()
+
+from dpauc_tf.beam.counting import BucketCounts, CountBuckets  # noqa: E402
+from dpauc_tf.beam.io import ReadScores  # noqa: E402
+from dpauc_tf.beam.release import PrivateAUC, SliceRelease  # noqa: E402
 
 __all__ = ["BucketCounts", "CountBuckets", "PrivateAUC", "ReadScores", "SliceRelease"]

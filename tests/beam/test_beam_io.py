@@ -193,3 +193,28 @@ def test_slicing_arguments_are_checked():
     with pytest.raises(ValueError, match="name columns of slicing"):
         PrivateAUC(epsilon=None, client_column="client")
     assert file_format("gs://b/x-*.PARQUET") == "parquet"
+
+
+def test_worker_start_up_prints_no_tensorflow_chatter(frame, tmp_path):
+    """A pipeline on the 2-process DirectRunner (fresh worker processes import TensorFlow):
+    no CUDA probe, oneDNN or absl start-up line reaches the output."""
+    import subprocess
+    import sys
+
+    pattern = _write(frame, tmp_path, "parquet")
+    script = (
+        "from dpauc_tf.beam import PrivateAUC, ReadScores\n"
+        "from dpauc_tf.beam.pipeline import pipeline_options, run_and_collect\n"
+        f"out, _ = run_and_collect(lambda p: p | ReadScores({pattern!r}, ['score', 'label'])"
+        " | PrivateAUC(epsilon=None, slicing=[()]), pipeline_options(None))\n"
+        "print('AUC', out[0].auc)\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "AUC 0." in done.stdout
+    output = done.stdout + done.stderr
+    for chatter in ("oneDNN custom operations", "cuda_platform", "cudart_stub", "cuInit"):
+        assert chatter not in output, chatter
