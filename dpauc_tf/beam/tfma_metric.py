@@ -47,6 +47,8 @@ from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.release import ReleaseSpec
 
 DPAUC_NAME = "dpauc"
+# Metric keys beside the value: one release's epsilon and the whole evaluation's.
+EPSILON_SUFFIXES = ("_epsilon", "_epsilon_total")
 CI_CHOICES = ("refuse", "allow")
 
 
@@ -62,6 +64,13 @@ class DPAUCMetric(metric_types.Metric):
       confidence_intervals: ``"refuse"`` (default: an ``EvalConfig`` that asks for
         confidence intervals raises ``ValueError``) or ``"allow"`` (every resample is one
         more release; see ``docs/tfma.md``).
+      slices_per_example: a bound on the slices one example is in, for ``dpauc_epsilon_total``;
+        default: one per slicing spec of the ``EvalConfig`` (true when every slicing feature
+        has one value per example; declare more for multivalent slicing features).
+
+    With noise, every slice's output holds ``dpauc`` (the AUC), ``dpauc_epsilon`` (one
+    release's epsilon) and ``dpauc_epsilon_total`` (the whole evaluation's: the composition
+    of ``slices_per_example`` releases).
 
     >>> DPAUCMetric(epsilon=1.0).compute_confidence_interval
     False
@@ -76,7 +85,9 @@ class DPAUCMetric(metric_types.Metric):
         threshold_grid: str = "tf",
         delta: float | None = None,
         confidence_intervals: str = "refuse",
+        slices_per_example: int | None = None,
     ):
+        _check_slices_per_example(slices_per_example)
         if confidence_intervals not in CI_CHOICES:
             raise ValueError(
                 f"confidence_intervals must be one of {CI_CHOICES}, got {confidence_intervals!r}"
@@ -91,6 +102,7 @@ class DPAUCMetric(metric_types.Metric):
             threshold_grid=threshold_grid,
             delta=delta,
             confidence_intervals=confidence_intervals,
+            slices_per_example=slices_per_example,
         )
 
     @property
@@ -109,6 +121,7 @@ def _dpauc_computations(
     threshold_grid: str = "tf",
     delta: float | None = None,
     confidence_intervals: str = "refuse",
+    slices_per_example: int | None = None,
     eval_config=None,
     model_names: list[str] | None = None,
     output_names: list[str] | None = None,
@@ -128,6 +141,7 @@ def _dpauc_computations(
             "them, or use dpauc_tf.beam.PrivateAUC (docs/tfma.md)"
         )
     spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)
+    slices = slices_per_example or _slices_of(eval_config)
     computations = []
     for model_name in model_names or [""]:
         for output_name in output_names or [""]:
@@ -139,13 +153,28 @@ def _dpauc_computations(
                     sub_key=sub_key,
                     example_weighted=example_weighted,
                 )
-                combiner = _DPAUCCombiner(key, eval_config, spec, example_weighted)
+                keys = [key]
+                if spec.epsilon is not None:  # the guarantee, beside the value
+                    keys += [key._replace(name=f"{name}{suffix}") for suffix in EPSILON_SUFFIXES]
+                combiner = _DPAUCCombiner(keys, eval_config, spec, example_weighted, slices)
                 computations.append(
-                    metric_types.MetricComputation(
-                        keys=[key], preprocessors=None, combiner=combiner
-                    )
+                    metric_types.MetricComputation(keys=keys, preprocessors=None, combiner=combiner)
                 )
     return computations
+
+
+def _check_slices_per_example(value) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"slices_per_example must be None or an int >= 1, got {value!r}")
+
+
+def _slices_of(eval_config) -> int:
+    """Slices one example is in: one per slicing spec (and cross-slicing spec) when every
+    slicing feature has one value per example; the overall slice alone without specs."""
+    if eval_config is None:
+        return 1
+    count = len(eval_config.slicing_specs) + len(eval_config.cross_slicing_specs)
+    return max(count, 1)
 
 
 def _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta) -> ReleaseSpec:
@@ -178,8 +207,10 @@ def _one_example(label, prediction, weight) -> tuple[np.ndarray, np.ndarray, np.
 class _DPAUCCombiner(beam.CombineFn):
     """Counts with :class:`CountBuckets`; ``extract_output`` is the (one) release."""
 
-    def __init__(self, key, eval_config, spec: ReleaseSpec, example_weighted):
-        self._key = key
+    def __init__(self, keys, eval_config, spec: ReleaseSpec, example_weighted, slices: int):
+        self._keys = keys
+        self._key = keys[0]
+        self._slices = slices
         self._eval_config = eval_config
         self._spec = spec
         self._example_weighted = example_weighted
@@ -218,4 +249,120 @@ class _DPAUCCombiner(beam.CombineFn):
         release = mechanism.release(counts.pos, counts.neg, seed=None)
         beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
         auc = float(mechanism.estimate_auc(release).numpy())
-        return {self._key: auc}
+        if self._spec.epsilon is None:
+            return {self._key: auc}
+        one, whole = mechanism.privacy_spent(1).best, mechanism.privacy_spent(self._slices).best
+        return {self._key: auc, self._keys[1]: float(one), self._keys[2]: float(whole)}
+
+
+def run_model_analysis(
+    eval_config,
+    data_location: str,
+    output_path: str | None = None,
+    *,
+    file_format: str | None = None,
+    pipeline_options=None,
+):
+    """TFMA's ``run_model_analysis`` on TFRecord, **Parquet or CSV** inputs (model-agnostic:
+    the examples carry the predictions and the labels).
+
+    TFRecord goes to TFMA's own ``run_model_analysis``. Parquet and CSV files (globs, ``.gz``)
+    are read with Beam's own sources (:class:`~dpauc_tf.beam.io.ReadScores`, only the columns
+    the ``EvalConfig`` names: label, prediction, example weight and slicing features),
+    turned into ``tf.train.Example`` records in the pipeline and evaluated by
+    ``tfma.ExtractEvaluateAndWriteResults``, as ``run_model_analysis`` does for TFRecord.
+    A missing value in a slicing column leaves the example out of that spec's slices.
+
+    Returns TFMA's ``EvalResult`` (``result.slicing_metrics``).
+    """
+    import tempfile
+
+    from tensorflow_model_analysis.api import model_eval_lib
+    from tensorflow_model_analysis.utils import config_util
+
+    from dpauc_tf.beam.io import ReadScores
+    from dpauc_tf.beam.io import file_format as format_of
+
+    fmt = file_format or format_of(data_location)
+    if fmt == "tfrecord":
+        return model_eval_lib.run_model_analysis(
+            eval_config=eval_config,
+            data_location=data_location,
+            output_path=output_path,
+            pipeline_options=pipeline_options,
+        )
+    from tensorflow_model_analysis import constants
+    from tfx_bsl.tfxio import tf_example_record
+
+    output_path = output_path or tempfile.mkdtemp(prefix="dpauc-tfma-")
+    columns, slicing = _columns_of(eval_config)
+    config = config_util.update_eval_config_with_defaults(eval_config)
+    examples = tf_example_record.TFExampleBeamRecord(
+        physical_format="inmem",
+        raw_record_column_name=constants.ARROW_INPUT_COLUMN,
+        telemetry_descriptors=["dpauc_tf"],
+    )
+    with beam.Pipeline(options=pipeline_options) as pipeline:
+        _ = (
+            pipeline
+            | "ReadScores" >> ReadScores(data_location, columns, format=fmt)
+            | "ToExamples" >> beam.FlatMap(_serialized_examples, slicing=slicing)
+            | "ToArrow" >> examples.BeamSource()
+            | "ExtractEvaluateAndWriteResults"
+            >> model_eval_lib.ExtractEvaluateAndWriteResults(
+                eval_config=config,
+                output_path=output_path,
+                display_only_data_location=data_location,
+                display_only_file_format=fmt,
+                config_version=2,
+            )
+        )
+    return model_eval_lib.load_eval_result(output_path)
+
+
+def _columns_of(eval_config) -> tuple[list[str], list[str]]:
+    """The columns to read: the model specs' keys, and the slicing features."""
+    keys = []
+    for spec in eval_config.model_specs:
+        keys += [k for k in (spec.label_key, spec.prediction_key, spec.example_weight_key) if k]
+    if not keys:
+        raise ValueError(
+            "run_model_analysis: the EvalConfig's model_specs name no label_key or "
+            "prediction_key (the model-agnostic path reads them from the examples)"
+        )
+    specs = list(eval_config.slicing_specs)
+    for cross in eval_config.cross_slicing_specs:
+        specs += [cross.baseline_spec, *cross.slicing_specs]
+    slicing = [name for spec in specs for name in [*spec.feature_keys, *spec.feature_values]]
+    slicing = [name for name in dict.fromkeys(slicing) if name not in keys]
+    return list(dict.fromkeys(keys)) + slicing, slicing
+
+
+def _serialized_examples(batch: dict, slicing: list[str]) -> list[bytes]:
+    """A column batch -> serialized ``tf.train.Example`` records (one value per feature;
+    numbers as floats, text as bytes). A missing value in a slicing column leaves the feature
+    out (the example is in none of that spec's slices); elsewhere it stays NaN, which the
+    metric refuses."""
+    from tensorflow.core.example import example_pb2, feature_pb2
+
+    names = list(batch)
+    size = len(batch[names[0]]) if names else 0
+    records = []
+    for row in range(size):
+        features = {}
+        for name in names:
+            value = batch[name][row]
+            missing = value is None or (isinstance(value, float) and value != value)
+            if missing and name in slicing:
+                continue
+            if isinstance(value, (str, bytes)):
+                data = value.encode() if isinstance(value, str) else value
+                features[name] = feature_pb2.Feature(bytes_list=feature_pb2.BytesList(value=[data]))
+            else:
+                number = float("nan") if value is None else float(value)
+                features[name] = feature_pb2.Feature(
+                    float_list=feature_pb2.FloatList(value=[number])
+                )
+        example = example_pb2.Example(features=feature_pb2.Features(feature=features))
+        records.append(example.SerializeToString())
+    return records
