@@ -37,17 +37,12 @@ from dpauc_tf.core.curve import Confusion, RocCurve, auc_from_confusion, roc_fro
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.mechanisms.estimators import ESTIMATORS, AUCEstimator  # noqa: F401 (re-export)
 from dpauc_tf.noise.seeds import make_seed
 from dpauc_tf.privacy.accounting import EpsilonSpent, composed_epsilon
 from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_delta, check_epsilon
 
 Release = dict[str, tf.Tensor]
-
-# AUC estimators: the consistent default, its opt-in within-bucket correction for smooth
-# continuous scores, and the reference code's rule (for the paper's tables).
-ESTIMATORS = ("mann-whitney", "mann-whitney-smooth", "reference")
-# How each Mann-Whitney estimator counts the pairs inside a bucket (mann_whitney_auc).
-WITHIN_BUCKET = {"mann-whitney": "half", "mann-whitney-smooth": "linear"}
 
 
 class CountMechanism(abc.ABC):
@@ -90,6 +85,8 @@ class CountMechanism(abc.ABC):
     name: ClassVar[str]
     neighbouring: ClassVar[str] = LABEL_DP
     requires_delta: ClassVar[bool] = False
+    # False only for the mechanism that adds no noise (``none``): it refuses an epsilon.
+    adds_noise: ClassVar[bool] = True
     # What the released ROC curve is, when it is not the curve of the true labels.
     roc_note: ClassVar[str] = ""
     # Why a release's AUC estimate can be undefined (NaN), as the CLI and reports say it.
@@ -102,12 +99,15 @@ class CountMechanism(abc.ABC):
         delta: float | None = None,
         estimator: str = "mann-whitney",
     ):
-        if estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-        self.estimator = estimator
+        self.auc_estimator = AUCEstimator.from_str(estimator)
+        self.estimator = self.auc_estimator.value
         epsilon = check_epsilon(epsilon)
-        if epsilon is None:
+        if epsilon is None and self.adds_noise:
             raise ValueError(f"{self.name} needs an epsilon; use the 'none' mechanism for no noise")
+        if epsilon is not None and not self.adds_noise:
+            raise ValueError(
+                f"the {self.name!r} mechanism adds no noise; leave epsilon unset (None)"
+            )
         _check_num_thresholds(num_thresholds)
         self.epsilon = epsilon
         self.delta = check_delta(delta, required=self.requires_delta)
@@ -170,14 +170,15 @@ class CountMechanism(abc.ABC):
         """The AUC estimate ``[...]`` of a (summed) release (see the class docstring's
         estimators); post-processing, no noise is added."""
         confusion = self.released_confusion(release)
-        if getattr(self, "estimator", "mann-whitney") == "reference":
+        if self.auc_estimator is AUCEstimator.REFERENCE:
             return auc_from_confusion(confusion)
         return mann_whitney_auc(confusion, within_bucket=self.within_bucket)
 
     @property
     def within_bucket(self) -> str:
-        """How the estimate counts the pairs inside a bucket (``"half"`` or ``"linear"``)."""
-        return WITHIN_BUCKET.get(getattr(self, "estimator", "mann-whitney"), "half")
+        """How the estimate counts the pairs inside a bucket (``"half"`` or ``"linear"``;
+        ``"half"`` for the reference rule's callers that need a Mann-Whitney rule)."""
+        return self.auc_estimator.within_bucket or "half"
 
     # -- the guarantee --------------------------------------------------------------------
     @abc.abstractmethod
@@ -227,8 +228,9 @@ class CountMechanism(abc.ABC):
 
     def options(self) -> dict:
         """Constructor options beyond ``epsilon``, ``num_thresholds`` and ``delta``."""
-        estimator = getattr(self, "estimator", "mann-whitney")
-        return {} if estimator == "mann-whitney" else {"estimator": estimator}
+        if self.auc_estimator is AUCEstimator.MANN_WHITNEY:
+            return {}
+        return {"estimator": self.estimator}
 
     def __repr__(self) -> str:
         extra = "".join(f", {key}={value!r}" for key, value in self.options().items())

@@ -11,7 +11,7 @@ import math
 import dp_accounting
 
 from dpauc_tf.core.curve import confusion_from_histogram
-from dpauc_tf.mechanisms.base import CountMechanism, _check_num_thresholds
+from dpauc_tf.mechanisms.base import CountMechanism
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -19,14 +19,11 @@ class NoNoise(CountMechanism):
     """No noise at all: the exact counts. **Not private**; for ground truth and tests."""
 
     name = "none"
+    adds_noise = False
 
     def __init__(self, epsilon: float | None = None, num_thresholds: int = 200, delta=None):
-        if epsilon is not None:
-            raise ValueError("the 'none' mechanism adds no noise; leave epsilon unset (None)")
-        _check_num_thresholds(num_thresholds)
-        self.epsilon = None
-        self.delta = 0.0
-        self.num_thresholds = int(num_thresholds)
+        del delta  # nothing is private: a delta means nothing here
+        super().__init__(epsilon, num_thresholds)
 
     @property
     def noise_stddev(self) -> float:
