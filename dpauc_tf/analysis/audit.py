@@ -50,7 +50,8 @@ mechanisms that protect labels; score DP for ``score-noise`` (one example's scor
 
 **Memory** (:func:`run_audit`): releases are drawn in chunks of at most
 :data:`MAX_CHUNK_VALUES` values and reduced to the statistics before the next chunk; only
-the selection's statistics grow with ``samples`` (32 bytes per selection release).
+the selection's statistics grow with ``samples`` (32 bytes per selection release, twice
+that while the event is chosen).
 
 Negative control: ``flip_weight=2`` gives the flipped example weight 2, which the mechanisms
 forbid (their sensitivity assumes weights in [0, 1]): "sensitivity under-counted". Its
@@ -557,8 +558,8 @@ def run_audit(
     protects scores (``score-noise``) for score DP, the relation it claims: one example's
     score moves from 0 to 1, its label stays (see :class:`_ScoreAudit`).
 
-    Memory does not grow with ``samples`` beyond 32 bytes per selection release (the
-    statistics the event is chosen from): releases are drawn in chunks of at most
+    Memory does not grow with ``samples`` beyond the statistics the event is chosen from
+    (32 bytes per selection release, twice that while they are sorted): releases are drawn in chunks of at most
     :data:`MAX_CHUNK_VALUES` values (:func:`chunk_rows`) and reduced to the test statistic
     before the next chunk is drawn.
 

@@ -68,7 +68,8 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         "--flip-weight",
         type=_positive_float,
         default=1.0,
-        help="weight of the flipped example; > 1 is a negative control that must be caught",
+        help="weight of the flipped example (score-noise: the score it moves to from 0); "
+        "> 1 is a negative control that must be caught",
     )
     parser.add_argument(
         "--confidence",
