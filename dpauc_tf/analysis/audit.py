@@ -41,7 +41,8 @@ How the pieces are chosen:
   noise, ``sum_i d_i (x_i - m_i)``. Both sum over every touched coordinate (``2T`` for
   ``paper``) and are oriented so that ``D'`` tends to be larger.
 * **The event** ``{S >= c}`` or ``{S <= c}`` (statistic, direction, threshold ``c``, which
-  neighbour is ``A``) is chosen on a :data:`SELECTION_FRACTION` of the samples; the bound is
+  neighbour is ``A``) is chosen on a :data:`SELECTION_FRACTION` of the samples (at most
+  :data:`MAX_SELECTION_SAMPLES` per neighbour); the bound is
   computed on the other, independent samples, so the selection does not bias it.
 
 **What is audited** is what the mechanism claims: label DP (the pair above) for the
@@ -51,7 +52,7 @@ mechanisms that protect labels; score DP for ``score-noise`` (one example's scor
 **Memory** (:func:`run_audit`): releases are drawn in chunks of at most
 :data:`MAX_CHUNK_VALUES` values and reduced to the statistics before the next chunk; only
 the selection's statistics grow with ``samples`` (32 bytes per selection release, twice
-that while the event is chosen).
+that while the event is chosen), up to :data:`MAX_SELECTION_SAMPLES` releases.
 
 Negative control: ``flip_weight=2`` gives the flipped example weight 2, which the mechanisms
 forbid (their sensitivity assumes weights in [0, 1]): "sensitivity under-counted". Its
@@ -88,6 +89,9 @@ from dpauc_tf.noise.seeds import make_seed
 
 CONFIDENCE = 0.95
 SELECTION_FRACTION = 0.2
+# Releases per neighbour that choose the event, at most (their statistics are kept, 32 bytes
+# per release of both neighbours): the rest evaluate it. Reached at 20,971,520 samples.
+MAX_SELECTION_SAMPLES = 2**22
 _CHUNK = 100_000
 # Memory caps (float64 values): one chunk of releases, and the releases kept per neighbour
 # for the midpoints (2^22 values: 32 MiB each).
@@ -117,8 +121,8 @@ class AuditResult:
         sample size to exceed the claim (see :func:`detectable_multiple`). Below 1 when the
         claim is already exceeded; ``inf`` when the audit saw no separation; ``nan`` when the
         event never occurred under the disfavoured neighbour.
-      samples: releases per neighbour (a :data:`SELECTION_FRACTION` selects the event, the
-        rest evaluates it).
+      samples: releases per neighbour (a :data:`SELECTION_FRACTION`, at most
+        :data:`MAX_SELECTION_SAMPLES`, selects the event, the rest evaluates it).
       evaluation_samples: releases per neighbour that evaluate the event.
       statistic, event: the chosen test.
       rate_a, rate_b: observed event frequencies under the favoured and the other neighbour.
@@ -558,16 +562,17 @@ def run_audit(
     protects scores (``score-noise``) for score DP, the relation it claims: one example's
     score moves from 0 to 1, its label stays (see :class:`_ScoreAudit`).
 
-    Memory does not grow with ``samples`` beyond the statistics the event is chosen from
-    (32 bytes per selection release, twice that while they are sorted): releases are drawn in chunks of at most
+    Memory is bounded whatever ``samples`` is: the statistics the event is chosen from take
+    32 bytes per selection release (twice that while they are sorted), at most
+    :data:`MAX_SELECTION_SAMPLES` of them; releases are drawn in chunks of at most
     :data:`MAX_CHUNK_VALUES` values (:func:`chunk_rows`) and reduced to the test statistic
     before the next chunk is drawn.
 
     Args:
       mechanism: a registered name (built with ``epsilon``, ``num_thresholds``, ``delta`` and
         ``mechanism_kwargs``) or a built :class:`CountMechanism` (its own settings are used).
-      samples: releases per neighbour; a :data:`SELECTION_FRACTION` of them chooses the
-        event, the rest evaluates it.
+      samples: releases per neighbour; a :data:`SELECTION_FRACTION` of them (at most
+        :data:`MAX_SELECTION_SAMPLES`) chooses the event, the rest evaluates it.
       seed: ``None`` for OS entropy, an int for a reproducible audit.
       flip_weight: weight of the flipped example (> 1 only as a negative control); for
         score DP, the score the example moves to (> 1 breaks the [0, 1] range).
@@ -603,7 +608,7 @@ def run_audit(
     delta_claimed = float(statement.delta)
     claimed = float(statement.epsilon)
 
-    selection = max(100, round(samples * SELECTION_FRACTION))
+    selection = min(MAX_SELECTION_SAMPLES, max(100, round(samples * SELECTION_FRACTION)))
     evaluation = samples - selection
     sequence = np.random.SeedSequence(seed)  # None: operating-system entropy
     direction = 0 if protects == "scores" else _DIRECTION_REPEATS

@@ -20,9 +20,11 @@ pytestmark = pytest.mark.skipif(
     reason="world-independent; runs in the keras3 world",
 )
 
-# 2^22 float64 values (32 MiB): the most one call may draw (a bound that does not depend on
-# --samples; the audit used to draw 100,000 releases at once whatever their size).
-MAX_VALUES_PER_CALL = 2**22
+# The audit draws at most audit.MAX_CHUNK_VALUES values per call (2^22, 32 MiB of float64),
+# a bound that does not depend on --samples; it used to draw up to 100,000 releases at once
+# whatever their size. The tests lower the cap to 2^18 to stay fast (raising=False: the
+# former code had no cap, and then fails the assertions, not the set-up).
+SMALL_CAP = 2**18
 
 
 class RecordingHistogram(HistogramLaplace):
@@ -36,24 +38,20 @@ class RecordingHistogram(HistogramLaplace):
         return out
 
 
-def _recorded(samples, num_thresholds=1023):
-    mechanism = RecordingHistogram(epsilon=1.0, num_thresholds=num_thresholds)
+def test_releases_are_drawn_in_chunks_of_bounded_size(monkeypatch):
+    """T = 255: 512 values per release; 4,000 releases per neighbour used to be drawn in
+    chunks of 800 and 3,200 (1.6M values); no call may draw more than the cap."""
+    monkeypatch.setattr(audit, "MAX_CHUNK_VALUES", SMALL_CAP, raising=False)
+    mechanism = RecordingHistogram(epsilon=1.0, num_thresholds=255)
     mechanism.calls = []
-    result = run_audit(mechanism, samples=samples, seed=0)
-    return result, mechanism.calls
-
-
-def test_releases_are_drawn_in_chunks_of_bounded_size():
-    """T = 1023: 2,048 values per release; 10,000 releases per neighbour used to be drawn
-    as one chunk of 8,000 (16M values); now no call draws more than 2^22 values."""
-    result, calls = _recorded(10_000)
-    assert max(calls) <= MAX_VALUES_PER_CALL
-    assert sum(calls) >= 2 * 10_000 * 2 * 1024  # every release was drawn
-    assert not result.violated and result.epsilon_lower_bound > 0.5
+    result = run_audit(mechanism, samples=4_000, seed=0)
+    assert max(mechanism.calls) <= SMALL_CAP
+    assert sum(mechanism.calls) >= 2 * 4_000 * 512  # every release was drawn
+    assert not result.violated and result.epsilon_lower_bound > 0.3
 
 
 def _numpy_peak(samples):
-    mechanism = HistogramLaplace(epsilon=1.0, num_thresholds=1023)
+    mechanism = HistogramLaplace(epsilon=1.0, num_thresholds=255)
     tracemalloc.start()
     try:
         run_audit(mechanism, samples=samples, seed=0)
@@ -62,12 +60,13 @@ def _numpy_peak(samples):
         tracemalloc.stop()
 
 
-def test_working_memory_does_not_grow_with_samples():
-    """Peak of the audit's arrays at 5,000 and at 20,000 releases per neighbour: only the
-    selection's statistics grow (32 bytes per selection release: 0.1 MB here). Before the
-    fix, the chunks grew with --samples (about 200 MB more at 20,000)."""
-    grown = _numpy_peak(20_000) - _numpy_peak(5_000)
-    assert grown < 8 * 2**20, f"peak grew by {grown / 2**20:.1f} MiB"
+def test_working_memory_does_not_grow_with_samples(monkeypatch):
+    """Peak of the audit's arrays at 2,000 and at 8,000 releases per neighbour (T = 255):
+    only the selection's statistics grow (64 bytes per selection release at the peak: 77 kB
+    here). Before the fix the chunks grew with --samples (38 MiB more at 8,000)."""
+    monkeypatch.setattr(audit, "MAX_CHUNK_VALUES", SMALL_CAP, raising=False)
+    grown = _numpy_peak(8_000) - _numpy_peak(2_000)
+    assert grown < 2 * 2**20, f"peak grew by {grown / 2**20:.1f} MiB"
 
 
 def test_chunk_rows_bound():
@@ -135,3 +134,13 @@ def test_audit_takes_its_defaults_from_core_defaults():
     # 0.2 names stay importable from audit_cli.
     assert audit_cli.DEFAULT_SAMPLES == defaults.DEFAULT_AUDIT_SAMPLES
     assert audit_cli.DEFAULT_NUM_THRESHOLDS == defaults.DEFAULT_AUDIT_NUM_THRESHOLDS
+
+
+def test_selection_is_capped(monkeypatch):
+    """The selection's statistics are kept (32 bytes per release of both neighbours), so
+    their number is capped: past MAX_SELECTION_SAMPLES the other releases evaluate."""
+    assert audit.MAX_SELECTION_SAMPLES == 2**22
+    monkeypatch.setattr(audit, "MAX_SELECTION_SAMPLES", 300)
+    result = run_audit("histogram", epsilon=1.0, samples=4_000, seed=0)
+    assert result.evaluation_samples == 4_000 - 300
+    assert not result.violated and result.epsilon_lower_bound > 0.3
