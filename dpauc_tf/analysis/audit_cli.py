@@ -18,9 +18,11 @@ import sys
 from collections.abc import Sequence
 
 from dpauc_tf.cli.formats import FORMATS, format_rows
+from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_SAMPLES
 
-DEFAULT_SAMPLES = 4_000_000
-DEFAULT_NUM_THRESHOLDS = 2
+# The audit's defaults live in dpauc_tf.core.defaults; these names stay for 0.2 callers.
+DEFAULT_SAMPLES = DEFAULT_AUDIT_SAMPLES
+DEFAULT_NUM_THRESHOLDS = DEFAULT_AUDIT_NUM_THRESHOLDS
 
 
 def _positive_float(text: str) -> float:
@@ -42,7 +44,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
 
     ``dpauc audit --mechanism NAME|all --epsilon E [--delta D] [--samples N] [--seed S]
     [--num-thresholds T] [--flip-weight W] [--confidence C] [--format table|json|markdown|csv]
-    [--debug]``; ``common(parser)`` adds ``--format``/``--debug`` the way the rest of ``dpauc``
+    [--progress auto|on|off] [--no-progress] [--debug]``; ``common(parser)`` adds ``--format``/``--debug`` the way the rest of ``dpauc``
     does (plain ``--format`` and ``--debug`` otherwise); the exit
     status is 0, or 3 when a bound exceeds its claim. ``--confidence`` is family-wise: with
     ``m`` audits (``--mechanism all``) each bound is computed at ``1 - (1 - C) / m``
@@ -66,13 +68,27 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         "--flip-weight",
         type=_positive_float,
         default=1.0,
-        help="weight of the flipped example; > 1 is a negative control that must be caught",
+        help="weight of the flipped example (score-noise: the score it moves to from 0); "
+        "> 1 is a negative control that must be caught",
     )
     parser.add_argument(
         "--confidence",
         type=_confidence,
         default=0.95,
         help="family-wise confidence of all the bounds together (Bonferroni over the audits)",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="progress bar on stderr (auto: when stderr is a terminal)",
+    )
+    parser.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_const",
+        const="off",
+        help="no progress bar (the same as --progress off)",
     )
     if common is not None:
         common(parser)
@@ -81,6 +97,13 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(func=run_cli)
     return parser
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    setting = getattr(args, "progress", "auto")
+    if setting == "auto":
+        return bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return setting == "on"
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -113,7 +136,7 @@ def run_cli(args: argparse.Namespace) -> int:
                     flip_weight=args.flip_weight,
                     confidence=args.confidence,
                     family_size=len(names),
-                    progress=sys.stderr.isatty(),
+                    progress=_show_progress(args),
                 )
             )
     except (ValueError, TypeError) as error:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import tensorflow as tf
 
-from dpauc_tf.analysis.audit_cli import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +38,7 @@ class NeighbouringPair:
 
 
 def worst_case_pair(
-    num_thresholds: int = DEFAULT_NUM_THRESHOLDS, flip_weight: float = 1.0
+    num_thresholds: int = DEFAULT_AUDIT_NUM_THRESHOLDS, flip_weight: float = 1.0
 ) -> NeighbouringPair:
     """The audit's neighbours: a 3-example test set whose target label is flipped.
 
@@ -123,6 +123,6 @@ def pair_for(mechanism: CountMechanism, flip_weight: float = 1.0) -> Neighbourin
     """The audit's neighbours for ``mechanism``: :func:`worst_case_pair` for curve releases,
     :func:`auc_worst_case_pair` for AUC-only releases."""
     if mechanism.capabilities.releases == "auc":
-        grid = mechanism.count_thresholds(Thresholds.make(DEFAULT_NUM_THRESHOLDS))
+        grid = mechanism.count_thresholds(Thresholds.make(DEFAULT_AUDIT_NUM_THRESHOLDS))
         return auc_worst_case_pair(grid, flip_weight)
     return worst_case_pair(mechanism.num_thresholds, flip_weight)

@@ -339,3 +339,42 @@ def test_cli_reports_json_and_flags_violations(capsys):
     assert _cli(["audit", "--mechanism", "no-such", "--epsilon", "1"]) == 2
     assert _cli([*base, "--delta", "1e-5"]) == 2  # a pure-DP mechanism takes no delta
     assert "error" in capsys.readouterr().err
+
+
+# -- score-noise: audited for what it claims (score DP), never for label DP -------------------
+def test_score_noise_is_audited_for_score_dp_not_label_dp():
+    """score-noise protects scores (one score moves by 1), not labels. It used to be audited
+    on a label flip, which it does not claim to hide, and reported "claimed 1 ... VIOLATED"."""
+    result = run_audit("score-noise", epsilon=EPSILON, samples=SAMPLES, seed=0)
+    assert result.neighbouring == "score"
+    assert "score" in result.pair and "labels are not protected" in result.pair
+    assert result.claimed_epsilon == EPSILON
+    assert not result.violated, result
+    # Honest and tight: the pure-DP claim is nearly reached on the 0-vs-1 score pair.
+    assert 0.8 * EPSILON < result.epsilon_lower_bound <= EPSILON, result
+    assert 1.0 < result.detectable_multiple < 1.3, result
+
+
+def test_score_noise_negative_control_is_caught():
+    """A score moved by 2 (outside [0, 1]) doubles the sensitivity: the claim must fail."""
+    result = run_audit(
+        "score-noise", epsilon=EPSILON, samples=CONTROL_SAMPLES, seed=0, flip_weight=2
+    )
+    assert result.neighbouring == "score"
+    assert result.violated, result
+
+
+def test_label_dp_mechanisms_are_audited_for_label_dp():
+    result = _audit("histogram", {}, samples=2_000)
+    assert result.neighbouring == "label" and result.to_dict()["neighbouring"] == "label"
+
+
+def test_cli_audits_score_noise_for_score_dp(capsys):
+    argv = ["audit", "--mechanism", "score-noise", "--epsilon", "1", "--samples", "20000"]
+    assert _cli([*argv, "--seed", "0"]) == 0
+    table = capsys.readouterr().out
+    assert "VIOLATED" not in table
+    assert "score-noise: audited for score DP" in table and "does not protect labels" in table
+    assert _cli([*argv, "--seed", "0", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["neighbouring"] == "score" and row["violated"] is False
