@@ -27,7 +27,7 @@ from dpauc_tf.analysis.audit import (
     per_audit_confidence,
     run_audit,
 )
-from dpauc_tf.analysis.audit_cli import DEFAULT_SAMPLES
+from dpauc_tf.cli.audit import DEFAULT_SAMPLES
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 from dpauc_tf.mechanisms.paper import PaperLaplace
 

@@ -67,6 +67,8 @@ MOVED_MODULES = {
     "dpauc_tf.keras_metric": "dpauc_tf.keras.metric",
     "dpauc_tf.audit": "dpauc_tf.analysis.audit",
     "dpauc_tf.noise_families": "dpauc_tf.analysis.noise_families",
+    # 0.3: every command-line face lives in dpauc_tf.cli
+    "dpauc_tf.analysis.audit_cli": "dpauc_tf.cli.audit",
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]
@@ -93,7 +95,8 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname in MOVED_MODULES:
             raise ModuleNotFoundError(
-                f"{fullname} moved in 0.2 to {MOVED_MODULES[fullname]} (see docs/changelog.md)",
+                f"{fullname} moved in {'0.3' if fullname.count('.') > 1 else '0.2'} to "
+                f"{MOVED_MODULES[fullname]} (see docs/changelog.md)",
                 name=fullname,
             )
         return None

@@ -312,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-progress", action="store_true", help="no progress bar")
     rp.set_defaults(func=_lazy("reproduce", "run_reproduce"))
 
-    from dpauc_tf.analysis import audit_cli
+    from dpauc_tf.cli import audit as audit_cli
 
     audit_cli.register_cli(sub, common=_common)
     return parser

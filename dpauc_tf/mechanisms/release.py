@@ -22,7 +22,7 @@ its own engine:
 >>> release = mechanism.release(np.array([0., 2., 1., 0.]), np.array([0., 1., 2., 0.]), repeats=1)
 >>> result = finish_release(spec, release, num_examples=6.0)
 >>> round(result.auc, 4), result.epsilon is None
-(0.7222, True)
+(0.3333, True)
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from dpauc_tf.analysis.audit import (
     run_audit,
     worst_case_pair,
 )
-from dpauc_tf.analysis.audit_cli import DEFAULT_SAMPLES, register_cli
+from dpauc_tf.cli.audit import DEFAULT_SAMPLES, register_cli
 from dpauc_tf.mechanisms.auc_only import AucOnly
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 from dpauc_tf.mechanisms.paper import PaperGaussian, PaperLaplace

@@ -10,8 +10,9 @@ import tracemalloc
 
 import pytest
 
-from dpauc_tf.analysis import audit, audit_cli
+from dpauc_tf.analysis import audit
 from dpauc_tf.analysis.audit import run_audit
+from dpauc_tf.cli import audit as audit_cli
 from dpauc_tf.core import defaults
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 
@@ -125,13 +126,13 @@ def test_audit_takes_its_defaults_from_core_defaults():
     for module in (audit, audit_pairs):
         imported = _imported_modules(module)
         assert not any(name.startswith("dpauc_tf.cli") for name in imported), module
-        assert "dpauc_tf.analysis.audit_cli" not in imported, module
+        assert "dpauc_tf.cli.audit" not in imported, module
     signature = inspect.signature(run_audit).parameters
     assert signature["samples"].default == defaults.DEFAULT_AUDIT_SAMPLES == 4_000_000
     assert signature["num_thresholds"].default == defaults.DEFAULT_AUDIT_NUM_THRESHOLDS == 2
     # The audit's grid default is its own, not the metric's 200.
     assert defaults.DEFAULT_NUM_THRESHOLDS == 200
-    # 0.2 names stay importable from audit_cli.
+    # 0.2 names stay importable from the audit's command line (dpauc_tf.cli.audit).
     assert audit_cli.DEFAULT_SAMPLES == defaults.DEFAULT_AUDIT_SAMPLES
     assert audit_cli.DEFAULT_NUM_THRESHOLDS == defaults.DEFAULT_AUDIT_NUM_THRESHOLDS
 

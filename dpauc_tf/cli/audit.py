@@ -154,8 +154,8 @@ def run_cli(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dpauc_tf.analysis.audit_cli ...`` (the same options as ``dpauc audit``)."""
-    parser = argparse.ArgumentParser(prog="python -m dpauc_tf.analysis.audit_cli")
+    """``python -m dpauc_tf.cli.audit ...`` (the same options as ``dpauc audit``)."""
+    parser = argparse.ArgumentParser(prog="python -m dpauc_tf.cli.audit")
     register_cli(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["audit", *(sys.argv[1:] if argv is None else argv)])
     return args.func(args)
