@@ -59,7 +59,7 @@ os.replace(path + ".part", path)
 def _command(args, path: Path) -> list[str]:
     command = [sys.executable, "-m", "dpauc_tf", "evaluate", "--scores", str(path)]
     command += ["--mechanism", args.mechanism, "--format", "json", "--seed", "0"]
-    command += ["--progress", "off"]
+    command += ["--progress", "off", "--show-exact"]
     if args.mechanism != "none":
         command += ["--epsilon", args.epsilon]
     return command + args.extra

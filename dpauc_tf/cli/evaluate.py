@@ -1,4 +1,5 @@
-"""``dpauc evaluate``: the private AUC of a file of scores, next to the exact and TF AUCs.
+"""``dpauc evaluate``: the private AUC of a file of scores (with ``--show-exact``, NOT
+private, next to the exact and TF AUCs).
 
 >>> from dpauc_tf.cli.main import build_parser
 >>> args = build_parser().parse_args(["evaluate", "--scores", "s.csv", "--mechanism", "none"])
@@ -92,6 +93,20 @@ def release_settings(args) -> dict[str, Any]:
         "threshold_grid": args.threshold_grid,
         "mechanism_options": mechanism_options(args),
     }
+
+
+def _check_backend(args) -> None:
+    """Refuses, before any work and naming the flags, what the backend cannot run."""
+    capabilities = mechanism_spec(args.mechanism).capabilities
+    if args.backend in ("tff", "flower") and (
+        not capabilities.federated or capabilities.transforms_data
+    ):
+        raise CommandError(
+            f"--backend {args.backend} cannot run --mechanism {args.mechanism}: its client "
+            "step is not a release of bucket counts; use --backend simulate"
+        )
+    if getattr(args, "round_timeout", None) is not None and args.backend != "flower":
+        raise CommandError("--round-timeout bounds Flower's round: only with --backend flower")
 
 
 def _show_progress(args) -> bool:
@@ -240,26 +255,27 @@ def evaluate_scores(args) -> dict[str, Any]:
             f"{MAX_CURVE_VALUES}"
         )
     thresholds = Thresholds.make(args.num_thresholds, args.threshold_grid)
+    _check_backend(args)
     grid = _mechanism(args, 1).count_thresholds(thresholds)  # checks the options first
     counted = count_scores(args, grid)
     client_ids, num_clients = _client_ids(counted, args)
     mechanism = _mechanism(args, num_clients)
-    undefined = _undefined_auc_reason(counted)
+    private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
+    show_exact = bool(getattr(args, "show_exact", False))
+    # Whether the file has one class is itself an exact label statistic: a private release
+    # without --show-exact runs whatever the labels are (its estimate may be undefined).
+    undefined = _undefined_auc_reason(counted) if show_exact or not private else None
     if undefined is not None:
         result = None
         statement = mechanism.statement()
-        reference = {
-            "exact_auc": None,
-            "exact_auc_method": None,
-            "exact_auc_max_error": None,
-            "tf_auc": None,
-        }
+        reference = {key: None for key in REFERENCE_FIELDS}
     else:
-        reference = reference_aucs(counted, args.num_thresholds)
+        reference = reference_aucs(counted, args.num_thresholds) if show_exact else {}
         result = BACKENDS[args.backend](
             args, mechanism, counted, client_ids, num_clients, thresholds
         )
         statement = result.statement
+    pld = _pld_epsilon(mechanism, statement, args.delta or PLD_DELTA)
     output = {
         **reference,
         "mechanism": args.mechanism,
@@ -268,12 +284,12 @@ def evaluate_scores(args) -> dict[str, Any]:
         "delta": args.delta,
         "guaranteed_epsilon": _finite_or_none(None if statement is None else statement.epsilon),
         "guaranteed_delta": None if statement is None else statement.delta,
-        # the same release by the PLD accountant (None where it does not apply)
-        "pld_epsilon": _pld_epsilon(mechanism, args.delta or PLD_DELTA),
+        # the same release by the PLD accountant (None where it does not apply: pld_note)
+        "pld_epsilon": pld[0],
         "pld_delta": args.delta or PLD_DELTA,
         "privacy": None if statement is None else str(statement),
         "num_examples": counted.num_examples,
-        "num_positives": counted.num_positives,
+        **({"num_positives": counted.num_positives} if show_exact else {}),
         "num_clients": num_clients,
         "partition": (PARTITION_NAMES[args.partition] if args.clients else None),
         "num_thresholds": args.num_thresholds,
@@ -297,6 +313,8 @@ def evaluate_scores(args) -> dict[str, Any]:
         if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
     }
+    if pld[1] is not None:
+        output["pld_note"] = pld[1]
     if undefined is not None:
         output["auc_undefined"] = undefined
     if mechanism.roc_note:
@@ -308,14 +326,26 @@ def evaluate_scores(args) -> dict[str, Any]:
 
         plot_pos, plot_neg = counted.summed["plot"]
         plots.roc_band(
-            _exact_roc(plot_pos[None], plot_neg[None]),
+            # the exact curve is an exact label statistic: drawn only with --show-exact
+            _exact_roc(plot_pos[None], plot_neg[None]) if show_exact else None,
             {args.mechanism: (result.fpr, result.tpr)},
             args.plot,
             title=f"{args.mechanism}, epsilon={args.epsilon}, {num_clients} client(s), "
             f"{args.repeats} repeat(s)",
         )
         output["plot"] = str(args.plot)
+    output["private_fields"] = [k for k in RELEASE_FIELDS if k in output] if private else []
+    output["exact_fields"] = [k for k in (*REFERENCE_FIELDS, *EXACT_EXTRA_FIELDS) if k in output]
+    if not private:
+        output["exact_fields"] += [k for k in RELEASE_FIELDS if k in output]
     return output
+
+
+# Fields with exact label statistics (NOT private): in the output only with --show-exact.
+REFERENCE_FIELDS = ("exact_auc", "exact_auc_method", "exact_auc_max_error", "tf_auc")
+EXACT_EXTRA_FIELDS = ("num_positives", "auc_undefined")
+# Fields computed from the mechanism's release only: label-DP when the mechanism is private.
+RELEASE_FIELDS = ("auc_mean", "auc_std", "aucs", "num_undefined", "roc", "plot")
 
 
 def read_thresholds(path: str) -> list[float]:
@@ -357,11 +387,28 @@ def _undefined_auc_reason(data) -> str | None:
 PLD_DELTA = 1e-6  # delta of the PLD figure for pure-DP mechanisms
 
 
-def _pld_epsilon(mechanism, delta: float) -> float | None:
-    """Epsilon of one release by dp-accounting's PLD accountant at ``delta``."""
+def _pld_epsilon(mechanism, statement, delta: float) -> tuple[float | None, str | None]:
+    """Epsilon of one release by dp-accounting's PLD accountant at ``delta``, and a note
+    where there is none.
+
+    The accountant knows the mechanism's full noise; a release whose statement states a
+    larger epsilon than the mechanism's (fewer shares of a secure mechanism's noise arrived:
+    a Flower dropout) is not that event, so it gets no PLD figure; ``guaranteed_epsilon``
+    is the one its arrived reports achieve."""
     if mechanism.epsilon is None:
-        return None
-    return mechanism.privacy_spent(1, delta=delta).pld
+        return None, None
+    target = mechanism.statement()
+    if statement is not None and (statement.epsilon, statement.delta) != (
+        target.epsilon,
+        target.delta,
+    ):
+        return None, (
+            f"not computed: the arrived reports achieve epsilon {statement.epsilon:g}, not the "
+            f"mechanism's {target.epsilon:g} (fewer noise shares than it was sized for), and "
+            "the PLD accountant covers only the full noise; guaranteed_epsilon is the "
+            "achieved figure"
+        )
+    return mechanism.privacy_spent(1, delta=delta).pld, None
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -431,6 +478,8 @@ def _format_auc(value: float | None) -> str:
 
 
 def _format_pld(result: dict[str, Any]) -> str:
+    if result.get("pld_note"):
+        return result["pld_note"]
     if result["pld_epsilon"] is None:
         return "not available (no noise, or not covered by the PLD accountant)"
     return f"{result['pld_epsilon']:.4g} at delta {result['pld_delta']:g} (one release)"
@@ -451,6 +500,20 @@ def _format_thresholds(result: dict[str, Any]) -> str:
     return text
 
 
+def fields_note(result: dict[str, Any]) -> str:
+    """One line saying which fields are private and which hold exact label statistics."""
+    private = result["private_fields"]
+    exact = result["exact_fields"]
+    text = (
+        f"private (label DP): {', '.join(private)}"
+        if private
+        else "nothing is private (mechanism 'none')"
+    )
+    if exact:
+        return f"{text}; NOT private, exact label statistics: {', '.join(exact)}"
+    return f"{text}; exact values hidden (--show-exact adds them, NOT private)"
+
+
 def _format_evaluation(result: dict[str, Any]) -> str:
     undefined = result.get("num_undefined") or 0
     if result["auc_mean"] is None:
@@ -464,34 +527,53 @@ def _format_evaluation(result: dict[str, Any]) -> str:
         )
         if undefined:
             private += f" ({undefined} release(s) undefined: {result['undefined_note']})"
+    positives = f" ({result['num_positives']} positive)" if "num_positives" in result else ""
     lines = [
         f"mechanism        {result['mechanism']}",
         f"privacy          {result['privacy']}",
         f"PLD epsilon      {_format_pld(result)}",
-        f"examples         {result['num_examples']} ({result['num_positives']} positive), "
-        f"{result['num_clients']} client(s)",
+        f"examples         {result['num_examples']}{positives}, {result['num_clients']} client(s)",
         f"thresholds       {_format_thresholds(result)}",
-        f"exact AUC        {_format_auc(result['exact_auc'])} {_exact_note(result)}",
-        f"TensorFlow AUC   {_format_auc(result['tf_auc'])} "
-        + (
-            f"(thresholds from {result['thresholds_file']})"
-            if result.get("thresholds_file")
-            else f"(num_thresholds={result['num_thresholds']})"
-        ),
-        f"private AUC      {private}",
     ]
+    if "exact_auc" in result:
+        lines += [
+            f"exact AUC        {_format_auc(result['exact_auc'])} {_exact_note(result)} "
+            "NOT private",
+            f"TensorFlow AUC   {_format_auc(result['tf_auc'])} "
+            + (
+                f"(thresholds from {result['thresholds_file']})"
+                if result.get("thresholds_file")
+                else f"(num_thresholds={result['num_thresholds']})"
+            )
+            + " NOT private",
+        ]
+    lines.append(f"private AUC      {private}")
     if result.get("roc_note"):
         lines.append(f"ROC curve        {result['roc_note']}")
     if result.get("plot"):
         lines.append(f"plot             {result['plot']}")
+    lines.append(f"fields           {fields_note(result)}")
     return "\n".join(lines)
 
 
+# the columns of a release's row that come from the release (label DP when private)
+_ROW_RELEASE_COLUMNS = ("auc", "auc_mean", "auc_std", "num_undefined", "plot")
+
+
 def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per release (markdown, csv): the AUC and the setting's scalar fields."""
+    """One row per release (markdown, csv): the AUC and the setting's scalar fields, and
+    which of the row's columns are private and which exact."""
     scalars = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
+    private = bool(result["private_fields"])
+    release = [k for k in _ROW_RELEASE_COLUMNS if k == "auc" or k in scalars]
+    marks = {
+        "private_fields": " ".join(release) if private else "",
+        "exact_fields": " ".join(
+            [k for k in result["exact_fields"] if k in scalars] + ([] if private else ["auc"])
+        ),
+    }
     aucs = result["aucs"] or [None]
-    return [{"repeat": i, "auc": auc, **scalars} for i, auc in enumerate(aucs)]
+    return [{"repeat": i, "auc": auc, **scalars, **marks} for i, auc in enumerate(aucs)]
 
 
 def run_evaluate(args) -> int:

@@ -5,8 +5,9 @@ Subcommands:
 * ``dpauc evaluate --scores FILE --mechanism NAME --epsilon E ...``: the private AUC of a
   file of scores (CSV, Parquet or TFRecord, or a directory or glob of them, with ``score``,
   ``label`` and optionally ``client`` columns, read in chunks: docs/streaming.md),
-  ``--repeats`` times, with the exact (scikit-learn, or a fine histogram with its error
-  bound past ``--max-rows-in-memory``) and TensorFlow AUCs beside it.
+  ``--repeats`` times; with ``--show-exact`` (NOT private: experiments only) the exact
+  (scikit-learn, or a fine histogram with its error bound past ``--max-rows-in-memory``)
+  and TensorFlow AUCs beside it.
 * ``dpauc reproduce {table1,...,table5,all} --scores synthetic|DIR``: the DPAUC paper's
   tables with the paper's settings, plus rows for the project's mechanisms
   (:mod:`dpauc_tf.experiments.tables`).
@@ -18,10 +19,12 @@ clients than examples, an impossible mechanism setting, a seed outside [0, 2^64 
 ``--num-thresholds`` above 10^6 or ``--repeats`` x ``--num-thresholds`` above 5 x 10^7) prints
 one line, ``dpauc: error: ...``, on stderr and exits with status 2.
 
-A file whose labels are all 0 or all 1 has no AUC (no ROC curve either): ``dpauc evaluate``
-prints one line ``dpauc: warning: AUC is undefined ...`` on stderr, runs no mechanism (nothing
-is released), writes ``null`` for every AUC and the curve (the JSON stays valid JSON), and
-exits with status 0.
+With ``--show-exact`` (or the ``none`` mechanism), a file whose labels are all 0 or all 1
+has no AUC (no ROC curve either): ``dpauc evaluate`` prints one line ``dpauc: warning: AUC
+is undefined ...`` on stderr, runs no mechanism (nothing is released), writes ``null`` for
+every AUC and the curve (the JSON stays valid JSON), and exits with status 0. Without it a
+private mechanism releases whatever the labels are (that a file has one class is an exact
+label statistic); a release whose estimate is undefined counts in ``num_undefined``.
 
 Every subcommand takes ``--format table|json|markdown|csv`` and ``--debug`` (a traceback
 instead of the one-line error). ``dpauc --help`` and each subcommand's ``--help`` answer
@@ -52,6 +55,8 @@ from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms
 # Mirrors of dpauc_tf.experiments.streaming's defaults (help imports no numpy; a test checks).
 DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
 DEFAULT_CHUNK_ROWS = 1 << 20
+# Mirror of dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT (help imports no Flower; a test checks).
+DEFAULT_FLOWER_ROUND_TIMEOUT = 600.0
 PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
 MAX_NUM_THRESHOLDS = 10**6
@@ -84,6 +89,13 @@ def _int_at_least(minimum: int, maximum: int | None = None):
 _positive_int = _int_at_least(1)
 _seed_int = _int_at_least(0, MAX_SEED)
 _num_thresholds_int = _int_at_least(1, MAX_NUM_THRESHOLDS)
+
+
+def _positive_seconds(text: str) -> float:
+    value = _finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def _finite_float(text: str) -> float:
@@ -181,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser(
         "evaluate",
         help="private AUC of a file of scores",
-        description="The private AUC (and ROC) of a file of scores, next to the exact and "
-        "TensorFlow AUCs.",
+        description="The private AUC (and ROC) of a file of scores; with --show-exact (NOT "
+        "private) next to the exact and TensorFlow AUCs.",
         epilog=_mechanism_epilog(),
     )
     ev.add_argument(
@@ -251,6 +263,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="integer seed in [0, 2^64 - 1] (reproducible); default: OS entropy",
     )
     _common(ev)
+    ev.add_argument(
+        "--show-exact",
+        action="store_true",
+        help="also print the exact values: exact_auc (and how it was computed), tf_auc, "
+        "num_positives, a one-class warning, the exact curve in --plot. They are exact label "
+        "statistics, NOT private: for experiments, never for a release. Without it the "
+        "output holds the private release and public settings only; every format names "
+        "its private fields (private_fields) and its exact ones (exact_fields)",
+    )
     ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
     ev.add_argument(
         "--backend",
@@ -259,6 +280,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate), beam "
         '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]") or flower '
         '(dpauc_tf.flower.evaluate; needs "dpauc-tf[flower]")',
+    )
+    ev.add_argument(
+        "--round-timeout",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="--backend flower: seconds the server waits for the clients' replies in each "
+        "exchange of the round (the fit, each SecAgg+ stage); clients that do not answer in "
+        "time are left out and named (default: "
+        f"{DEFAULT_FLOWER_ROUND_TIMEOUT:g})",
     )
     ev.add_argument(
         "--beam-options",

@@ -44,12 +44,13 @@ def _interpolated_tpr(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
 
 
 def roc_band(
-    exact: tuple[np.ndarray, np.ndarray],
+    exact: tuple[np.ndarray, np.ndarray] | None,
     noisy: Mapping[str, tuple[np.ndarray, np.ndarray]],
     path: str | os.PathLike,
     title: str = "",
 ) -> str:
-    """Exact ROC plus, for each mechanism, the 5-95 % band and median of its noisy curves."""
+    """Exact ROC plus, for each mechanism, the 5-95 % band and median of its noisy curves
+    (``exact=None``: the noisy curves only, for a plot that may be published)."""
     plt = _pyplot()
     names = list(noisy)
     cols = min(3, max(1, len(names)))
@@ -62,7 +63,8 @@ def roc_band(
         low, mid, high = np.percentile(tprs, [5, 50, 95], axis=0)
         ax.fill_between(_FPR_GRID, low, high, alpha=0.3, color="tab:orange", label="noisy 5-95 %")
         ax.plot(_FPR_GRID, mid, color="tab:orange", lw=1, label="noisy median")
-        ax.plot(exact[0], exact[1], color="black", lw=1.5, label="exact")
+        if exact is not None:
+            ax.plot(exact[0], exact[1], color="black", lw=1.5, label="exact")
         ax.plot([0, 1], [0, 1], color="grey", lw=0.5, ls=":")
         ax.set(
             title=f"{name} ({len(tprs)} curves)",

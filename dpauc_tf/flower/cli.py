@@ -3,34 +3,60 @@
 The engine is Flower's simulation engine (``run_simulation`` on local Ray) unless the
 environment variable ``DPAUC_FLOWER_ENGINE=in-process`` selects the in-process grid
 (:mod:`dpauc_tf.flower.local`; no Ray, for small or busy machines and tests).
+``--round-timeout SECONDS`` bounds each exchange of the round
+(:data:`dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT` by default).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
 
 
 def evaluate_with_flower(args, data, client_ids, num_clients):
     """Runs :func:`dpauc_tf.flower.evaluate` on the file's clients; returns a
-    :class:`~dpauc_tf.experiments.simulation.SimulationResult` (the CLI's common result)."""
+    :class:`~dpauc_tf.experiments.simulation.SimulationResult` (the CLI's common result).
+
+    Clients left out (no answer in time, or an error) are named in one warning on stderr:
+    the AUC then covers only the other clients' examples, and the stated epsilon is the one
+    the arrived reports achieve."""
+    import dpauc_tf.flower.evaluate  # noqa: F401 - the module, not the function
     from dpauc_tf.cli.evaluate import release_settings
     from dpauc_tf.cli.main import CommandError
     from dpauc_tf.core.partitions import client_data_from_partition
     from dpauc_tf.experiments.simulation import SimulationResult
-    from dpauc_tf.flower.evaluate import evaluate, require_flower
+
+    flower_evaluate = sys.modules["dpauc_tf.flower.evaluate"]
 
     try:
-        require_flower()
+        flower_evaluate.require_flower()
     except ImportError as error:
         raise CommandError(str(error)) from None
 
-    out = evaluate(
+    timeout = getattr(args, "round_timeout", None)
+    out = flower_evaluate.evaluate(
         client_data_from_partition(data.scores, data.labels, client_ids, num_clients),
         seed=args.seed,
         repeats=args.repeats,
         engine=os.environ.get(ENGINE_VARIABLE, "simulation"),
+        round_timeout=flower_evaluate.DEFAULT_ROUND_TIMEOUT if timeout is None else timeout,
         **release_settings(args),
     )
+    if out.num_reporting < out.num_clients:
+        left_out = []
+        if out.unanswered:
+            left_out.append(
+                f"client(s) {list(out.unanswered)} did not answer within --round-timeout"
+            )
+        if out.failed:
+            left_out.append(f"client(s) {sorted(out.failed, key=str)} failed")
+        print(
+            f"dpauc: warning: {out.num_reporting} of {out.num_clients} clients reported"
+            + (f" ({'; '.join(left_out)})" if left_out else "")
+            + ": the AUC covers only their examples; the stated epsilon is the one their "
+            "reports achieve",
+            file=sys.stderr,
+        )
     return SimulationResult(out.aucs, out.fpr, out.tpr, out.statement)

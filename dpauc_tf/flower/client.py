@@ -31,6 +31,9 @@ from dpauc_tf.flower.encoding import LimbLayout
 
 # The FitIns config key that carries SecAgg+'s limb width (set by the server).
 LIMB_BITS_KEY = "dpauc-limb-bits"
+# The reply record that names the client (its partition-id, public): the server names the
+# clients that did not answer by elimination (dpauc_tf.flower.server.RoundLog).
+CLIENT_RECORD_KEY = "dpauc-client"
 
 
 def client_report(
@@ -159,7 +162,20 @@ def make_client_app(setup: ClientSetup, *, secure: bool):
         return ReportingClient(int(context.node_config["partition-id"])).to_client()
 
     mods = [_vanish_mod(setup.vanishing_clients), secaggplus_mod] if secure else []
-    return ClientApp(client_fn=client_fn, mods=mods)
+    return ClientApp(client_fn=client_fn, mods=[_identify_mod, *mods])
+
+
+def _identify_mod(msg, ctxt, call_next):
+    """A client mod: every reply names the client's ``partition-id`` (public: which client
+    answered, never what it holds), so the server can say which clients did not answer."""
+    from flwr.app import ConfigRecord
+
+    reply = call_next(msg, ctxt)
+    if reply.has_content():
+        reply.content.config_records[CLIENT_RECORD_KEY] = ConfigRecord(
+            {"partition-id": int(ctxt.node_config["partition-id"])}
+        )
+    return reply
 
 
 def _vanish_mod(vanishing: frozenset) -> Callable:

@@ -20,6 +20,7 @@ from dpauc_tf.flower.client import ClientSetup, make_client_app
 from dpauc_tf.flower.encoding import LimbLayout
 from dpauc_tf.flower.secagg import SecAggSettings, unmasked_groups
 from dpauc_tf.flower.server import (
+    RoundLog,
     SummedReports,
     make_secagg_workflow,
     make_server_app,
@@ -27,6 +28,10 @@ from dpauc_tf.flower.server import (
 )
 
 ENGINES = ("simulation", "in-process")
+# Seconds the server waits for the clients' replies in each exchange of the round (the fit,
+# and each SecAgg+ stage). Generous: a loaded 2-core runner starts Ray workers and imports
+# TensorFlow in each; a client that does not answer in time is left out (and named).
+DEFAULT_ROUND_TIMEOUT = 600.0
 INSTALL_HINT = (
     'the flower backend needs Flower with its simulation engine: pip install "dpauc-tf[flower]"'
 )
@@ -57,6 +62,8 @@ class FlowerEvaluation:
       num_clients: clients asked to report. num_reporting: reports in the sum.
       release: the server's summed release (NumPy arrays with the leading ``R`` axis).
       secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
+      unanswered: clients (indices) that did not answer within ``round_timeout``.
+      failed: clients whose reply was an error (index -> reason).
       unmasked_groups: sizes of the groups of reporting clients whose sums the server can
         unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
         the epsilon is then the smallest group's (:mod:`dpauc_tf.flower.secagg`).
@@ -74,6 +81,8 @@ class FlowerEvaluation:
     release: dict[str, np.ndarray]
     secagg: SecAggSettings | None = None
     unmasked_groups: tuple[int, ...] = ()
+    unanswered: tuple[int, ...] = ()
+    failed: Mapping[Any, str] = dataclasses.field(default_factory=dict)
 
     @property
     def auc(self) -> float:
@@ -126,6 +135,7 @@ def evaluate(
     observe_replies: Callable[[Any], None] | None = None,
     engine: str = "simulation",
     mechanism_options: Mapping[str, Any] | None = None,
+    round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
 ) -> FlowerEvaluation:
     """Federated, label-DP AUC and ROC of precomputed scores on Flower's simulation engine.
 
@@ -153,6 +163,10 @@ def evaluate(
       mechanism_options: further options of the mechanism's constructor (e.g.
         ``{"positive_rate": 0.25, "estimator": "mann-whitney-smooth"}``); they reach every
         client with the mechanism.
+      round_timeout: seconds the server waits for the clients' replies in each exchange
+        (the fit, each SecAgg+ stage; default :data:`DEFAULT_ROUND_TIMEOUT`; ``None``: no
+        limit). Clients that do not answer in time are left out, as dropouts, and named in
+        ``unanswered`` (and in the error when no report arrives).
       engine: ``"simulation"`` (Flower's simulation engine, ``run_simulation`` on local
         Ray) or ``"in-process"`` (the same apps through :class:`~dpauc_tf.flower.local.LocalGrid`,
         no Ray: fast start, for tests and small machines).
@@ -160,14 +174,16 @@ def evaluate(
     Raises:
       ImportError: Flower or Ray missing (one line naming ``dpauc-tf[flower]``).
       ValueError: a mechanism that cannot run federated, bad client data (naming the
-        client), fewer than 2 clients for a secure mechanism, or no report arriving.
+        client), fewer than 2 clients for a secure mechanism, or no report arriving (saying
+        whether it was a timeout and which clients did not answer or failed).
     """
     require_flower()
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    round_timeout = checked_round_timeout(round_timeout)
     from dpauc_tf.core.curve import roc_from_confusion
     from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.mechanisms.registry import get_mechanism, require
+    from dpauc_tf.mechanisms.registry import get_mechanism, mechanism_spec
 
     clients = _checked_clients(client_data)
     num_clients = len(clients)
@@ -188,9 +204,13 @@ def evaluate(
     options.update(mechanism_options or {})
     if noise_family is not None and epsilon is not None:
         options["family"] = noise_family
-    count_mechanism = require(get_mechanism(mechanism, **options), "federated")
-    if count_mechanism.capabilities.transforms_data:
-        raise ValueError(f"mechanism {mechanism!r} transforms the data; not supported on Flower")
+    capabilities = mechanism_spec(mechanism).capabilities
+    if not capabilities.federated or capabilities.transforms_data:
+        raise ValueError(
+            f"mechanism {mechanism!r} cannot run on Flower (dpauc_tf.flower.evaluate): its "
+            "client step is not a release of bucket counts"
+        )
+    count_mechanism = get_mechanism(mechanism, **options)
     secure = count_mechanism.capabilities.secure
     if secure and num_clients < 2:
         raise ValueError("SecAgg+ needs at least 2 clients; use a local mechanism for one")
@@ -239,8 +259,12 @@ def evaluate(
             layout,
             settings,
             on_graph=lambda neighbours, active: graphs.append((neighbours, active)),
+            timeout=round_timeout,
         )
-    server_app = make_server_app(strategy, secagg=secagg, observe_replies=observe_replies)
+    round_log = RoundLog(num_clients=num_clients, timeout=round_timeout)
+    server_app = make_server_app(
+        strategy, secagg=secagg, observe_replies=observe_replies, round_log=round_log
+    )
     client_app = make_client_app(setup, secure=secure)
     if engine == "simulation":
         run_on_simulation_engine(server_app, client_app, num_clients)
@@ -249,10 +273,7 @@ def evaluate(
 
         run_in_process(server_app, client_app, num_clients)
     if not outcome:
-        raise ValueError(
-            "no report reached the server (SecAgg+ halts when fewer clients than its "
-            "reconstruction threshold stay)"
-        )
+        raise ValueError(_no_report_reason(round_log, settings))
     summed = outcome[0]
 
     import tensorflow as tf
@@ -276,7 +297,37 @@ def evaluate(
         release=summed.release,
         secagg=settings,
         unmasked_groups=groups,
+        unanswered=tuple(round_log.unanswered),
+        failed=round_log.failed,
     )
+
+
+def checked_round_timeout(value) -> float | None:
+    """``round_timeout`` as seconds (``None``: no limit); one line for anything else."""
+    import math
+
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"round_timeout must be a number of seconds or None, got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"round_timeout must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _no_report_reason(round_log: RoundLog, settings: SecAggSettings | None) -> str:
+    """Why no report reached the server, in one line: a timeout (and which clients did not
+    answer), failing clients, or SecAgg+'s halt."""
+    text = "no report reached the server"
+    details = round_log.describe()
+    if details:
+        text += f": {details}"
+    if settings is not None:
+        text += (
+            f" (SecAgg+ halts when fewer than its reconstruction threshold "
+            f"{settings.reconstruction_threshold} of a neighbourhood stay)"
+        )
+    return text
 
 
 def _statement(mechanism, num_reporting: int, groups: tuple[int, ...]):

@@ -7,7 +7,8 @@ runs the *same* ``ServerApp`` and ``ClientApp`` objects (``DefaultWorkflow``,
 by a direct call on a copy of each message: one persistent ``Context`` per node (SecAgg+ keeps its keys there
 between stages), a client exception becomes an error reply (as in Flower's simulation),
 replies come back in order. Only the transport differs: every message the server
-receives is the one it would receive over the network.
+receives is the one it would receive over the network. With a ``timeout`` the clients answer in
+worker threads, and only the replies that came back in time are returned (in order).
 
 >>> grid = LocalGrid(client_app=None, num_nodes=3)
 >>> sorted(grid.get_node_ids()) == list(range(1, 4))
@@ -17,10 +18,13 @@ True
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from collections.abc import Iterable
 from uuid import uuid4
 
 RUN_ID = 1
+MAX_WORKERS = 8  # threads that deliver messages when a timeout bounds the exchange
 
 
 def _flwr():
@@ -119,8 +123,42 @@ def _local_grid_class():
             return [self._replies.pop(i) for i in list(message_ids) if i in self._replies]
 
         def send_and_receive(self, messages, *, timeout=None):
-            del timeout
-            return self.pull_messages(self.push_messages(messages))
+            if timeout is None:
+                return self.pull_messages(self.push_messages(messages))
+            return self._send_and_receive_within(list(messages), float(timeout))
+
+        def _send_and_receive_within(self, messages, timeout: float):
+            """The clients answer in worker threads (as real clients answer in parallel);
+            only the replies that came back within ``timeout`` seconds are returned, in
+            the messages' order; later ones are dropped."""
+            pending = list(enumerate(messages))
+            replies: dict[int, list] = {}
+            lock, late = threading.Lock(), threading.Event()
+
+            def work():
+                while True:
+                    with lock:
+                        if late.is_set() or not pending:
+                            return
+                        index, message = pending.pop(0)
+                    ids = self.push_messages([message])
+                    with lock:
+                        answered = self.pull_messages(ids)
+                        if not late.is_set():
+                            replies[index] = answered
+
+            workers = [
+                threading.Thread(target=work, name="dpauc-local-grid", daemon=True)
+                for _ in range(min(MAX_WORKERS, len(messages)))
+            ]
+            deadline = time.monotonic() + timeout
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join(max(deadline - time.monotonic(), 0.0))
+            with lock:
+                late.set()
+                return [reply for index in sorted(replies) for reply in replies[index]]
 
     _GRID_CLASS.append(_LocalGrid)
     return _LocalGrid

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.flower.client import LIMB_BITS_KEY, unflatten_report
+from dpauc_tf.flower.client import CLIENT_RECORD_KEY, LIMB_BITS_KEY, unflatten_report
 from dpauc_tf.flower.encoding import LimbLayout
 from dpauc_tf.flower.secagg import SecAggSettings, make_recording_workflow
 
@@ -109,14 +109,148 @@ class _ObservedGrid:
         return getattr(self._grid, name)
 
 
+@dataclasses.dataclass
+class RoundLog:
+    """What the server saw of each exchange of one round: which clients answered late or
+    not at all, and which failed. Clients are named by their index (``partition-id``),
+    learnt from their replies; a client that never answered is named by elimination.
+
+    >>> log = RoundLog(num_clients=3, timeout=5.0)
+    >>> log.record("train", sent=[11, 12, 13], answered=[11], failed={12: "boom"})
+    >>> log.partitions.update({11: 0, 12: 1})
+    >>> log.unanswered, log.failed
+    ([2], {1: 'boom'})
+    """
+
+    num_clients: int
+    timeout: float | None
+    partitions: dict[int, int] = dataclasses.field(default_factory=dict)
+    stages: list[tuple[str, list[int], dict[int, str]]] = dataclasses.field(default_factory=list)
+
+    exchanges: int = 0
+
+    def record(self, stage: str, *, sent, answered, failed: dict[int, str]) -> None:
+        self.exchanges += 1
+        answered = set(answered) | set(failed)
+        missing = [node for node in sent if node not in answered]
+        if missing or failed:
+            self.stages.append((stage, missing, dict(failed)))
+
+    def _client(self, node: int):
+        return self.partitions.get(node)
+
+    def _by_elimination(self) -> list[int]:
+        return sorted(set(range(self.num_clients)) - set(self.partitions.values()))
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether some client did not answer within the timeout."""
+        return any(missing for _, missing, _ in self.stages)
+
+    @property
+    def unanswered(self) -> list[int]:
+        """Clients that did not answer within the timeout (indices)."""
+        named, unknown = set(), 0
+        for _, missing, _ in self.stages:
+            for node in missing:
+                client = self._client(node)
+                if client is None:
+                    unknown += 1
+                else:
+                    named.add(client)
+        if unknown:
+            named.update(self._by_elimination())
+        return sorted(named)
+
+    @property
+    def failed(self) -> dict[int | str, str]:
+        """Clients whose reply was an error: index (or ``"node N"``) -> the reason."""
+        out: dict[int | str, str] = {}
+        for _, _, failures in self.stages:
+            for node, reason in failures.items():
+                client = self._client(node)
+                out[client if client is not None else f"node {node}"] = reason
+        return out
+
+    def describe(self) -> str:
+        """One sentence: who did not answer (a timeout) and who failed, or ``""``."""
+        if not self.exchanges:
+            return (
+                "the server exchanged no message with the clients (the engine did not run the "
+                "round; on Flower's simulation engine Ray's start-up can time out on a busy "
+                "machine: docs/flower.md)"
+            )
+        parts = []
+        if self.timed_out:
+            stages = sorted({stage for stage, missing, _ in self.stages if missing})
+            parts.append(
+                f"timed out: client(s) {self.unanswered} of {self.num_clients} did not answer "
+                f"within round_timeout={self.timeout:g} s (stage {', '.join(stages)}; raise it "
+                "with round_timeout=, on the command line --round-timeout)"
+            )
+        if self.failed:
+            first = next(iter(self.failed.items()))
+            parts.append(
+                f"client(s) {sorted(self.failed, key=str)} failed (client {first[0]}: {first[1]})"
+            )
+        return "; ".join(parts)
+
+
+def _stage(message) -> str:
+    """A message's SecAgg+ stage, else its type (``train``)."""
+    try:
+        from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key
+
+        configs = message.content.config_records.get(RECORD_KEY_CONFIGS)
+        if configs is not None and Key.STAGE in configs:
+            return f"SecAgg+ {configs[Key.STAGE]}"
+    except Exception:  # a label for a message, never an error of its own
+        pass
+    return str(message.metadata.message_type)
+
+
+class _TimedGrid:
+    """A Grid whose every exchange waits at most ``log.timeout`` seconds (Flower's default
+    workflow waits without limit) and records in ``log`` who did not answer or failed."""
+
+    def __init__(self, grid, log: RoundLog):
+        self._grid = grid
+        self._log = log
+
+    def send_and_receive(self, messages, *, timeout=None):
+        messages = list(messages)
+        sent = [message.metadata.dst_node_id for message in messages]
+        stage = _stage(messages[0]) if messages else "empty"
+        if timeout is None:
+            timeout = self._log.timeout
+        replies = list(self._grid.send_and_receive(messages, timeout=timeout))
+        answered, failed = [], {}
+        for reply in replies:
+            node = reply.metadata.src_node_id
+            if reply.has_error():
+                failed[node] = str(reply.error.reason)
+                continue
+            answered.append(node)
+            record = reply.content.config_records.get(CLIENT_RECORD_KEY)
+            if record is not None and "partition-id" in record:
+                self._log.partitions[node] = int(record["partition-id"])
+        self._log.record(stage, sent=sent, answered=answered, failed=failed)
+        return replies
+
+    def __getattr__(self, name):
+        return getattr(self._grid, name)
+
+
 def make_server_app(
     strategy,
     *,
     secagg=None,
     observe_replies: Callable[[Any], None] | None = None,
+    round_log: RoundLog | None = None,
 ):
     """A Flower ``ServerApp`` running one round of ``strategy`` (through ``secagg``, a
-    ``SecAggPlusWorkflow``, when given). ``observe_replies`` sees every incoming message."""
+    ``SecAggPlusWorkflow``, when given). ``observe_replies`` sees every incoming message;
+    ``round_log`` bounds every exchange by its timeout and records who did not answer."""
     from flwr.server import ServerApp, ServerConfig
     from flwr.server.compat import LegacyContext
     from flwr.server.workflow import DefaultWorkflow
@@ -125,6 +259,8 @@ def make_server_app(
 
     @app.main()
     def main(grid, context) -> None:
+        if round_log is not None:
+            grid = _TimedGrid(grid, round_log)
         if observe_replies is not None:
             grid = _ObservedGrid(grid, observe_replies)
         legacy = LegacyContext(context, config=ServerConfig(num_rounds=1), strategy=strategy)

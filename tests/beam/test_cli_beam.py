@@ -17,7 +17,7 @@ AUC_FIELDS = ("exact_auc", "tf_auc", "auc_mean", "auc_std", "aucs", "num_undefin
 
 
 def run_json(capsys, *args):
-    assert main(["evaluate", *map(str, args), "--format", "json"]) == 0
+    assert main(["evaluate", *map(str, args), "--format", "json", "--show-exact"]) == 0
     return json.loads(capsys.readouterr().out)
 
 

@@ -62,6 +62,7 @@ def test_every_mechanism_json(capsys, csv_path, score_frame, name):
         6,
         "--seed",
         1,
+        "--show-exact",
     )
     for key in (
         "exact_auc",
@@ -136,6 +137,7 @@ def test_table_format_and_plot(capsys, csv_path, tmp_path):
             "0",
             "--plot",
             str(png),
+            "--show-exact",
         ]
     )
     assert code == 0

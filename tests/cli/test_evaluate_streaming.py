@@ -26,7 +26,7 @@ def csv_path(tmp_path_factory):
 
 
 def run_json(capsys, *args):
-    code = main(["evaluate", *map(str, args), "--format", "json"])
+    code = main(["evaluate", *map(str, args), "--format", "json", "--show-exact"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     return json.loads(captured.out)
@@ -36,7 +36,8 @@ NOISY = ["--mechanism", "histogram", "--epsilon", "1", "--seed", "3", "--repeats
 
 
 def test_chunks_give_the_same_json(capsys, csv_path):
-    assert main(["evaluate", "--scores", str(csv_path), *NOISY, "--format", "json"]) == 0
+    argv = ["evaluate", "--scores", str(csv_path), *NOISY, "--format", "json", "--show-exact"]
+    assert main(argv) == 0
     captured = capsys.readouterr()
     assert captured.err == ""  # --progress auto: no bar when stderr is not a terminal
     whole = json.loads(captured.out)

@@ -25,7 +25,7 @@ def csv_path(tmp_path_factory):
 
 def test_tff_backend_matches_tf_auc_without_noise_and_adds_noise_with_it(capfd, csv_path):
     base = ["evaluate", "--scores", str(csv_path), "--num-thresholds", "50", "--backend", "tff"]
-    assert main([*base, "--mechanism", "none", "--format", "json"]) == 0
+    assert main([*base, "--mechanism", "none", "--format", "json", "--show-exact"]) == 0
     exact = json.loads(capfd.readouterr().out)
     assert exact["backend"] == "tff" and exact["num_clients"] == 3
     assert exact["aucs"] == [pytest.approx(exact["tf_auc"], abs=1e-6)]

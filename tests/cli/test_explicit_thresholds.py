@@ -35,7 +35,7 @@ def test_noise_off_equals_keras_with_those_thresholds(backend, data, evaluate_js
     keras.update_state(labels, scores)
     out = evaluate_json(
         "--scores", path, "--mechanism", "none", "--thresholds", grid_path,
-        "--clients", "3", "--backend", backend,
+        "--clients", "3", "--backend", backend, "--show-exact",
     )  # fmt: skip
     assert out["num_thresholds"] == len(grid) + 2 and out["threshold_grid"] == "explicit"
     assert out["thresholds_file"] == grid_path
@@ -49,7 +49,7 @@ def test_a_noisy_release_counts_on_the_file_s_grid(data, evaluate_json, capsys):
     common = ["--scores", path, "--mechanism", "histogram", "--epsilon", "1", "--seed", "0"]
     out = evaluate_json(*common, "--thresholds", grid_path)
     assert out["count_thresholds"] == len(grid) + 2 and len(out["roc"]["tpr"]) == len(grid) + 2
-    assert main(["evaluate", *common, "--thresholds", grid_path]) == 0
+    assert main(["evaluate", *common, "--thresholds", grid_path, "--show-exact"]) == 0
     table = capsys.readouterr().out
     assert f"{len(grid) + 2} (explicit grid from {grid_path})" in table
     assert f"(thresholds from {grid_path})" in table

@@ -236,7 +236,7 @@ def test_keras_model_client_report_is_the_report_of_its_scores():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"mechanism": "score-noise", "epsilon": 1.0}, "cannot run in dpauc_tf.federated"),
+        ({"mechanism": "score-noise", "epsilon": 1.0}, "cannot run on Flower"),
         ({"mechanism": "histogram", "epsilon": 1.0, "vanishing_clients": (0,)}, "secure"),
         ({"mechanism": "histogram", "epsilon": 1.0, "repeats": 0}, "repeats"),
         ({"mechanism": "histogram", "epsilon": 1.0, "engine": "grpc"}, "engine"),
