@@ -69,6 +69,7 @@ MOVED_MODULES = {
     "dpauc_tf.noise_families": "dpauc_tf.analysis.noise_families",
     # 0.3: every command-line face lives in dpauc_tf.cli
     "dpauc_tf.analysis.audit_cli": "dpauc_tf.cli.audit",
+    "dpauc_tf.flower.cli": "dpauc_tf.cli.flower",
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]

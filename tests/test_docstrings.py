@@ -52,6 +52,7 @@ MUST_HAVE_EXAMPLES = {
     "dpauc_tf.tf_startup",
     "dpauc_tf.keras.callbacks",
     "dpauc_tf.analysis.audit",
+    "dpauc_tf.analysis.audit_statistics",
     "dpauc_tf.cli.audit",
     "dpauc_tf.analysis.noise_families",
     "dpauc_tf.analysis.tree_design",

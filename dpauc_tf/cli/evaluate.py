@@ -221,7 +221,7 @@ def release_beam(args, mechanism, counted, client_ids, num_clients, thresholds):
 
 def release_flower(args, mechanism, counted, client_ids, num_clients, thresholds):
     """Step 3 for ``--backend flower``: every client's examples through one Flower round."""
-    from dpauc_tf.flower.cli import evaluate_with_flower
+    from dpauc_tf.cli.flower import evaluate_with_flower
 
     data, client_ids = _examples_by_client(counted, client_ids, "--backend flower")
     return evaluate_with_flower(args, data, client_ids, num_clients)
