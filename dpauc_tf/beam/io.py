@@ -212,3 +212,40 @@ def _numeric(values: np.ndarray) -> Any:
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
+
+
+def available_columns(file_pattern: str, format: str | None = None) -> list[str]:
+    """The columns of the first file that ``file_pattern`` matches, read from its metadata
+    (Parquet's schema, CSV's header line, the first TFRecord example's features): never the
+    rows. ``ValueError`` when nothing matches."""
+    from apache_beam.io.filesystems import FileSystems
+
+    matched = FileSystems.match([file_pattern])[0].metadata_list
+    if not matched:
+        raise ValueError(f"ReadScores: no file matches {file_pattern!r}")
+    path = sorted(m.path for m in matched)[0]
+    fmt = format or file_format(file_pattern)
+    if fmt == "csv":
+        return _csv_names(path)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with FileSystems.open(path) as handle:
+            return list(pq.read_schema(handle).names)
+    import tensorflow as tf
+    from tensorflow.core.example import example_pb2
+
+    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    if first is None:
+        return []
+    return sorted(example_pb2.Example.FromString(first.numpy()).features.feature)
+
+
+def _csv_names(path: str) -> list[str]:
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    compression = CompressionTypes.detect_compression_type(path)
+    with FileSystems.open(path, compression_type=compression) as handle:
+        first = handle.readline().decode("utf-8-sig").strip()
+    return next(csv.reader([first])) if first else []

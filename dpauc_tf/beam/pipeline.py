@@ -154,3 +154,55 @@ def evaluate_with_beam(
     if len(releases) != 1:
         raise RuntimeError(f"the Beam pipeline returned {len(releases)} results, expected 1")
     return releases[0]
+
+
+def evaluate_files_with_beam(
+    file_pattern: str,
+    *,
+    mechanism: str,
+    epsilon: float | None,
+    num_thresholds: int,
+    threshold_grid: str | Sequence[float] = "tf",
+    delta: float | None = None,
+    seed: int | None = None,
+    repeats: int = 1,
+    score_column: str = "score",
+    label_column: str = "label",
+    client_column: str | None = None,
+    from_logits: bool = False,
+    beam_options: Sequence[str] | str | None = None,
+    mechanism_options: dict | None = None,
+) -> SliceRelease:
+    """One evaluation of score files read by Beam's own IO (``--backend beam``): the
+    driver reads only the files' metadata, never a row.
+
+    ``client_column`` names the clients' column (each client's counts are a report, and the
+    reports are summed); ``None`` releases the counts once, with central noise. Returns the
+    overall slice's :class:`~dpauc_tf.mechanisms.release.AUCResult`.
+    """
+    from dpauc_tf.beam.io import ReadScores
+
+    columns = [score_column, label_column] + ([client_column] if client_column else [])
+    transform = PrivateAUC(
+        mechanism,
+        epsilon=epsilon,
+        num_thresholds=num_thresholds,
+        threshold_grid=threshold_grid,
+        delta=delta,
+        seed=seed,
+        repeats=repeats,
+        slicing=[()],
+        score_column=score_column,
+        label_column=label_column,
+        client_column=client_column,
+        from_logits=from_logits,
+        mechanism_options=mechanism_options,
+    )
+
+    def build(pipeline):
+        return pipeline | "ReadScores" >> ReadScores(file_pattern, columns) | transform
+
+    releases, _ = run_and_collect(build, pipeline_options(beam_options))
+    if len(releases) != 1:
+        raise ValueError(f"{file_pattern}: no example to evaluate (the files hold no rows)")
+    return releases[0]

@@ -9,6 +9,7 @@ private, next to the exact and TF AUCs).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -257,11 +258,16 @@ def evaluate_scores(args) -> dict[str, Any]:
     thresholds = Thresholds.make(args.num_thresholds, args.threshold_grid)
     _check_backend(args)
     grid = _mechanism(args, 1).count_thresholds(thresholds)  # checks the options first
-    counted = count_scores(args, grid)
-    client_ids, num_clients = _client_ids(counted, args)
-    mechanism = _mechanism(args, num_clients)
     private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
     show_exact = bool(getattr(args, "show_exact", False))
+    read_by_beam = None
+    if _reads_with_beam(args, show_exact):
+        counted, read_by_beam = _evaluate_files_with_beam(args)
+        client_ids, num_clients = None, counted.num_clients
+    else:
+        counted = count_scores(args, grid)
+        client_ids, num_clients = _client_ids(counted, args)
+    mechanism = _mechanism(args, num_clients)
     # Whether the file has one class is itself an exact label statistic: a private release
     # without --show-exact runs whatever the labels are (its estimate may be undefined).
     undefined = _undefined_auc_reason(counted) if show_exact or not private else None
@@ -271,7 +277,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         reference = {key: None for key in REFERENCE_FIELDS}
     else:
         reference = reference_aucs(counted, args.num_thresholds) if show_exact else {}
-        result = BACKENDS[args.backend](
+        result = read_by_beam or BACKENDS[args.backend](
             args, mechanism, counted, client_ids, num_clients, thresholds
         )
         statement = result.statement
@@ -471,6 +477,64 @@ def _evaluate_with_beam(args, data, client_ids, num_clients):
     )
     statement = _mechanism(args, num_clients).statement()
     return SimulationResult(out.aucs, out.fpr, out.tpr, statement)
+
+
+@dataclasses.dataclass(frozen=True)
+class _CountedByBeam:
+    """What the command line needs of a file that a Beam pipeline read and counted."""
+
+    num_examples: int
+    num_clients: int
+    num_positives: int | None  # only without noise (--mechanism none): exact, not private
+
+
+def _reads_with_beam(args, show_exact: bool) -> bool:
+    """``--backend beam`` reads the files with Beam's own IO (the driver holds no row),
+    except where the command needs the examples on the driver: a partition (``--clients``),
+    the exact values (``--show-exact``) or the plot's exact curve (``--plot``)."""
+    return args.backend == "beam" and args.clients is None and not show_exact and not args.plot
+
+
+def _evaluate_files_with_beam(args):
+    """``--backend beam`` on the files themselves: ``ReadScores`` and ``PrivateAUC`` in one
+    pipeline (:func:`dpauc_tf.beam.pipeline.evaluate_files_with_beam`)."""
+    if importlib.util.find_spec("apache_beam") is None:
+        raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
+    from dpauc_tf.beam.io import available_columns
+    from dpauc_tf.beam.pipeline import evaluate_files_with_beam
+
+    try:
+        columns = available_columns(str(args.scores))
+    except (OSError, ValueError) as error:
+        raise CommandError(f"--scores {args.scores}: {error}") from None
+    for flag, name in (
+        ("--score-column", args.score_column),
+        ("--label-column", args.label_column),
+    ):
+        if name not in columns:
+            raise CommandError(
+                f"--scores {args.scores}: no column {name!r} ({flag}); its columns: "
+                f"{', '.join(columns) or 'none'}"
+            )
+    client = args.client_column or "client"
+    if args.client_column is not None and client not in columns:
+        raise CommandError(f"--scores {args.scores}: no client column {client!r}")
+    out = evaluate_files_with_beam(
+        str(args.scores),
+        seed=args.seed,
+        repeats=args.repeats,
+        score_column=args.score_column,
+        label_column=args.label_column,
+        client_column=client if client in columns else None,
+        from_logits=args.from_logits,
+        beam_options=args.beam_options,
+        **release_settings(args),
+    )
+    positives = None
+    if mechanism_spec(args.mechanism).capabilities.protects == "nothing":
+        positives = round(float(np.sum(out.noisy_counts["pos"][0])))
+    counted = _CountedByBeam(round(out.num_examples), out.num_clients or 1, positives)
+    return counted, out
 
 
 def _format_auc(value: float | None) -> str:

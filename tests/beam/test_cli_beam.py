@@ -55,3 +55,72 @@ def test_beam_backend_releases_auc_only_with_no_curve(capsys, tmp_path):
     assert out["backend"] == "beam" and out["roc"] is None
     assert out["count_thresholds"] == 2**17 + 1
     assert out["aucs"][0] == pytest.approx(roc_auc_score(labels, scores), abs=1e-3)
+
+
+def _run_plain(capsys, *args):
+    assert main(["evaluate", *map(str, args), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture()
+def clients_files(tmp_path):
+    """Three Parquet parts of 3,000 examples held by 10 non-IID clients (score ranges)."""
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 2, 3000)
+    scores = 1 / (1 + np.exp(-(rng.normal(size=3000) + labels - 0.5)))
+    clients = np.argsort(np.argsort(scores)) * 10 // 3000
+    frame = pd.DataFrame({"score": scores, "label": labels, "client": clients})
+    for index, part in enumerate(np.array_split(np.arange(3000), 3)):
+        frame.iloc[part].to_parquet(tmp_path / f"part-{index}.parquet", index=False)
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    return tmp_path
+
+
+def test_beam_reads_the_files_with_its_own_io_not_the_driver(capsys, clients_files, monkeypatch):
+    """Without --show-exact/--clients/--plot the files are read by Beam's sources (a glob of
+    Parquet parts): the driver's reader is never called, and with noise off the release
+    equals --backend simulate on the same file exactly (K = 10 non-IID clients)."""
+    from dpauc_tf.cli import evaluate as cli_evaluate
+
+    common = ["--mechanism", "none", "--num-thresholds", 50]
+    simulated = _run_plain(capsys, "--scores", clients_files / "all.csv", *common)
+
+    def no_driver_reading(*args, **kwargs):
+        raise AssertionError("the driver read the file")
+
+    monkeypatch.setattr(cli_evaluate, "count_scores", no_driver_reading)
+    beam = _run_plain(
+        capsys,
+        *("--scores", clients_files / "part-*.parquet", *common, "--backend", "beam"),
+        "--beam-options=--runner=DirectRunner",
+    )
+    assert beam["num_clients"] == simulated["num_clients"] == 10
+    assert beam["num_examples"] == 3000
+    for field in ("auc_mean", "aucs", "num_undefined", "roc"):
+        assert beam[field] == simulated[field], field
+
+
+def test_beam_io_noise_matches_the_simulation_over_seeds(capsys, clients_files):
+    from scipy import stats
+
+    common = ["--mechanism", "histogram", "--epsilon", 1, "--num-thresholds", 20, "--repeats", 200]
+    simulated = _run_plain(capsys, "--scores", clients_files / "all.csv", *common, "--seed", 1)
+    beam = _run_plain(
+        capsys,
+        *("--scores", clients_files / "part-*.parquet", *common, "--seed", 2),
+        *("--backend", "beam", "--beam-options=--runner=DirectRunner"),
+    )
+    assert beam["guaranteed_epsilon"] == simulated["guaranteed_epsilon"] == 1.0
+    assert stats.ks_2samp(beam["aucs"], simulated["aucs"]).pvalue > 1e-3
+
+
+def test_beam_io_hostile_files(capsys, tmp_path):
+    pd.DataFrame({"score": [0.2, 0.7], "label": [1, 2]}).to_csv(tmp_path / "bad.csv", index=False)
+    args = ["evaluate", "--mechanism", "none", "--backend", "beam", "--format", "json"]
+    args += ["--beam-options=--runner=DirectRunner"]
+    assert main([*args, "--scores", str(tmp_path / "bad.csv")]) != 0
+    assert capsys.readouterr().err.strip() == "dpauc: error: DPAUC: labels must be 0 or 1."
+    assert main([*args, "--scores", str(tmp_path / "none-*.csv")]) != 0
+    assert "no file matches" in capsys.readouterr().err
+    assert main([*args, "--scores", str(tmp_path / "bad.csv"), "--label-column", "y"]) != 0
+    assert "no column 'y' (--label-column)" in capsys.readouterr().err
