@@ -10,6 +10,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from dpauc_tf.cli import main
+from dpauc_tf.experiments.score_files import ScoreFileError, read_score_file
+from dpauc_tf.experiments.score_sources import iter_score_chunks
 
 N = 1500
 
@@ -138,3 +140,130 @@ def test_piped_through_cat_with_a_progress_bar(csv_path):
     out = json.loads(done.stdout)
     assert out["num_examples"] == N
     assert "rows" in done.stderr  # tqdm's bar
+
+
+# -- damaged input: one line naming the file, no result (issue 21) ------------------------------
+def evaluate_cli(*args):
+    """``python -m dpauc_tf evaluate ARGS`` as a user runs it: (exit status, stdout, stderr)."""
+    command = [sys.executable, "-m", "dpauc_tf", "evaluate", *map(str, args)]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def error_line(stderr: str) -> str:
+    """The ``dpauc: error:`` line; TensorFlow's start-up log lines aside, nothing else."""
+    lines = [line for line in stderr.splitlines() if line.startswith("dpauc: error:")]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr and "Warning" not in stderr, stderr
+    return lines[0]
+
+
+def write_records(path, frame):
+    import tensorflow as tf
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for score, label in frame[["score", "label"]].itertuples(index=False):
+            feature = {
+                "score": tf.train.Feature(float_list=tf.train.FloatList(value=[score])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
+            }
+            writer.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
+
+
+@pytest.fixture(scope="module")
+def tfrecord_bytes(csv_path, tmp_path_factory):
+    path = tmp_path_factory.mktemp("records") / "whole.tfrecord"
+    write_records(path, pd.read_csv(csv_path))
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        # cut inside the 12-byte header of record 751: TensorFlow's reader stops there quietly
+        ("header", "truncated TFRecord file: the record at byte"),
+        ("data", "truncated TFRecord file: the record at byte"),  # cut inside its data
+        ("crc", "corrupt TFRecord file: the record at byte"),  # a flipped byte mid-file
+    ],
+)
+def test_a_damaged_tfrecord_is_one_line_naming_the_file(tmp_path, tfrecord_bytes, damage, message):
+    record = len(tfrecord_bytes) // N  # every record has the same length here
+    middle = (N // 2) * record
+    data = bytearray(tfrecord_bytes)
+    if damage == "header":
+        data = data[: middle + 5]
+    elif damage == "data":
+        data = data[: middle + 20]
+    else:
+        data[middle + 20] ^= 0xFF
+    path = tmp_path / f"{damage}.tfrecord"
+    path.write_bytes(bytes(data))
+    code, out, err = evaluate_cli("--scores", path, "--mechanism", "none", "--format", "json")
+    assert code == 2 and out == ""
+    line = error_line(err)
+    assert str(path) in line and message in line
+
+
+def compressed(kind: str, data: bytes) -> bytes:
+    import bz2
+    import gzip
+    import io
+    import lzma
+    import zipfile
+
+    if kind == "zip":
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("scores.csv", data)
+        return buffer.getvalue()
+    if kind == "zst":
+        zstandard = pytest.importorskip("zstandard")
+        return zstandard.ZstdCompressor().compress(data)
+    return {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[kind](data)
+
+
+@pytest.mark.parametrize("kind", ["gz", "bz2", "xz", "zip", "zst"])
+def test_a_truncated_compressed_csv_is_one_line_naming_the_file(tmp_path, csv_path, kind):
+    data = compressed(kind, csv_path.read_bytes())
+    whole = tmp_path / f"scores.csv.{kind}"
+    whole.write_bytes(data)
+    code, out, err = evaluate_cli("--scores", whole, "--mechanism", "none", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["num_examples"] == N
+    cut = tmp_path / f"cut.csv.{kind}"
+    cut.write_bytes(data[: len(data) * 3 // 4])
+    code, out, err = evaluate_cli("--scores", cut, "--mechanism", "none")
+    assert code == 2 and out == ""
+    line = error_line(err)
+    assert str(cut) in line
+    assert "truncated compressed file" in line or "corrupt compressed file" in line
+
+
+def test_a_zstd_file_cut_between_blocks_is_not_read_as_a_shorter_file(tmp_path):
+    """pandas' zstd reader returns the blocks before the cut: rows lost without a word."""
+    zstandard = pytest.importorskip("zstandard")
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(
+        {"score": rng.random(40_000).round(6), "label": rng.integers(0, 2, 40_000)}
+    )
+    data = zstandard.ZstdCompressor().compress(frame.to_csv(index=False).encode())
+    path = tmp_path / "cut.csv.zst"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ScoreFileError, match="truncated compressed file"):
+        list(iter_score_chunks(path))
+    with pytest.raises(ScoreFileError, match="truncated compressed file"):
+        read_score_file(path)
+
+
+def test_mixed_types_in_a_large_csv_give_the_row_error_without_a_pandas_warning(tmp_path):
+    path = tmp_path / "mixed.csv"
+    # More rows than pandas' low-memory block: it types the column per block, then warns.
+    path.write_text("score,label\n" + "0.5,1\n" * 300_000 + "abc,1\n")
+    code, out, err = evaluate_cli("--scores", path, "--mechanism", "none")
+    assert code == 2 and out == ""
+    assert "row 300001: scores must be numbers (got 'abc')" in error_line(err)
+    assert "DtypeWarning" not in err and "mixed types" not in err
