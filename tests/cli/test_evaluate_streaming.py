@@ -42,7 +42,7 @@ def test_chunks_give_the_same_json(capsys, csv_path):
     captured = capsys.readouterr()
     assert captured.err == ""  # --progress auto: no bar when stderr is not a terminal
     whole = json.loads(captured.out)
-    chunked = run_json(capsys, "--scores", csv_path, *NOISY, "--chunk-rows", 7)
+    chunked = run_json(capsys, "--scores", csv_path, *NOISY, "--chunk-rows", 1000)
     assert chunked == whole
     assert whole["num_clients"] == 9
     assert whole["exact_auc_max_error"] == 0.0 and whole["exact_auc_method"].startswith("exact")
@@ -81,7 +81,7 @@ def test_what_needs_every_example_is_refused_past_the_limit(capsys, csv_path, ar
 def test_a_bad_last_row_is_one_line_and_no_output(capsys, tmp_path, csv_path):
     path = tmp_path / "bad.csv"
     path.write_text(csv_path.read_text() + "0.5,1,\n")
-    code = main(["evaluate", "--scores", str(path), "--mechanism", "none", "--chunk-rows", "100"])
+    code = main(["evaluate", "--scores", str(path), "--mechanism", "none", "--chunk-rows", "1000"])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     assert f"row {N + 1}: client id is missing" in captured.err
@@ -110,8 +110,8 @@ def test_parquet_directory_and_tfrecord(capsys, tmp_path, csv_path):
                 tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
             )
     whole = run_json(capsys, "--scores", csv_path, *NOISY)
-    assert run_json(capsys, "--scores", parts, *NOISY, "--chunk-rows", 500) == whole
-    out = run_json(capsys, "--scores", record, "--mechanism", "none", "--chunk-rows", 400)
+    assert run_json(capsys, "--scores", parts, *NOISY, "--chunk-rows", 1000) == whole
+    out = run_json(capsys, "--scores", record, "--mechanism", "none", "--chunk-rows", 1000)
     f32 = frame["score"].to_numpy(np.float32)
     assert out["num_examples"] == N and out["num_clients"] == 1
     assert out["exact_auc"] == pytest.approx(roc_auc_score(frame["label"], f32), abs=1e-12)
@@ -131,7 +131,7 @@ def test_defaults_mirror_the_library():
 def test_piped_through_cat_with_a_progress_bar(csv_path):
     """``| cat`` ends, stdout is exactly the JSON, the bar (asked for) goes to stderr only."""
     command = [sys.executable, "-m", "dpauc_tf", "evaluate", "--scores", str(csv_path)]
-    command += [*NOISY, "--format", "json", "--progress", "on", "--chunk-rows", "500"]
+    command += [*NOISY, "--format", "json", "--progress", "on", "--chunk-rows", "1000"]
     shell = " ".join(f"'{c}'" for c in command) + " | cat"
     done = subprocess.run(
         shell, shell=True, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
@@ -267,3 +267,15 @@ def test_mixed_types_in_a_large_csv_give_the_row_error_without_a_pandas_warning(
     assert code == 2 and out == ""
     assert "row 300001: scores must be numbers (got 'abc')" in error_line(err)
     assert "DtypeWarning" not in err and "mixed types" not in err
+
+
+@pytest.mark.parametrize("value", ["1", "999"])
+def test_chunks_too_small_to_be_cheap_are_refused(csv_path, value):
+    """Each chunk costs milliseconds: --chunk-rows 1 made a 10M-row file take a day."""
+    code, out, err = evaluate_cli(
+        "--scores", csv_path, "--mechanism", "none", "--chunk-rows", value
+    )
+    assert code == 2 and out == ""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err and len(lines) == 2  # argparse: usage, then the error
+    assert f"--chunk-rows: expected at least 1000 examples per chunk, got {value}" in lines[-1]
