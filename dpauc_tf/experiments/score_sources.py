@@ -381,6 +381,8 @@ def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
             yield labels, scores, clients[0] if clients else None
     except tf.errors.OpError as error:
         text = _one_line(error)
+        if _starts_with(path, _COMPRESSED_MAGICS):
+            raise _compressed_tfrecord(path) from None
         where = re.search(r"(corrupted|truncated) record at (\d+)", text)
         if where and where.group(1) == "truncated":
             raise ScoreFileError(
@@ -394,12 +396,32 @@ def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
             ) from None
         raise ScoreFileError(f"{path}: cannot read ({text})") from None
     size_on_disk = path.stat().st_size
+    if consumed != size_on_disk and _starts_with(path, _COMPRESSED_MAGICS):
+        raise _compressed_tfrecord(path)
     if consumed != size_on_disk:
         raise ScoreFileError(
             f"{path}: truncated TFRecord file: the record at byte {consumed} is cut off "
             f"(the file has {size_on_disk} bytes; a copy or write that did not finish?); "
             "no result from a partial file"
         )
+
+
+_COMPRESSED_MAGICS = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip, zstd
+
+
+def _compressed_tfrecord(path: Path) -> ScoreFileError:
+    return ScoreFileError(
+        f"{path}: a compressed file (gzip or zstd) named as a TFRecord; TFRecord files are "
+        "read uncompressed: decompress it first"
+    )
+
+
+def _starts_with(path: Path, magics: tuple[bytes, ...]) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4).startswith(magics)
+    except OSError:
+        return False
 
 
 def _one_line(error: BaseException) -> str:

@@ -274,3 +274,28 @@ def test_small_chunks_are_counted_together(monkeypatch, frame):
         np.array_equal(a, b) for a, b in zip(counted.summed["tf"], whole.summed["tf"], strict=True)
     )
     assert counted.client_keys.tolist() == whole.client_keys.tolist()
+
+
+def test_a_gzipped_tfrecord_says_so(files, tmp_path):
+    import gzip
+
+    path = tmp_path / "packed.tfrecord"
+    path.write_bytes(gzip.compress(files["tfrecord"].read_bytes()))
+    with pytest.raises(ScoreFileError, match=r"a compressed file .* named as a TFRecord"):
+        count_score_file(path, GRID)
+
+
+def test_a_tfrecord_cut_inside_a_record_header_is_not_a_shorter_file(files, tmp_path):
+    """TensorFlow's reader ends quietly when fewer than 12 header bytes are left."""
+    data = files["tfrecord"].read_bytes()
+    end = 0
+    for _ in range(1000):  # (uint64 length, CRC, data, CRC) per record
+        end += 16 + int.from_bytes(data[end : end + 8], "little")
+    path = tmp_path / "cut.tfrecord"
+    path.write_bytes(data[: end + 7])
+    with pytest.raises(
+        ScoreFileError, match=rf"truncated TFRecord file: the record at byte {end} "
+    ):
+        count_score_file(path, GRID)
+    path.write_bytes(data[:end])  # between two records: a valid, shorter file
+    assert count_score_file(path, GRID).num_examples == 1000
