@@ -277,5 +277,5 @@ def test_chunks_too_small_to_be_cheap_are_refused(csv_path, value):
     )
     assert code == 2 and out == ""
     lines = [line for line in err.splitlines() if line.strip()]
-    assert "Traceback" not in err and len(lines) == 2  # argparse: usage, then the error
+    assert "Traceback" not in err and len(lines) == 1
     assert f"--chunk-rows: expected at least 1000 examples per chunk, got {value}" in lines[-1]
