@@ -149,7 +149,12 @@ def read_score_file(
             with warnings.catch_warnings():
                 # Numbers and text in one column: the checks below say which (no pandas advice).
                 warnings.simplefilter("ignore", pd.errors.DtypeWarning)
-                frame = pd.read_csv(csv_source(path))
+                source = csv_source(path)
+                try:
+                    frame = pd.read_csv(source)
+                finally:
+                    if source is not path:
+                        source.close()
     except pd.errors.EmptyDataError:
         raise ScoreFileError(f"{path}: empty file") from None
     except ImportError as error:

@@ -169,8 +169,10 @@ class _Columns:
 def _csv_columns(path: Path, columns: _Columns, chunk_rows: int):
     import pandas as pd
 
+    source = None
     try:
-        reader = iter(pd.read_csv(csv_source(path), chunksize=chunk_rows))
+        source = csv_source(path)
+        reader = iter(pd.read_csv(source, chunksize=chunk_rows))
         client = None
         index = 0
         while True:
@@ -200,6 +202,9 @@ def _csv_columns(path: Path, columns: _Columns, chunk_rows: int):
         if isinstance(error, (pd.errors.ParserError, UnicodeDecodeError, OSError, ImportError)):
             raise ScoreFileError(f"{path}: cannot read ({_one_line(error)})") from None
         raise
+    finally:
+        if isinstance(source, io.IOBase):  # pandas leaves a stream it was given open
+            source.close()
 
 
 def compression_error(path: Path, error: BaseException) -> ScoreFileError | None:
