@@ -11,16 +11,21 @@ NumPy shards need no extra dependency, load at memory speed and feed ``tf.data``
 :func:`load_tf_dataset` (TensorFlow is imported only there).
 
 A directory is written whole or not at all (:func:`replacing_directory`): a failed run leaves
-the previous one as it was.
+the previous one as it was. The hidden siblings a run works in (``.DIR.tmp-*``, ``.DIR.old-*``)
+carry its process id, start time and host in their names, so that a later run removes those
+of a run that was killed (``kill -9``, a crash) and no other: see :func:`remove_stale_siblings`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import json
 import os
 import re
 import shutil
+import socket
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -126,9 +131,11 @@ def replacing_directory(directory: str | os.PathLike) -> Iterator[Path]:
         ['metadata.json']
     """
     target = Path(os.path.realpath(directory))
+    if target.parent.is_dir():
+        remove_stale_siblings(target)
     mode = _check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{_owner_tag()}-", dir=target.parent))
     try:
         yield work
         os.chmod(work, mode)
@@ -160,7 +167,7 @@ def _swap_into_place(work: Path, target: Path) -> None:
     if not os.path.lexists(target):
         os.rename(work, target)
         return
-    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-{_owner_tag()}-", dir=target.parent))
     old = aside / target.name
     os.rename(target, old)
     try:
@@ -170,6 +177,100 @@ def _swap_into_place(work: Path, target: Path) -> None:
         os.rmdir(aside)
         raise
     shutil.rmtree(aside, ignore_errors=True)
+
+
+# ".NAME.tmp-PID-START-HOST-BOOT-RANDOM": the owner's process id, its start time (clock ticks
+# after boot, 0 where unknown), and digests of the host name and of the boot id.
+_SIBLING = re.compile(
+    r"\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-(?P<start>\d+)-"
+    r"(?P<host>[0-9a-f]{8})-(?P<boot>[0-9a-f]{8})-[^.]+"
+)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _process_stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks after boot) of a process (Linux), else ``None``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        fields = data[data.rindex(b")") + 2 :].split()
+        return fields[0].decode(), int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _owner_tag() -> str:
+    found = _process_stat(os.getpid())
+    start = found[1] if found else 0
+    return f"{os.getpid()}-{start}-{_digest(socket.gethostname())}-{_digest(_boot_id())}"
+
+
+def _owner_is_dead(match: re.Match) -> bool:
+    """True only when the process that named the directory is provably gone: same host, and
+    the machine rebooted since, or no process has that id, or the one that has it started at
+    another time (the id was reused), or it is a zombie (killed, never to write again)."""
+    if match["host"] != _digest(socket.gethostname()):
+        return False  # another machine sharing the file system: cannot tell
+    if match["boot"] != _digest(_boot_id()):
+        return True
+    pid, start = int(match["pid"]), int(match["start"])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # it exists (another user's)
+    except OSError:
+        return False
+    found = _process_stat(pid)
+    if found is None or start == 0:
+        return False  # no start time to compare: it may be the owner
+    state, started = found
+    return started != start or state in ("Z", "X")
+
+
+def remove_stale_siblings(directory: str | os.PathLike) -> list[Path]:
+    """Remove the working siblings of ``directory`` left by runs that were killed; returns
+    them. A ``.DIR.tmp-*`` of a dead run is an unfinished output: removed. A ``.DIR.old-*``
+    of a dead run holds the previous output; if ``DIR`` itself is missing (the run died
+    between its two renames), that output is moved back first. Siblings whose owner may be
+    alive (a concurrent run, another host, a name without an owner) are left alone.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> parent = pathlib.Path(tempfile.mkdtemp())
+        >>> (parent / ".out.tmp-legacy").mkdir()  # no owner in the name: kept
+        >>> remove_stale_siblings(parent / "out"), sorted(p.name for p in parent.iterdir())
+        ([], ['.out.tmp-legacy'])
+    """
+    target = Path(directory)
+    removed = []
+    for sibling in sorted(target.parent.glob(f".{glob.escape(target.name)}.*-*")):
+        match = _SIBLING.fullmatch(sibling.name)
+        if not match or match["name"] != target.name or not sibling.is_dir():
+            continue
+        if sibling.is_symlink() or not _owner_is_dead(match):
+            continue
+        if match["kind"] == "old":
+            previous = sibling / target.name
+            if not os.path.lexists(target) and previous.is_dir() and not previous.is_symlink():
+                with contextlib.suppress(OSError):
+                    os.rename(previous, target)
+        shutil.rmtree(sibling, ignore_errors=True)
+        if not os.path.lexists(sibling):
+            removed.append(sibling)
+    return removed
 
 
 def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:

@@ -12,8 +12,9 @@ three AUCs are computed from the same scores: the exact AUC (scikit-learn),
 1 per release by default). The run writes to ``--out``:
 
 * ``metrics.json``: the configuration, the data, and per epoch ``epoch, exact_auc, tf_auc,
-  dp_auc, dp_epsilon, dp_mechanism, num_thresholds, train_loss, examples_per_second`` (plus
-  ``dp_epsilon_total``, the basic-composition sum over the releases so far, and with DP-SGD
+  dp_auc, dp_epsilon, dp_delta, dp_mechanism, num_thresholds, train_loss, examples_per_second``
+  (plus ``dp_epsilon_total`` and ``dp_delta_total``, the basic-composition sums over the
+  releases so far, and with DP-SGD
   ``dp_sgd_epsilon``, the training's epsilon so far);
 * ``scores_epoch{N}.parquet``: the test labels and scores (columns ``label``, ``score``);
 * ``manifest.json``: this run's id and start/finish times, its configuration, and its score
@@ -100,6 +101,7 @@ class TrainConfig:
     embedding_l2: float = 0.0
     dp_auc_epsilon: float = 1.0
     dp_auc_mechanism: str = "histogram"
+    dp_auc_delta: float | None = None
     num_thresholds: int = 1000
     test_fraction: float = 0.1
     min_count: int = 1
@@ -161,12 +163,20 @@ def _check_dp_auc(config: TrainConfig) -> None:
             epsilon=config.dp_auc_epsilon,
             num_thresholds=config.num_thresholds,
             mechanism=config.dp_auc_mechanism,
+            delta=config.dp_auc_delta,
             seed=evaluation_seed(config.seed, 0),
         )
     except (TypeError, ValueError) as error:
+        if config.dp_auc_delta is None and "needs delta" in str(error):
+            raise ValueError(
+                f"DP AUC mechanism {config.dp_auc_mechanism!r} is (epsilon, delta)-DP: give "
+                "its delta per release, --dp-auc-delta (TrainConfig.dp_auc_delta), e.g. "
+                "--dp-auc-delta 1e-6"
+            ) from None
         raise ValueError(
             f"bad DP AUC options (epsilon {config.dp_auc_epsilon!r}, mechanism "
-            f"{config.dp_auc_mechanism!r}, num_thresholds {config.num_thresholds!r}): {error}"
+            f"{config.dp_auc_mechanism!r}, delta {config.dp_auc_delta!r}, num_thresholds "
+            f"{config.num_thresholds!r}): {error}"
         ) from error
 
 
@@ -327,6 +337,7 @@ def test_aucs(
         epsilon=config.dp_auc_epsilon,
         num_thresholds=config.num_thresholds,
         mechanism=config.dp_auc_mechanism,
+        delta=config.dp_auc_delta,
         seed=evaluation_seed(config.seed, epoch),
     )
     dp_auc.update_state(labels, scores)
@@ -335,6 +346,7 @@ def test_aucs(
         "tf_auc": float(tf_auc.result()),
         "dp_auc": float(dp_auc.result()),
         "dp_epsilon": config.dp_auc_epsilon,
+        "dp_delta": config.dp_auc_delta or 0.0,
         "dp_mechanism": config.dp_auc_mechanism,
         "dp_privacy": str(dp_auc.privacy_statement()),
         "num_thresholds": config.num_thresholds,
@@ -452,6 +464,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
         scores = model.predict(test_data, verbose=0).reshape(-1)
         row = {"epoch": epoch, **test_aucs(labels, scores, config, epoch)}
         row["dp_epsilon_total"] = config.dp_auc_epsilon * (epoch + 1)
+        row["dp_delta_total"] = (config.dp_auc_delta or 0.0) * (epoch + 1)
         row["train_loss"] = float(np.mean(history.history["loss"][-1]))
         row["train_seconds"] = round(seconds, 3)
         row["examples_per_second"] = trained / seconds
@@ -531,6 +544,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--dp-auc-epsilon", type=float, default=1.0, help="DPAUC epsilon per release"
     )
     parser.add_argument("--dp-auc-mechanism", default="histogram")
+    parser.add_argument(
+        "--dp-auc-delta",
+        type=float,
+        default=None,
+        help="DPAUC delta per release, for the (epsilon, delta) mechanisms (auc-only, "
+        "paper-gaussian); unset for the pure-DP ones",
+    )
     parser.add_argument("--num-thresholds", type=int, default=1000)
     parser.add_argument("--test-fraction", type=float, default=0.1)
     parser.add_argument("--min-count", type=int, default=1)
@@ -577,6 +597,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         embedding_l2=args.embedding_l2,
         dp_auc_epsilon=args.dp_auc_epsilon,
         dp_auc_mechanism=args.dp_auc_mechanism,
+        dp_auc_delta=args.dp_auc_delta,
         num_thresholds=args.num_thresholds,
         test_fraction=args.test_fraction,
         min_count=args.min_count,

@@ -359,16 +359,15 @@ def read_thresholds(path: str) -> list[float]:
     :data:`MAX_NUM_THRESHOLDS` of them, at least one."""
     from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
 
-    try:
-        text = open(path, encoding="utf-8").read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise CommandError(f"--thresholds {path}: cannot read it ({error})") from None
+    text = _read_text(path)
     values = []
     for token in text.replace(",", " ").split():
         try:
             value = float(token)
         except ValueError:
-            raise CommandError(f"--thresholds {path}: not a number: {token!r}") from None
+            raise CommandError(
+                f"--thresholds {path}: not a number: {token!r}{_invisible(token)}"
+            ) from None
         if not math.isfinite(value):
             raise CommandError(f"--thresholds {path}: not a finite number: {token!r}")
         values.append(value)
@@ -379,6 +378,40 @@ def read_thresholds(path: str) -> list[float]:
             f"--thresholds {path}: {len(values)} thresholds; at most {MAX_NUM_THRESHOLDS - 2}"
         )
     return values
+
+
+def _read_text(path: str) -> str:
+    """The text of a thresholds file: UTF-8 (a byte-order mark, as editors on Windows write,
+    is dropped), or UTF-16 where its byte-order mark says so."""
+    import codecs
+
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as error:
+        raise CommandError(f"--thresholds {path}: cannot read it ({error})") from None
+    utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    try:
+        return raw.decode("utf-16" if utf16 else "utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise CommandError(
+            f"--thresholds {path}: cannot read it: not {'UTF-16' if utf16 else 'UTF-8'} text "
+            f"(byte {error.object[error.start]:#04x} at offset {error.start}); save it as UTF-8 "
+            "text, numbers separated by commas, spaces or newlines"
+        ) from None
+
+
+def _invisible(token: str) -> str:
+    """`` (it holds U+200B ZERO WIDTH SPACE, ...)`` for characters one cannot see, else ``""``."""
+    import unicodedata
+
+    hidden = sorted(
+        {c for c in token if unicodedata.category(c) in ("Cc", "Cf", "Co", "Cn", "Zs", "Zl")}
+    )
+    if not hidden:
+        return ""
+    names = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in hidden)
+    return f" (it holds {names}: characters that do not show; remove them)"
 
 
 def _undefined_auc_reason(data) -> str | None:

@@ -57,6 +57,7 @@ DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
 DEFAULT_CHUNK_ROWS = 1 << 20
 # Mirror of dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT (help imports no Flower; a test checks).
 DEFAULT_FLOWER_ROUND_TIMEOUT = 600.0
+MIN_CHUNK_ROWS = 1000
 PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
 MAX_NUM_THRESHOLDS = 10**6
@@ -87,6 +88,19 @@ def _int_at_least(minimum: int, maximum: int | None = None):
 
 
 _positive_int = _int_at_least(1)
+
+
+def _chunk_rows(text: str) -> int:
+    value = _positive_int(text)
+    if value < MIN_CHUNK_ROWS:
+        raise argparse.ArgumentTypeError(
+            f"expected at least {MIN_CHUNK_ROWS} examples per chunk, got {value}: each chunk "
+            "costs milliseconds whatever its size (a 10-million-row file in chunks of 1 would "
+            f"take hours), and {MIN_CHUNK_ROWS} examples take well under 1 MB"
+        )
+    return value
+
+
 _seed_int = _int_at_least(0, MAX_SEED)
 _num_thresholds_int = _int_at_least(1, MAX_NUM_THRESHOLDS)
 
@@ -311,9 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--chunk-rows",
-        type=_positive_int,
+        type=_chunk_rows,
         default=DEFAULT_CHUNK_ROWS,
-        help="examples read per chunk",
+        help=f"examples read per chunk (at least {MIN_CHUNK_ROWS}: every chunk has a fixed "
+        "cost, and memory is a few tens of bytes per example)",
     )
     ev.set_defaults(func=_lazy("evaluate", "run_evaluate"))
 

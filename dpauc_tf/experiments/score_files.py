@@ -20,6 +20,7 @@ import dataclasses
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -134,6 +135,8 @@ def read_score_file(
     """
     import pandas as pd
 
+    from dpauc_tf.experiments.score_sources import csv_source
+
     path = Path(path)
     if not path.is_file():
         raise ScoreFileError(f"{path}: no such file")
@@ -143,14 +146,31 @@ def read_score_file(
         if path.suffix.lower() in (".parquet", ".pq"):
             frame = pd.read_parquet(path)
         else:
-            frame = pd.read_csv(path)
+            with warnings.catch_warnings():
+                # Numbers and text in one column: the checks below say which (no pandas advice).
+                warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+                source = csv_source(path)
+                try:
+                    frame = pd.read_csv(source)
+                finally:
+                    if source is not path:
+                        source.close()
     except pd.errors.EmptyDataError:
         raise ScoreFileError(f"{path}: empty file") from None
     except ImportError as error:
+        if path.suffix.lower() == ".zst":
+            raise ScoreFileError(f"{path}: reading .zst needs zstandard ({error})") from None
         raise ScoreFileError(
             f'{path}: reading Parquet needs pyarrow: pip install "dpauc-tf[parquet]" ({error})'
         ) from None
-    except (ValueError, OSError) as error:
+    except Exception as error:
+        from dpauc_tf.experiments.score_sources import compression_error
+
+        damaged = compression_error(path, error)
+        if damaged is not None:
+            raise damaged from None
+        if not isinstance(error, (ValueError, OSError)):
+            raise
         # The whole message on one line: Parquet readers put the cause after the first line.
         text = " ".join(str(error).split()) or type(error).__name__
         raise ScoreFileError(f"{path}: cannot read ({text})") from None

@@ -29,7 +29,11 @@ from __future__ import annotations
 
 import dataclasses
 import glob as globbing
+import io
 import os
+import re
+import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,12 +169,23 @@ class _Columns:
 def _csv_columns(path: Path, columns: _Columns, chunk_rows: int):
     import pandas as pd
 
+    source = None
     try:
-        reader = pd.read_csv(path, chunksize=chunk_rows)
+        source = csv_source(path)
+        reader = iter(pd.read_csv(source, chunksize=chunk_rows))
         client = None
-        for index, frame in enumerate(reader):
+        index = 0
+        while True:
+            with warnings.catch_warnings():
+                # A column of numbers and text: the row check below names the row; pandas'
+                # advice (dtype=, low_memory=) is noise here.
+                warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+                frame = next(reader, None)
+            if frame is None:
+                return
             if index == 0:
                 client = columns.present(str(path), list(frame.columns))
+            index += 1
             yield (
                 frame[columns.label].to_numpy(),
                 frame[columns.score].to_numpy(),
@@ -178,8 +193,107 @@ def _csv_columns(path: Path, columns: _Columns, chunk_rows: int):
             )
     except pd.errors.EmptyDataError:
         raise ScoreFileError(f"{path}: empty file") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
-        raise ScoreFileError(f"{path}: cannot read ({_one_line(error)})") from None
+    except ScoreFileError:
+        raise
+    except Exception as error:
+        damaged = compression_error(path, error)
+        if damaged is not None:
+            raise damaged from None
+        if isinstance(error, (pd.errors.ParserError, UnicodeDecodeError, OSError, ImportError)):
+            raise ScoreFileError(f"{path}: cannot read ({_one_line(error)})") from None
+        raise
+    finally:
+        if isinstance(source, io.IOBase):  # pandas leaves a stream it was given open
+            source.close()
+
+
+def compression_error(path: Path, error: BaseException) -> ScoreFileError | None:
+    """The one-line error for a truncated or corrupt compressed file (gzip, bz2, xz, zip,
+    zstd, tar, as pandas infers them from the suffix), or ``None`` for another error."""
+    import tarfile
+    import zipfile
+    import zlib
+
+    kinds: tuple[type[BaseException], ...] = (zlib.error, zipfile.BadZipFile, tarfile.TarError)
+    try:
+        import lzma
+
+        kinds += (lzma.LZMAError,)
+    except ImportError:  # Python built without lzma
+        pass
+    zstandard = sys.modules.get("zstandard")
+    if zstandard is not None:
+        kinds += (zstandard.ZstdError,)
+    if isinstance(error, EOFError):
+        return ScoreFileError(
+            f"{path}: truncated compressed file: it ends before its end-of-stream marker "
+            "(a copy or download that did not finish?); no result from a partial file"
+        )
+    text = _one_line(error)
+    if isinstance(error, kinds) or (
+        isinstance(error, OSError)
+        and _compressed(path)
+        and re.search(r"gzip|invalid data stream|compressed|magic|crc", text, re.IGNORECASE)
+    ):
+        return ScoreFileError(f"{path}: corrupt compressed file ({text})")
+    return None
+
+
+class _CheckedZstd(io.RawIOBase):
+    """A ``.zst`` file's decompressed bytes, with an :class:`EOFError` where it ends inside
+    a frame (pandas' own zstd reader returns the bytes so far: a shorter file, silently)."""
+
+    def __init__(self, path: Path):
+        import zstandard
+
+        self._zstd = zstandard
+        self._file = open(path, "rb")  # closed by close()
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self._pending = b""
+        self._offset = 0
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _decompress(self, data: bytes) -> bytes:
+        out = []
+        while data:
+            if self._frame.eof:
+                self._frame = self._zstd.ZstdDecompressor().decompressobj()
+            out.append(self._frame.decompress(data))
+            data = self._frame.unused_data if self._frame.eof else b""
+        return b"".join(out)
+
+    def readinto(self, buffer) -> int:
+        while self._offset == len(self._pending) and not self._done:
+            data = self._file.read(1 << 16)
+            if not data:
+                if not self._frame.eof:
+                    raise EOFError("the zstd stream ends inside a frame")
+                self._done = True
+            else:
+                self._pending, self._offset = self._decompress(data), 0
+        size = min(len(buffer), len(self._pending) - self._offset)
+        buffer[:size] = self._pending[self._offset : self._offset + size]
+        self._offset += size
+        return size
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zip", ".zst", ".tar", ".tgz")
+
+
+def _compressed(path: Path) -> bool:
+    return path.suffix.lower() in _COMPRESSED_SUFFIXES
+
+
+def csv_source(path: Path):
+    """What ``pandas.read_csv`` is given for ``path``: the path, or a checked ``.zst`` stream."""
+    return _CheckedZstd(path) if path.suffix.lower() == ".zst" else path
 
 
 def _pyarrow_parquet(path: Path):
@@ -232,19 +346,27 @@ def _tfrecord_kinds(path: Path, columns: _Columns) -> dict[str, str]:
     return {name: example.features.feature[name].WhichOneof("kind") for name in wanted}
 
 
+# A TFRecord is a sequence of (uint64 length, uint32 CRC of it, data, uint32 CRC of the data).
+_TFRECORD_FRAMING_BYTES = 16
+
+
 def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
+    """TensorFlow's reader ends quietly at a record cut short (its length says more bytes
+    than the file holds): the bytes of the records read must add up to the file's size."""
     import tensorflow as tf
 
     dtypes = {"float_list": tf.float32, "int64_list": tf.int64, "bytes_list": tf.string}
+    row = 1
+    consumed = 0
     try:
         kinds = _tfrecord_kinds(path, columns)
-        if not kinds:
-            return
         spec = {name: tf.io.VarLenFeature(dtypes[kind]) for name, kind in kinds.items()}
-        row = 1
         for batch in tf.data.TFRecordDataset(str(path)).batch(chunk_rows):
-            parsed = tf.io.parse_example(batch, spec)
             size = int(batch.shape[0])
+            consumed += int(tf.reduce_sum(tf.strings.length(batch))) + size * (
+                _TFRECORD_FRAMING_BYTES
+            )
+            parsed = tf.io.parse_example(batch, spec)
             values = []
             for name in kinds:  # labels, scores[, clients] (parse_example sorts its keys)
                 sparse = parsed[name]
@@ -263,7 +385,48 @@ def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
             labels, scores, *clients = values
             yield labels, scores, clients[0] if clients else None
     except tf.errors.OpError as error:
-        raise ScoreFileError(f"{path}: cannot read ({_one_line(error)})") from None
+        text = _one_line(error)
+        if _starts_with(path, _COMPRESSED_MAGICS):
+            raise _compressed_tfrecord(path) from None
+        where = re.search(r"(corrupted|truncated) record at (\d+)", text)
+        if where and where.group(1) == "truncated":
+            raise ScoreFileError(
+                f"{path}: truncated TFRecord file: the record at byte {where.group(2)} is cut "
+                "off (a copy or write that did not finish?); no result from a partial file"
+            ) from None
+        if where:
+            raise ScoreFileError(
+                f"{path}: corrupt TFRecord file: the record at byte {where.group(2)} fails its "
+                "checksum; no result from a damaged file"
+            ) from None
+        raise ScoreFileError(f"{path}: cannot read ({text})") from None
+    size_on_disk = path.stat().st_size
+    if consumed != size_on_disk and _starts_with(path, _COMPRESSED_MAGICS):
+        raise _compressed_tfrecord(path)
+    if consumed != size_on_disk:
+        raise ScoreFileError(
+            f"{path}: truncated TFRecord file: the record at byte {consumed} is cut off "
+            f"(the file has {size_on_disk} bytes; a copy or write that did not finish?); "
+            "no result from a partial file"
+        )
+
+
+_COMPRESSED_MAGICS = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip, zstd
+
+
+def _compressed_tfrecord(path: Path) -> ScoreFileError:
+    return ScoreFileError(
+        f"{path}: a compressed file (gzip or zstd) named as a TFRecord; TFRecord files are "
+        "read uncompressed: decompress it first"
+    )
+
+
+def _starts_with(path: Path, magics: tuple[bytes, ...]) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4).startswith(magics)
+    except OSError:
+        return False
 
 
 def _one_line(error: BaseException) -> str:

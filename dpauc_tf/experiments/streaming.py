@@ -52,6 +52,9 @@ FINE_BUCKETS = 1 << 20
 DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
 # Per-client counts of one chunk are bincounted densely up to this many cells.
 _MAX_DENSE_CELLS = 1 << 23
+# Smaller chunks are counted together: each count has a fixed cost (the fine histogram alone
+# is 2^21 cells), which chunks of a few rows would pay once per row.
+_COUNT_BATCH_ROWS = 1 << 16
 
 
 def fine_bucket_ids(scores: np.ndarray) -> np.ndarray:
@@ -190,6 +193,8 @@ class ScoreCounter:
         self._fine = np.zeros(2 * FINE_BUCKETS, np.int64)
         self._clients: _ClientIndex | None = None
         self._kept: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] | None = []
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+        self._pending_rows = 0
         self.num_examples = 0
         self.num_positives = 0
 
@@ -206,6 +211,26 @@ class ScoreCounter:
             self._grow(len(self._clients))
         elif self.per_client and self._clients is not None:
             raise ScoreFileError(f"{chunk.source}: a client column only in some files")
+        self._pending.append((labels, scores, ids))
+        self._pending_rows += chunk.num_examples
+        if self._pending_rows >= _COUNT_BATCH_ROWS:
+            self._flush()
+        self.num_examples += chunk.num_examples
+        self.num_positives += int(np.count_nonzero(labels))
+        if self._kept is not None:
+            if self.num_examples > self.max_rows_in_memory:
+                self._kept = None  # past the limit: counts only
+            else:
+                self._kept.append((labels, scores, ids))
+
+    def _flush(self) -> None:
+        """Counts the chunks added since the last flush, in one go."""
+        if not self._pending:
+            return
+        pending, self._pending, self._pending_rows = self._pending, [], 0
+        labels = np.concatenate([p[0] for p in pending])
+        scores = np.concatenate([p[1] for p in pending])
+        ids = None if pending[0][2] is None else np.concatenate([p[2] for p in pending])
         self._count_grid(labels, scores, ids)
         for name, grid in self.summed_grids.items():
             if name in self._summed:
@@ -214,13 +239,6 @@ class ScoreCounter:
         fine = fine_bucket_ids(scores)
         fine += (1 - labels.astype(np.int64)) * FINE_BUCKETS
         self._fine += np.bincount(fine, minlength=2 * FINE_BUCKETS)
-        self.num_examples += chunk.num_examples
-        self.num_positives += int(np.count_nonzero(labels))
-        if self._kept is not None:
-            if self.num_examples > self.max_rows_in_memory:
-                self._kept = None  # past the limit: counts only
-            else:
-                self._kept.append((labels, scores, ids))
 
     def _grow(self, num_clients: int) -> None:
         if num_clients > self._counts.shape[0]:
@@ -253,6 +271,7 @@ class ScoreCounter:
         """The counts (clients in sorted order of their ids); raises if nothing was read."""
         if self.num_examples == 0:
             raise ScoreFileError("no examples")
+        self._flush()
         keys, counts, ranks = None, self._counts[:1], None
         if self._clients is not None:
             ranks = self._clients.ranks()

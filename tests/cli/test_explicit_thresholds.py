@@ -63,7 +63,9 @@ def test_a_noisy_release_counts_on_the_file_s_grid(data, evaluate_json, capsys):
         ("0.2 nan", "not a finite number"),
         ("\n \n", "no thresholds in the file"),
         (None, "cannot read it"),
-        (b"\xff\xfe0.5", "cannot read it"),
+        (b"\xff\xfe0.5", "cannot read it: not UTF-16 text"),
+        (b"0.2\n\xe9\n", "cannot read it: not UTF-8 text (byte 0xe9 at offset 4)"),
+        ("0.2\n\u200b0.5\n", "(it holds U+200B ZERO WIDTH SPACE: characters that do not show"),
     ],
 )
 def test_a_bad_file_is_a_one_line_error(content, message, data, tmp_path, capsys):
@@ -77,3 +79,18 @@ def test_a_bad_file_is_a_one_line_error(content, message, data, tmp_path, capsys
     assert main([*argv, "--thresholds", str(grid)]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        "\ufeff0.62, 0.2\n0.45\r\n0.8\n".encode(),  # UTF-8 with a byte-order mark (Notepad)
+        "0.62, 0.2\n0.45\r\n0.8\n".encode("utf-16"),  # UTF-16 with its mark
+    ],
+)
+def test_a_file_with_a_byte_order_mark_is_read(encoded, data, tmp_path, evaluate_json):
+    path = data[0]
+    grid = tmp_path / "grid.txt"
+    grid.write_bytes(encoded)
+    out = evaluate_json("--scores", path, "--mechanism", "none", "--thresholds", grid)
+    assert out["num_thresholds"] == 4 + 2 and out["threshold_grid"] == "explicit"

@@ -269,3 +269,113 @@ def test_refuses_to_replace_a_directory_holding_other_files(synthetic_file, tmp_
         prepare_criteo(inside, out, seed=0)
     assert inside.read_bytes() == synthetic_file.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# -- the working directories of a killed run (issue 21) -----------------------------------------
+def siblings(parent, kind="tmp"):
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".out.{kind}-"))
+
+
+def start_prepare(out, rows):
+    """``python -m data_prep --synthetic ROWS`` in the background, as a user starts it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "data_prep", "--synthetic", str(rows), "--output", str(out),
+         "--seed", "3", "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def wait_for_work_dir(process, parent, timeout=300):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not siblings(parent):
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, "no working directory appeared"
+        time.sleep(0.05)
+    return siblings(parent)
+
+
+def prepare_cli(out, rows):
+    done = subprocess.run(
+        [sys.executable, "-m", "data_prep", "--synthetic", str(rows), "--output", str(out),
+         "--seed", "4", "--no-progress"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_a_killed_run_s_working_directory_is_removed_by_the_next_run(tmp_path):
+    import signal
+
+    out = tmp_path / "out"
+    prepare_cli(out, 500)
+    before = snapshot(out)
+    process = start_prepare(out, 5_000_000)  # far more than it gets to write
+    try:
+        left = wait_for_work_dir(process, tmp_path)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert siblings(tmp_path) == left and snapshot(out) == before  # the old output intact
+    prepare_cli(out, 600)
+    assert siblings(tmp_path) == [] and siblings(tmp_path, "old") == []
+    assert (
+        read_metadata(out)["splits"]["train"]["rows"] + read_metadata(out)["splits"]["test"]["rows"]
+        == 600
+    )
+
+
+def test_a_concurrent_run_s_working_directory_is_left_alone(tmp_path):
+    out = tmp_path / "out"
+    slow = start_prepare(out, 300_000)
+    try:
+        theirs = wait_for_work_dir(slow, tmp_path)
+        prepare_cli(out, 500)  # finishes first, into the same output
+        assert slow.poll() is None, "the slow run ended first: nothing was tested"
+        assert set(theirs) <= set(siblings(tmp_path))  # the live run's directory is kept
+        _, err = slow.communicate(timeout=900)
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+            slow.wait()
+    assert slow.returncode == 0, err  # and that run completes
+    assert read_metadata(out)["seed"] == 3
+    assert siblings(tmp_path) == [] and siblings(tmp_path, "old") == []
+
+
+def test_only_provably_dead_owners_lose_their_directories(tmp_path):
+    """Dead pid: removed; live pid: kept; live pid with another start time (reused): removed;
+    another host or no owner in the name: kept; a dead run's ``.old-`` copy comes back when
+    the output itself is missing (killed between its two renames)."""
+    from data_prep import io
+
+    host, boot = io._digest(__import__("socket").gethostname()), io._digest(io._boot_id())
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        live_start = io._process_stat(live.pid)[1]
+        names = {
+            "dead": f".out.tmp-{dead.pid}-{live_start}-{host}-{boot}-a1",
+            "live": f".out.tmp-{live.pid}-{live_start}-{host}-{boot}-b2",
+            "reused": f".out.tmp-{live.pid}-{live_start + 1}-{host}-{boot}-c3",
+            "other host": f".out.tmp-{dead.pid}-{live_start}-00000000-{boot}-d4",
+            "legacy": ".out.tmp-e5xyz",
+            "old": f".out.old-{dead.pid}-{live_start}-{host}-{boot}-f6",
+            "other name": f".outer.tmp-{dead.pid}-{live_start}-{host}-{boot}-g7",
+        }
+        for name in names.values():
+            (tmp_path / name).mkdir()
+        (tmp_path / names["old"] / "out").mkdir()
+        (tmp_path / names["old"] / "out" / "metadata.json").write_text("{}")
+        removed = io.remove_stale_siblings(tmp_path / "out")
+        left = {p.name for p in tmp_path.iterdir()}
+    finally:
+        live.kill()
+        live.wait()
+    gone = {"dead", "reused", "old"}
+    assert {p.name for p in removed} == {names[k] for k in gone}
+    assert left == {names[k] for k in names if k not in gone} | {"out"}
+    assert (tmp_path / "out" / "metadata.json").read_text() == "{}"

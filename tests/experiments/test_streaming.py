@@ -14,6 +14,7 @@ from dpauc_tf.experiments.simulation import client_histograms, simulate, simulat
 from dpauc_tf.experiments.streaming import (
     FINE_BUCKETS,
     ScoreCounter,
+    count_chunks,
     count_score_file,
     fine_bucket_ids,
 )
@@ -244,3 +245,57 @@ def test_client_ids_changing_type_between_chunks_are_refused(tmp_path):
     path.write_text("score,label,client\n0.1,0,1\n0.2,1,2\n0.3,0,x\n")
     with pytest.raises(ScoreFileError, match="client ids are texts after numbers"):
         count_score_file(path, GRID, client_column="client", chunk_rows=2)
+
+
+def test_small_chunks_are_counted_together(monkeypatch, frame):
+    """The library takes any chunk size; chunks of one row share one count (the fine
+    histogram alone is 2^21 cells: per row it cost milliseconds)."""
+    import dpauc_tf.experiments.streaming as streaming
+
+    calls = []
+    real = streaming.fine_bucket_ids
+    monkeypatch.setattr(streaming, "fine_bucket_ids", lambda s: calls.append(len(s)) or real(s))
+    rows = frame.iloc[:2000]
+    chunks = [
+        ScoreChunk(np.array([y], np.int8), np.array([s]), np.array([c], object), "x", i + 1)
+        for i, (s, y, c) in enumerate(rows.itertuples(index=False))
+    ]
+    counted = count_chunks(chunks, GRID, {"tf": Thresholds.make(T, "tf")})
+    assert calls == [2000]
+    whole = count_chunks(
+        [ScoreChunk(rows["label"].to_numpy(np.int8), rows["score"].to_numpy(), rows["client"]
+                    .to_numpy(object), "x", 1)],
+        GRID,
+        {"tf": Thresholds.make(T, "tf")},
+    )  # fmt: skip
+    assert np.array_equal(counted.pos, whole.pos) and np.array_equal(counted.neg, whole.neg)
+    assert np.array_equal(counted.fine_pos, whole.fine_pos)
+    assert all(
+        np.array_equal(a, b) for a, b in zip(counted.summed["tf"], whole.summed["tf"], strict=True)
+    )
+    assert counted.client_keys.tolist() == whole.client_keys.tolist()
+
+
+def test_a_gzipped_tfrecord_says_so(files, tmp_path):
+    import gzip
+
+    path = tmp_path / "packed.tfrecord"
+    path.write_bytes(gzip.compress(files["tfrecord"].read_bytes()))
+    with pytest.raises(ScoreFileError, match=r"a compressed file .* named as a TFRecord"):
+        count_score_file(path, GRID)
+
+
+def test_a_tfrecord_cut_inside_a_record_header_is_not_a_shorter_file(files, tmp_path):
+    """TensorFlow's reader ends quietly when fewer than 12 header bytes are left."""
+    data = files["tfrecord"].read_bytes()
+    end = 0
+    for _ in range(1000):  # (uint64 length, CRC, data, CRC) per record
+        end += 16 + int.from_bytes(data[end : end + 8], "little")
+    path = tmp_path / "cut.tfrecord"
+    path.write_bytes(data[: end + 7])
+    with pytest.raises(
+        ScoreFileError, match=rf"truncated TFRecord file: the record at byte {end} "
+    ):
+        count_score_file(path, GRID)
+    path.write_bytes(data[:end])  # between two records: a valid, shorter file
+    assert count_score_file(path, GRID).num_examples == 1000
