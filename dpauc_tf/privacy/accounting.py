@@ -262,6 +262,33 @@ def _composed(event, count: int, delta: float) -> EpsilonSpent:
     )
 
 
+def quick_epsilon(event: dp_accounting.DpEvent, delta: float = 0.0) -> float:
+    """A valid upper bound on the epsilon of ``event`` at ``delta`` that is cheap to compute:
+    the smaller of the basic sum when every release is pure DP (with the bounds' deltas
+    within ``delta``) and the Renyi figure where it applies (``inf`` when neither does). Never below
+    ``composed_epsilon(event, 1, delta).best`` (it is one of that function's figures)."""
+    leaves = _leaves(event, 1)
+    if not leaves:
+        return 0.0
+    if any(isinstance(leaf, dp_accounting.NonPrivateDpEvent) for leaf, _ in leaves):
+        return math.inf
+    failures = [(leaf, n) for leaf, n in leaves if isinstance(leaf, BoundFailureDpEvent)]
+    others = [(leaf, n) for leaf, n in leaves if not isinstance(leaf, BoundFailureDpEvent)]
+    pures = [pure_epsilon(leaf) for leaf, _ in others]
+    if failures:
+        failed = sum(n * leaf.delta for leaf, n in failures)
+        if failed > delta * (1 + 1e-12) or any(p is None for p in pures):
+            return math.inf
+    basic = math.inf
+    if all(p is not None for p in pures):
+        basic = sum(n * p for (_, n), p in zip(others, pures, strict=True))
+    if delta > 0 and not failures:
+        figure = _rdp_epsilon(leaves, delta)
+        if figure is not None:
+            return min(basic, figure)
+    return basic
+
+
 def _basic_epsilon(leaves, delta: float) -> float:
     """Sum of the leaves' epsilons; leaves that are not pure DP share ``delta`` equally."""
     pure_total, approximate = 0.0, []

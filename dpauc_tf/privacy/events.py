@@ -135,12 +135,56 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot store a value of type {type(value).__name__} in JSON: {value!r}")
 
 
+# Classes whose ``to_named_tuple`` has been seen to work (it refuses some attrs layouts).
+_NAMED_TUPLE_CHECKED: set[type] = set()
+
+
+class _Fallback(Exception):
+    pass
+
+
+def _fast_plain(value: Any) -> Any:
+    """:func:`_plain` of ``to_named_tuple()``'s value for events, numbers and sequences,
+    without building a named-tuple class per call; raises :class:`_Fallback` otherwise."""
+    if isinstance(value, dp_accounting.DpEvent):
+        cls = type(value)
+        if cls not in _NAMED_TUPLE_CHECKED:
+            raise _Fallback
+        out = {"module_name": cls.__module__, "class_name": cls.__name__}
+        for field in attr.fields(cls):
+            out[field.name] = _fast_plain(getattr(value, field.name))
+        return out
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_fast_plain(v) for v in value]
+    raise _Fallback
+
+
+def _mark_checked(event: Any) -> None:
+    if isinstance(event, dp_accounting.DpEvent):
+        _NAMED_TUPLE_CHECKED.add(type(event))
+        for field in attr.fields(type(event)):
+            value = getattr(event, field.name)
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                _mark_checked(item)
+
+
 def event_to_json(event: dp_accounting.DpEvent) -> dict:
     """A JSON-compatible dict of ``event`` (``module_name``, ``class_name`` and the fields;
-    nested events as nested dicts), from ``event.to_named_tuple()``."""
+    nested events as nested dicts), as ``event.to_named_tuple()`` gives it."""
     if not isinstance(event, dp_accounting.DpEvent):
         raise TypeError(f"expected a dp_accounting.DpEvent, got {type(event).__name__}")
-    return _plain(event.to_named_tuple())
+    try:
+        return _fast_plain(event)
+    except _Fallback:
+        plain = _plain(event.to_named_tuple())
+        _mark_checked(event)
+        return plain
 
 
 def _event_class(module_name: Any, class_name: Any, where: str) -> type:
