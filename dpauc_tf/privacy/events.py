@@ -3,7 +3,8 @@
 A release is described by a ``dp_accounting.DpEvent``. dp-accounting has no Skellam event,
 so :class:`SkellamDpEvent` describes one Skellam release (one or several vectors, e.g. the
 levels of a tree, each with Skellam(mu, mu) noise); :mod:`dpauc_tf.privacy.accounting`
-composes it by its Renyi curve (:func:`dpauc_tf.privacy.skellam.skellam_rdp`).
+composes it by its Renyi curve (:func:`dpauc_tf.privacy.skellam.skellam_rdp`) and by its
+PLD from the pmf (:func:`dpauc_tf.privacy.skellam.skellam_event_pld`).
 
 Events travel as JSON through ``to_named_tuple`` (dp-accounting's own representation):
 :func:`event_to_json` and :func:`event_from_json`. Reading accepts only classes of the
@@ -310,6 +311,27 @@ def discrete_laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpE
     if isinstance(unit_changes, bool) or int(unit_changes) != unit_changes or unit_changes < 1:
         raise ValueError(f"unit_changes must be an integer >= 1, got {unit_changes!r}")
     event = dp_event.DiscreteLaplaceDpEvent(noise_parameter=1.0 / float(scale), sensitivity=1)
+    if unit_changes == 1:
+        return event
+    return dp_accounting.SelfComposedDpEvent(event, int(unit_changes))
+
+
+def laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpEvent:
+    """One release of continuous Laplace noise of ``scale`` on counts of which a neighbour
+    changes ``unit_changes`` different ones by at most 1 each.
+
+    The privacy loss is the sum of ``unit_changes`` independent sensitivity-1 losses, so the
+    event is that composition (``LaplaceDpEvent(scale)`` composed ``unit_changes`` times),
+    as :func:`discrete_laplace_event` does for discrete noise. One Laplace event with
+    sensitivity ``unit_changes`` (a single count moved that far) has the same pure epsilon
+    but a looser PLD.
+
+    >>> laplace_event(2.0, 1)
+    LaplaceDpEvent(noise_multiplier=2.0)
+    """
+    if isinstance(unit_changes, bool) or int(unit_changes) != unit_changes or unit_changes < 1:
+        raise ValueError(f"unit_changes must be an integer >= 1, got {unit_changes!r}")
+    event = dp_accounting.LaplaceDpEvent(noise_multiplier=float(scale))
     if unit_changes == 1:
         return event
     return dp_accounting.SelfComposedDpEvent(event, int(unit_changes))

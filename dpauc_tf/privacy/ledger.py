@@ -15,8 +15,8 @@ dpauc_tf.privacy.ledger.BudgetExceededError: release refused: data set 'test' wo
 project's registered events (:class:`~dpauc_tf.privacy.events.SkellamDpEvent`), as JSON
 written by :func:`~dpauc_tf.privacy.events.event_to_json`. :meth:`PrivacyLedger.record_release`
 asks the mechanism for its event (``mechanism.dp_event()``), which describes its noise
-exactly (discrete noise as dp-accounting's discrete-Laplace event, Skellam by its Renyi
-curve). A data set's spend is :func:`dpauc_tf.privacy.accounting.composed_epsilon` of all
+exactly (discrete noise as dp-accounting's discrete-Laplace event, Skellam by its own
+event). A data set's spend is :func:`dpauc_tf.privacy.accounting.composed_epsilon` of all
 its releases: PLD where dp-accounting's PLD accountant supports every event, RDP where the
 RDP accountant and the Skellam curve cover them, the basic sum otherwise; the smallest
 valid figure is used and :meth:`PrivacyLedger.summary` (and ``spent(...).method``) says
