@@ -347,6 +347,36 @@ def quick_epsilon(event: dp_accounting.DpEvent, delta: float = 0.0) -> float:
     return basic
 
 
+def infinite_reason(event: dp_accounting.DpEvent, delta: float) -> str | None:
+    """Why ``event`` costs infinite epsilon at ``delta``, in words that say what to do
+    (``None`` when it does not, or when no delta would help)."""
+    leaves = _leaves(event, 1)
+    if any(isinstance(leaf, dp_accounting.NonPrivateDpEvent) for leaf, _ in leaves):
+        return "a non-private release (no noise) costs infinite epsilon whatever the delta"
+    own = sum(
+        n * leaf.delta
+        for leaf, n in leaves
+        if isinstance(leaf, (_ApproximateDp, BoundFailureDpEvent))
+    )
+    needs_delta = own > 0 or any(pure_epsilon(leaf) is None for leaf, _ in leaves)
+    if not needs_delta:
+        return None
+    if delta <= 0:
+        return (
+            "these releases are (epsilon, delta)-DP (Gaussian, Skellam or auc-only noise) and "
+            "have no finite epsilon at delta = 0: give the ledger a delta, e.g. "
+            f"PrivacyLedger(..., delta={max(10 * own, 1e-6):.0e})"
+            + (f" (at least the releases' own deltas, {own:.3g} in all)" if own else "")
+        )
+    if own > delta * (1 + 1e-12):
+        return (
+            f"the releases' own deltas add up to {own:.3g}, more than the ledger's delta "
+            f"{delta:g}: use a ledger with a larger delta (a new file: a ledger's delta "
+            "cannot change) or releases with a smaller delta"
+        )
+    return None
+
+
 def _basic_epsilon(leaves, delta: float) -> float:
     """Sum of the leaves' epsilons; leaves that are not pure DP share ``delta`` equally."""
     pure_total, approximate = 0.0, []

@@ -65,7 +65,12 @@ from typing import Any
 
 import dp_accounting
 
-from dpauc_tf.privacy.accounting import EpsilonSpent, composed_epsilon, quick_epsilon
+from dpauc_tf.privacy.accounting import (
+    EpsilonSpent,
+    composed_epsilon,
+    infinite_reason,
+    quick_epsilon,
+)
 from dpauc_tf.privacy.events import (
     discrete_laplace_event,
     event_from_json,
@@ -422,10 +427,13 @@ class PrivacyLedger:
         spent = self.spent(dataset, extra=event)
         total = spent.best
         if self.budget is not None and not total <= self.budget * (1 + _TOLERANCE):
+            reason = None
+            if math.isinf(total):
+                reason = infinite_reason(self._total(self._counts(dataset, event)), self.delta)
             raise BudgetExceededError(
                 f"release refused: data set {dataset!r} would spend epsilon {total:.6g} > "
                 f"budget {self.budget:g} (delta={self.delta:g}, method {spent.method}; "
-                f"{self._where()})"
+                f"{self._where()})" + (f": {reason}" if reason else "")
             )
         return total
 

@@ -94,7 +94,12 @@ import math  # noqa: E402
 
 from dp_accounting import dp_event  # noqa: E402
 
-from dpauc_tf.privacy.events import SkellamDpEvent, event_from_json, event_to_json  # noqa: E402
+from dpauc_tf.privacy.events import (  # noqa: E402
+    BoundFailureDpEvent,
+    SkellamDpEvent,
+    event_from_json,
+    event_to_json,
+)
 from dpauc_tf.privacy.ledger import LedgerFormatError  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -452,3 +457,39 @@ def test_two_processes_recording_at_once_lose_nothing_and_stop_at_the_budget(tmp
         assert sum(e["description"] == name for e in entries) == count
     ledger = PrivacyLedger(path=path)
     assert ledger.releases("test") == 400 and ledger.spent("test").basic == pytest.approx(4.0)
+
+
+# -- refusals caused by delta say so (issue 21) ----------------------------------------------
+def test_a_refusal_caused_by_delta_names_delta_and_says_what_to_do():
+    """They said 'would spend epsilon inf > budget' and never mentioned delta."""
+    auc_only = dp_accounting.ComposedDpEvent(  # an auc-only release (epsilon 1, delta 1e-6)
+        [
+            dp_accounting.LaplaceDpEvent(noise_multiplier=20.0),
+            dp_accounting.LaplaceDpEvent(noise_multiplier=1 / 0.95),
+            BoundFailureDpEvent(1e-6),
+        ]
+    )
+    gaussian = dp_accounting.GaussianDpEvent(noise_multiplier=5.0)
+    skellam = SkellamDpEvent((50.0,), 2.0, 2.0)
+    for event in (auc_only, gaussian, skellam):
+        with pytest.raises(BudgetExceededError, match=r"delta = 0.*PrivacyLedger\(.*delta="):
+            PrivacyLedger(budget=10.0).record(event, dataset="test")
+    ledger = PrivacyLedger(budget=10.0, delta=1e-7)  # smaller than the release's own delta
+    with pytest.raises(BudgetExceededError, match=r"own deltas add up to 1e-06.*delta 1e-07"):
+        ledger.record(auc_only, dataset="test")
+    with pytest.raises(BudgetExceededError, match="non-private"):
+        PrivacyLedger(budget=10.0).record(dp_accounting.NonPrivateDpEvent())
+    with pytest.raises(BudgetExceededError) as refused:  # a budget refusal: no delta advice
+        PrivacyLedger(budget=0.5).record(dp_accounting.LaplaceDpEvent(1.0))
+    assert "PrivacyLedger(" not in str(refused.value)
+
+
+def test_the_readmes_metric_with_delta_and_a_ledger_without_is_refused_naming_delta():
+    from dpauc_tf.mechanisms import get_mechanism
+
+    metric_event = get_mechanism("auc-only", epsilon=1.0, num_thresholds=200, delta=1e-6)
+    with pytest.raises(BudgetExceededError, match=r"give the ledger a delta"):
+        PrivacyLedger(budget=10.0).record_release(metric_event, dataset="validation")
+    ledger = PrivacyLedger(budget=10.0, delta=1e-5)
+    ledger.record_release(metric_event, dataset="validation")  # what the message suggests
+    assert ledger.releases("validation") == 1
