@@ -204,7 +204,13 @@ class CountMechanism(abc.ABC):
         del num_reporting
         return float(self.statement().epsilon)
 
-    def colluding_epsilon(self, num_colluding: int, num_reporting: int | None = None) -> float:
+    def colluding_epsilon(
+        self,
+        num_colluding: int,
+        num_reporting: int | None = None,
+        *,
+        threshold: int | None = None,
+    ) -> float:
         """Epsilon left against ``num_colluding`` reporting clients who pool their own shares.
 
         Colluders (possibly with the server) know their own noise shares and can subtract
@@ -213,9 +219,20 @@ class CountMechanism(abc.ABC):
         :meth:`achieved_epsilon` of that many shares (``inf`` when no honest share is left).
         For local mechanisms every report is private on its own: collusion changes nothing.
 
+        **Valid only below the secure aggregation's reconstruction threshold.** The figure
+        assumes that the colluders cannot unmask anyone: fewer than the threshold ``t`` of
+        SecAgg+ (Bell et al. 2020; Flower's ``reconstruction_threshold``) and the honest
+        survivors summed in one group. At ``c >= t`` colluders in a client's neighbourhood
+        can rebuild its secrets and read its report alone, which carries only its own
+        share: pass ``threshold`` and such a ``c`` gets that figure, :meth:`achieved_epsilon`
+        of one share (``inf`` if no honest client is left). Without ``threshold`` the caller
+        asserts ``c < t``.
+
         Args:
           num_colluding: colluding clients among those that report (>= 0).
           num_reporting: clients whose reports were summed (default: ``num_clients``).
+          threshold: the reconstruction threshold ``t`` of the secure aggregation (>= 1),
+            if known.
         """
         if num_reporting is None:
             num_reporting = int(getattr(self, "num_clients", 1))
@@ -224,7 +241,15 @@ class CountMechanism(abc.ABC):
             raise ValueError(
                 f"num_colluding and num_reporting must be >= 0, got {num_colluding}, {num_reporting}"
             )
-        return self.achieved_epsilon(max(num_reporting - int(num_colluding), 0))
+        if threshold is not None and (
+            isinstance(threshold, bool) or int(threshold) != threshold or threshold < 1
+        ):
+            raise ValueError(f"threshold must be an integer >= 1, got {threshold!r}")
+        honest = max(num_reporting - int(num_colluding), 0)
+        if threshold is not None and num_colluding >= threshold and honest > 0:
+            # an honest client's report can be unmasked: its own share alone protects it
+            return max(self.achieved_epsilon(1), self.achieved_epsilon(honest))
+        return self.achieved_epsilon(honest)
 
     def options(self) -> dict:
         """Constructor options beyond ``epsilon``, ``num_thresholds`` and ``delta``."""

@@ -28,7 +28,7 @@ from dpauc_tf.mechanisms.base import CountMechanism
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
 from dpauc_tf.noise import exact, samplers
 from dpauc_tf.noise.seeds import split_seed
-from dpauc_tf.privacy.events import class_pair_event, discrete_laplace_event
+from dpauc_tf.privacy.events import class_pair_event, discrete_laplace_event, laplace_event
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 NOISE_KINDS = ("continuous", "discrete")
@@ -167,14 +167,15 @@ class HistogramLaplace(CountMechanism):
         return monotone_confusion(*self._histograms(release))
 
     def dp_event(self) -> dp_accounting.DpEvent:
-        """Continuous noise: a Laplace event with the L1 sensitivity. Discrete noise: the exact
-        discrete-Laplace event (a flip moves ``l1_sensitivity`` counts by one each). An
-        unequal split: the composition of the two classes' unit-sensitivity events."""
+        """A flip moves ``l1_sensitivity`` counts by at most one each: that many
+        unit-sensitivity Laplace events composed (:func:`laplace_event`), or exact
+        discrete-Laplace ones (:func:`discrete_laplace_event`). An unequal split: the
+        composition of the two classes' unit-sensitivity events."""
         if self.positive_share != EQUAL_SHARE:
             return class_pair_event(*self.class_scales, discrete=self.noise == "discrete")
         if self.noise == "discrete":
             return discrete_laplace_event(self.noise_scale, int(self.l1_sensitivity))
-        return dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_scale / self.l1_sensitivity)
+        return laplace_event(self.noise_scale, int(self.l1_sensitivity))
 
     def statement(self):
         if self.positive_share == EQUAL_SHARE:

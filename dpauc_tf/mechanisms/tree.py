@@ -69,7 +69,12 @@ from dpauc_tf.noise.shares import (
     shortfall_unit_epsilon,
     skellam_share,
 )
-from dpauc_tf.privacy.events import SkellamDpEvent, class_pair_event, discrete_laplace_event
+from dpauc_tf.privacy.events import (
+    SkellamDpEvent,
+    class_pair_event,
+    discrete_laplace_event,
+    laplace_event,
+)
 from dpauc_tf.privacy.skellam import (
     skellam_precision_shares,
     skellam_tree_epsilon,
@@ -272,8 +277,8 @@ class TreeHistogram(CountMechanism):
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
-        """Per level, a Laplace event with the level's L1 (equal split) or the two classes'
-        unit changes composed (:func:`class_pair_event`); composed over the levels."""
+        """Per level, the level's unit changes composed (:func:`laplace_event`; equal split)
+        or the two classes' (:func:`class_pair_event`); composed over the levels."""
         if self.positive_share != EQUAL_SHARE:
             return dp_accounting.ComposedDpEvent(
                 [
@@ -282,10 +287,7 @@ class TreeHistogram(CountMechanism):
                 ]
             )
         return dp_accounting.ComposedDpEvent(
-            [
-                dp_accounting.LaplaceDpEvent(noise_multiplier=scale / self.l1_per_level)
-                for scale in self.level_scales
-            ]
+            [laplace_event(scale, int(self.l1_per_level)) for scale in self.level_scales]
         )
 
     def _split_text(self) -> str:

@@ -7,13 +7,18 @@ for one release and for many composed, by three methods, and says which one it u
 * ``basic``: the sum of per-release epsilons (pure-DP releases: exact; releases that are not
   pure DP get an equal share of ``delta`` each). Always valid.
 * ``pld``: dp-accounting's privacy-loss-distribution accountant, when it supports every
-  event (``accountant.supports(event)``); ``delta > 0`` only.
+  event (``accountant.supports(event)``), plus Skellam's PLD built from its pmf
+  (:func:`dpauc_tf.privacy.skellam.skellam_event_pld`); ``delta > 0`` only.
 * ``rdp``: dp-accounting's RDP accountant plus the Skellam Renyi curve at the same orders,
   when every other event is supported by the RDP accountant; ``delta > 0`` only.
 
 A :class:`~dpauc_tf.privacy.events.BoundFailureDpEvent` (the delta of a noisy bound, as in
-``auc-only``) is composed by ``basic`` only: its deltas are taken off ``delta`` first (the
-epsilon is infinite if they exceed it) and ``pld``/``rdp`` are not given.
+``auc-only``) composed with pure-DP events is one ``(epsilon, delta)``-DP release: ``basic``
+takes the deltas off ``delta`` first (the epsilon is infinite if they exceed it) and adds
+the epsilons; ``pld`` composes the canonical ``(epsilon, delta)`` pair (dp-accounting's
+``from_privacy_parameters``: the optimal composition theorem of Kairouz, Oh & Viswanath
+2015); ``rdp`` is not given. Beside events that are not pure DP it is composed by ``basic``
+only.
 
 :attr:`EpsilonSpent.best` is the smallest of them and :attr:`EpsilonSpent.method` names it.
 Randomized response is accounted under the replace-one relation (a label changes); events
@@ -34,13 +39,20 @@ import functools
 import json
 import math
 
+import attr
 import dp_accounting
-from dp_accounting import dp_event, pld, rdp
+from dp_accounting import dp_event, pld, privacy_accountant, rdp
+from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import privacy_loss_distribution
 
 from dpauc_tf.privacy.calibration import smallest_parameter
 from dpauc_tf.privacy.events import BoundFailureDpEvent, SkellamDpEvent, event_to_json
-from dpauc_tf.privacy.skellam import RDP_ORDERS, skellam_rdp
+from dpauc_tf.privacy.skellam import (
+    RDP_ORDERS,
+    skellam_event_pld,
+    skellam_pld_supported,
+    skellam_rdp,
+)
 
 METHODS = ("basic", "pld", "rdp")
 
@@ -113,6 +125,19 @@ def pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
     return None
 
 
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class _ApproximateDp(dp_accounting.DpEvent):
+    """One (epsilon, delta)-DP release (accounting only, never stored): a composition of
+    pure-DP events with :class:`BoundFailureDpEvent` s, whose events hold except with
+    probability ``delta``. Composed by the basic sum and by the PLD of the canonical
+    (epsilon, delta) pair (dp-accounting's ``from_privacy_parameters``), which every
+    (epsilon, delta)-DP mechanism's pair of output distributions is a post-processing of
+    (Kairouz, Oh & Viswanath 2015, Thm. 2.1 and the optimal composition theorem 3.3)."""
+
+    epsilon: float
+    delta: float
+
+
 def _leaves(
     event: dp_accounting.DpEvent, count: int = 1
 ) -> list[tuple[dp_accounting.DpEvent, int]]:
@@ -120,6 +145,13 @@ def _leaves(
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
         return _leaves(event.event, count * int(event.count))
     if isinstance(event, dp_accounting.ComposedDpEvent):
+        failures = [e for e in event.events if isinstance(e, BoundFailureDpEvent)]
+        if failures:
+            pures = [pure_epsilon(e) for e in event.events if e not in failures]
+            if all(p is not None for p in pures) and count:
+                # one (epsilon, delta)-DP release (propose-test-release, as auc-only)
+                release = _ApproximateDp(sum(pures), sum(e.delta for e in failures))
+                return [(release, count)]
         return [pair for inner in event.events for pair in _leaves(inner, count)]
     return [(event, count)] if count else []
 
@@ -131,6 +163,24 @@ class _PLDAccountant(pld.PLDAccountant):
     sensitivities)."""
 
     def _maybe_compose(self, event, count, do_compose):
+        if isinstance(event, SkellamDpEvent):
+            interval = self._value_discretization_interval
+            if not skellam_pld_supported(event.mus, event.l1, event.l2_squared):
+                return privacy_accountant.CompositionErrorDetails(
+                    invalid_event=event, error_message="no exact Skellam PLD for this event"
+                )
+            if do_compose and count > 0:
+                one = skellam_event_pld(event.mus, event.l1, event.l2_squared, interval)
+                self._pld = self._pld.compose(one.self_compose(count))
+            return None
+        if isinstance(event, _ApproximateDp):
+            if do_compose and count > 0:
+                parameters = pld_common.DifferentialPrivacyParameters(event.epsilon, event.delta)
+                canonical = privacy_loss_distribution.from_privacy_parameters(
+                    parameters, self._value_discretization_interval
+                )
+                self._pld = self._pld.compose(canonical.self_compose(count))
+            return None
         if isinstance(event, dp_event.RandomizedResponseDpEvent):
             if do_compose and event.num_buckets > 1 and count > 0:
                 if event.noise_parameter == 0:
@@ -238,6 +288,25 @@ def _cached_composed(key: str, event, count: int, delta: float) -> EpsilonSpent:
     return spent
 
 
+def _with_deltas(leaves, delta: float) -> float:
+    """The basic figure of leaves among which some carry their own delta (approximate-DP
+    releases, bare bound failures): their deltas come off ``delta`` first (``inf`` if they
+    exceed it), their epsilons add, and the other leaves share what is left."""
+    own = [
+        (leaf, n) for leaf, n in leaves if isinstance(leaf, (_ApproximateDp, BoundFailureDpEvent))
+    ]
+    others = [
+        (leaf, n)
+        for leaf, n in leaves
+        if not isinstance(leaf, (_ApproximateDp, BoundFailureDpEvent))
+    ]
+    failed = sum(n * leaf.delta for leaf, n in own)
+    if failed > delta * (1 + 1e-12):
+        return math.inf
+    spent = sum(n * leaf.epsilon for leaf, n in own if isinstance(leaf, _ApproximateDp))
+    return spent + _basic_epsilon(others, max(delta - failed, 0.0))
+
+
 def _composed(event, count: int, delta: float) -> EpsilonSpent:
     if count == 0:
         return EpsilonSpent(0.0, 0.0 if delta > 0 else None, None, delta, 0)
@@ -246,20 +315,66 @@ def _composed(event, count: int, delta: float) -> EpsilonSpent:
         return EpsilonSpent(0.0, 0.0 if delta > 0 else None, None, delta, count)
     if any(isinstance(leaf, dp_accounting.NonPrivateDpEvent) for leaf, _ in leaves):
         return EpsilonSpent(math.inf, None, None, delta, count)
-    failures = [(leaf, n) for leaf, n in leaves if isinstance(leaf, BoundFailureDpEvent)]
-    if failures:  # basic composition only: the bounds' deltas come off the total first
-        failed = sum(n * leaf.delta for leaf, n in failures)
-        others = [(leaf, n) for leaf, n in leaves if not isinstance(leaf, BoundFailureDpEvent)]
-        if failed > delta * (1 + 1e-12):
-            return EpsilonSpent(math.inf, None, None, delta, count)
-        rest = max(delta - failed, 0.0)
-        return EpsilonSpent(_basic_epsilon(others, rest), None, None, delta, count)
-    basic = _basic_epsilon(leaves, delta)
+    if any(isinstance(leaf, BoundFailureDpEvent) for leaf, _ in leaves):
+        # a bound failure beside events that are not pure DP: basic composition only
+        return EpsilonSpent(_with_deltas(leaves, delta), None, None, delta, count)
+    approximate = any(isinstance(leaf, _ApproximateDp) for leaf, _ in leaves)
+    basic = _with_deltas(leaves, delta) if approximate else _basic_epsilon(leaves, delta)
     if delta <= 0:
         return EpsilonSpent(basic, None, None, delta, count)
-    return EpsilonSpent(
-        basic, _pld_epsilon(leaves, delta), _rdp_epsilon(leaves, delta), delta, count
+    rdp_figure = None if approximate else _rdp_epsilon(leaves, delta)
+    return EpsilonSpent(basic, _pld_epsilon(leaves, delta), rdp_figure, delta, count)
+
+
+def quick_epsilon(event: dp_accounting.DpEvent, delta: float = 0.0) -> float:
+    """A valid upper bound on the epsilon of ``event`` at ``delta`` that is cheap to compute:
+    the smaller of the basic sum when every release is pure DP (or approximate DP with its
+    own delta, within ``delta``) and the Renyi figure where it applies (``inf`` when neither
+    does). Never below ``composed_epsilon(event, 1, delta).best`` (it is one of that
+    function's figures)."""
+    leaves = _leaves(event, 1)
+    if not leaves:
+        return 0.0
+    if any(isinstance(leaf, dp_accounting.NonPrivateDpEvent) for leaf, _ in leaves):
+        return math.inf
+    own = (_ApproximateDp, BoundFailureDpEvent)
+    cheap = all(isinstance(leaf, own) or pure_epsilon(leaf) is not None for leaf, _ in leaves)
+    basic = _with_deltas(leaves, delta) if cheap else math.inf
+    if delta > 0 and not any(isinstance(leaf, own) for leaf, _ in leaves):
+        figure = _rdp_epsilon(leaves, delta)
+        if figure is not None:
+            return min(basic, figure)
+    return basic
+
+
+def infinite_reason(event: dp_accounting.DpEvent, delta: float) -> str | None:
+    """Why ``event`` costs infinite epsilon at ``delta``, in words that say what to do
+    (``None`` when it does not, or when no delta would help)."""
+    leaves = _leaves(event, 1)
+    if any(isinstance(leaf, dp_accounting.NonPrivateDpEvent) for leaf, _ in leaves):
+        return "a non-private release (no noise) costs infinite epsilon whatever the delta"
+    own = sum(
+        n * leaf.delta
+        for leaf, n in leaves
+        if isinstance(leaf, (_ApproximateDp, BoundFailureDpEvent))
     )
+    needs_delta = own > 0 or any(pure_epsilon(leaf) is None for leaf, _ in leaves)
+    if not needs_delta:
+        return None
+    if delta <= 0:
+        return (
+            "these releases are (epsilon, delta)-DP (Gaussian, Skellam or auc-only noise) and "
+            "have no finite epsilon at delta = 0: give the ledger a delta, e.g. "
+            f"PrivacyLedger(..., delta={max(10 * own, 1e-6):.0e})"
+            + (f" (at least the releases' own deltas, {own:.3g} in all)" if own else "")
+        )
+    if own > delta * (1 + 1e-12):
+        return (
+            f"the releases' own deltas add up to {own:.3g}, more than the ledger's delta "
+            f"{delta:g}: use a ledger with a larger delta (a new file: a ledger's delta "
+            "cannot change) or releases with a smaller delta"
+        )
+    return None
 
 
 def _basic_epsilon(leaves, delta: float) -> float:

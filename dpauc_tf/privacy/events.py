@@ -3,7 +3,8 @@
 A release is described by a ``dp_accounting.DpEvent``. dp-accounting has no Skellam event,
 so :class:`SkellamDpEvent` describes one Skellam release (one or several vectors, e.g. the
 levels of a tree, each with Skellam(mu, mu) noise); :mod:`dpauc_tf.privacy.accounting`
-composes it by its Renyi curve (:func:`dpauc_tf.privacy.skellam.skellam_rdp`).
+composes it by its Renyi curve (:func:`dpauc_tf.privacy.skellam.skellam_rdp`) and by its
+PLD from the pmf (:func:`dpauc_tf.privacy.skellam.skellam_event_pld`).
 
 Events travel as JSON through ``to_named_tuple`` (dp-accounting's own representation):
 :func:`event_to_json` and :func:`event_from_json`. Reading accepts only classes of the
@@ -135,12 +136,56 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot store a value of type {type(value).__name__} in JSON: {value!r}")
 
 
+# Classes whose ``to_named_tuple`` has been seen to work (it refuses some attrs layouts).
+_NAMED_TUPLE_CHECKED: set[type] = set()
+
+
+class _Fallback(Exception):
+    pass
+
+
+def _fast_plain(value: Any) -> Any:
+    """:func:`_plain` of ``to_named_tuple()``'s value for events, numbers and sequences,
+    without building a named-tuple class per call; raises :class:`_Fallback` otherwise."""
+    if isinstance(value, dp_accounting.DpEvent):
+        cls = type(value)
+        if cls not in _NAMED_TUPLE_CHECKED:
+            raise _Fallback
+        out = {"module_name": cls.__module__, "class_name": cls.__name__}
+        for field in attr.fields(cls):
+            out[field.name] = _fast_plain(getattr(value, field.name))
+        return out
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_fast_plain(v) for v in value]
+    raise _Fallback
+
+
+def _mark_checked(event: Any) -> None:
+    if isinstance(event, dp_accounting.DpEvent):
+        _NAMED_TUPLE_CHECKED.add(type(event))
+        for field in attr.fields(type(event)):
+            value = getattr(event, field.name)
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                _mark_checked(item)
+
+
 def event_to_json(event: dp_accounting.DpEvent) -> dict:
     """A JSON-compatible dict of ``event`` (``module_name``, ``class_name`` and the fields;
-    nested events as nested dicts), from ``event.to_named_tuple()``."""
+    nested events as nested dicts), as ``event.to_named_tuple()`` gives it."""
     if not isinstance(event, dp_accounting.DpEvent):
         raise TypeError(f"expected a dp_accounting.DpEvent, got {type(event).__name__}")
-    return _plain(event.to_named_tuple())
+    try:
+        return _fast_plain(event)
+    except _Fallback:
+        plain = _plain(event.to_named_tuple())
+        _mark_checked(event)
+        return plain
 
 
 def _event_class(module_name: Any, class_name: Any, where: str) -> type:
@@ -266,6 +311,27 @@ def discrete_laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpE
     if isinstance(unit_changes, bool) or int(unit_changes) != unit_changes or unit_changes < 1:
         raise ValueError(f"unit_changes must be an integer >= 1, got {unit_changes!r}")
     event = dp_event.DiscreteLaplaceDpEvent(noise_parameter=1.0 / float(scale), sensitivity=1)
+    if unit_changes == 1:
+        return event
+    return dp_accounting.SelfComposedDpEvent(event, int(unit_changes))
+
+
+def laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpEvent:
+    """One release of continuous Laplace noise of ``scale`` on counts of which a neighbour
+    changes ``unit_changes`` different ones by at most 1 each.
+
+    The privacy loss is the sum of ``unit_changes`` independent sensitivity-1 losses, so the
+    event is that composition (``LaplaceDpEvent(scale)`` composed ``unit_changes`` times),
+    as :func:`discrete_laplace_event` does for discrete noise. One Laplace event with
+    sensitivity ``unit_changes`` (a single count moved that far) has the same pure epsilon
+    but a looser PLD.
+
+    >>> laplace_event(2.0, 1)
+    LaplaceDpEvent(noise_multiplier=2.0)
+    """
+    if isinstance(unit_changes, bool) or int(unit_changes) != unit_changes or unit_changes < 1:
+        raise ValueError(f"unit_changes must be an integer >= 1, got {unit_changes!r}")
+    event = dp_accounting.LaplaceDpEvent(noise_multiplier=float(scale))
     if unit_changes == 1:
         return event
     return dp_accounting.SelfComposedDpEvent(event, int(unit_changes))

@@ -116,3 +116,78 @@ def skellam_tree_mus(
 
     m = smallest_parameter(spent, epsilon)
     return [float(m / p) for p in shares]
+
+
+# -- the exact privacy loss distribution -------------------------------------------------------
+TAIL_BOUND = 1e-30  # probability left out of the support, counted as infinite loss
+MAX_SUPPORT = 4_000_000  # outcomes; beyond this the PLD is not built (the RDP bound stands)
+
+
+def _support_half_width(mu: float) -> int | None:
+    """``K`` with ``P(|X| > K) <= TAIL_BOUND`` for ``X ~ Skellam(mu, mu)`` (Chernoff:
+    ``P(X >= K) <= exp(2 mu (cosh t - 1) - t K)`` at ``sinh t = K / (2 mu)``)."""
+    k = max(8.0, 10.0 * math.sqrt(2.0 * mu))
+    while k <= MAX_SUPPORT / 2:
+        t = math.asinh(k / (2.0 * mu))
+        if 2.0 * math.exp(2.0 * mu * (math.cosh(t) - 1.0) - t * k) <= TAIL_BOUND:
+            return math.ceil(k)
+        k *= 1.5
+    return None
+
+
+@functools.lru_cache(maxsize=128)
+def skellam_unit_pld(mu: float, value_discretization_interval: float = 1e-4):
+    """Pessimistic privacy loss distribution of ``Skellam(mu, mu)`` noise on one integer count
+    that a neighbour moves by one, built from the exact pmf (``P(k) = ive(|k|, 2 mu)``).
+
+    The loss ``log P(k) - log P(k - 1)`` is rounded up to the discretization grid, the mass
+    outside ``|k| <= K`` (at most :data:`TAIL_BOUND`, a Chernoff bound) counts as infinite
+    loss, so every epsilon read from it is an upper bound. The distribution is symmetric
+    (``k -> 1 - k`` swaps the two neighbours). ``None`` when ``mu`` is too large for the
+    support to be listed (:data:`MAX_SUPPORT`).
+    """
+    from dp_accounting.pld import privacy_loss_distribution
+    from scipy.special import ive
+
+    half = _support_half_width(float(mu))
+    if half is None:
+        return None
+    k = np.arange(-half, half + 1, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        log_p = np.log(ive(np.abs(k), 2.0 * mu))
+        log_q = np.log(ive(np.abs(k - 1.0), 2.0 * mu))
+    p = np.exp(log_p)
+    finite = np.isfinite(log_p) & np.isfinite(log_q)
+    infinity_mass = float(np.sum(p[np.isfinite(log_p) & ~np.isfinite(log_q)])) + TAIL_BOUND
+    loss = (log_p - log_q)[finite]
+    slack = 1e-9 * value_discretization_interval
+    index = np.ceil((loss + slack) / value_discretization_interval).astype(np.int64)
+    values, inverse = np.unique(index, return_inverse=True)
+    masses = np.bincount(inverse, weights=p[finite])
+    rounded = dict(zip(values.tolist(), masses.tolist(), strict=True))
+    return privacy_loss_distribution.PrivacyLossDistribution.create_from_rounded_probability(
+        rounded, infinity_mass, value_discretization_interval, pessimistic_estimate=True
+    )
+
+
+def skellam_pld_supported(mus, l1: float, l2_squared: float) -> bool:
+    """Whether :func:`skellam_event_pld` builds the PLD of this release."""
+    if l1 != l2_squared or l1 != int(l1) or l1 < 1:
+        return False
+    return all(_support_half_width(float(mu)) is not None for mu in mus)
+
+
+def skellam_event_pld(mus, l1: float, l2_squared: float, value_discretization_interval=1e-4):
+    """PLD of one release with ``Skellam(mu_i, mu_i)`` noise on vectors whose neighbours
+    differ by ``l1`` unit changes each (integer ``l1 == l2_squared``: every change is +-1),
+    i.e. :func:`skellam_unit_pld` composed ``l1`` times per vector; ``None`` otherwise."""
+    if l1 != l2_squared or l1 != int(l1) or l1 < 1:
+        return None
+    total = None
+    for mu in mus:
+        unit = skellam_unit_pld(float(mu), value_discretization_interval)
+        if unit is None:
+            return None
+        part = unit.self_compose(int(l1)) if l1 > 1 else unit
+        total = part if total is None else total.compose(part)
+    return total

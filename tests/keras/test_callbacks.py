@@ -40,8 +40,8 @@ def test_ledger_survives_a_restart(tmp_path):
     path = tmp_path / "ledger.json"
     ledger = PrivacyLedger(budget=1.0, path=str(path))
     ledger.record(dp_accounting.LaplaceDpEvent(noise_multiplier=2.0), dataset="test")
-    state = json.loads(path.read_text())
-    assert len(state["entries"]) == 1
+    header, *entries = [json.loads(line) for line in path.read_text().splitlines()]
+    assert header["budget"] == 1.0 and len(entries) == 1
     again = PrivacyLedger(budget=1.0, path=str(path))
     assert again.spent("test").basic == pytest.approx(0.5)
     with pytest.raises(BudgetExceededError):

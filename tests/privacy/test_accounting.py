@@ -93,17 +93,148 @@ def test_skellam_composes_by_renyi_with_others_and_says_which_method():
         [dp_accounting.SelfComposedDpEvent(skellam.dp_event(), 5), laplace]
     )
     spent = composed_epsilon(mixed, 1, 1e-6)
-    assert spent.pld is None and spent.method == "rdp"
+    assert spent.pld is not None and spent.method == "pld"  # Skellam's PLD from its pmf
     accountant = rdp.RdpAccountant(list(RDP_ORDERS))
     accountant.compose(laplace)
     curve = accountant.rdp + 5 * skellam_rdp(accountant.orders, skellam.noise_scale, 2.0, 2.0)
     assert spent.rdp == pytest.approx(rdp.compute_epsilon(accountant.orders, curve, 1e-6)[0])
     assert spent.rdp < spent.basic
-    # discrete Laplace has no RDP in dp-accounting: Skellam + discrete Laplace is summed
+    # discrete Laplace has no RDP in dp-accounting: Skellam + discrete Laplace by PLD only
     discrete = get_mechanism("secure-histogram", epsilon=0.5, num_thresholds=10)
     both = dp_accounting.ComposedDpEvent([skellam.dp_event(), discrete.dp_event()])
     summed = composed_epsilon(both, 1, 1e-6)
-    assert summed.pld is None and summed.rdp is None and summed.method == "basic"
+    assert summed.rdp is None and summed.method == "pld" and summed.pld < summed.basic
     from dpauc_tf.privacy.skellam import skellam_epsilon
 
-    assert summed.basic == pytest.approx(0.5 + skellam_epsilon(skellam.noise_scale, 1e-6))
+    alone = skellam.privacy_spent(1, 1e-6)  # the Skellam release's own best figure (PLD)
+    assert alone.best == alone.pld < skellam_epsilon(skellam.noise_scale, 1e-6)
+    assert summed.basic == pytest.approx(0.5 + alone.best)
+
+
+# -- tighter where dp-accounting allows it (issue 21) ---------------------------------------
+import numpy as np  # noqa: E402
+
+
+def _bisect_epsilon(delta_of, delta, high=50.0):
+    """Smallest epsilon with ``delta_of(epsilon) <= delta`` (delta_of non-increasing)."""
+    low = 0.0
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (low, middle) if delta_of(middle) <= delta else (middle, high)
+    return high
+
+
+def _laplace_pair_delta(epsilon, scale):
+    """Exact delta(epsilon) of one continuous histogram release under a label flip of unit
+    weight: Laplace(scale) on pos[b] and on neg[b], the neighbour's pos[b] - 1, neg[b] + 1
+    (brute force, independent of dp-accounting). Per count the loss ``(|x - 1| - |x|) / scale``
+    is ``1 / scale`` for ``x <= 0`` (mass 1/2), ``-1 / scale`` for ``x >= 1`` (mass
+    ``exp(-1 / scale) / 2``) and linear between (a fine grid of cells, each at its largest
+    loss: an upper bound on delta)."""
+    edges = np.linspace(0.0, 1.0, 20001)
+    cells = 0.5 * (np.exp(-edges[:-1] / scale) - np.exp(-edges[1:] / scale))
+    masses = np.concatenate([[0.5], cells, [0.5 * math.exp(-1 / scale)]])
+    losses = np.concatenate([[1.0], 1.0 - 2.0 * edges[:-1], [-1.0]]) / scale
+    order = np.argsort(losses)
+    losses, masses = losses[order], masses[order]
+    # sum over both counts: for each loss l of the first, the second's losses above
+    # epsilon - l contribute m_j (1 - exp(epsilon - l - l_j)); tail sums from the top
+    tail_mass = np.cumsum(masses[::-1])[::-1]
+    tail_weighted = np.cumsum((masses * np.exp(-losses))[::-1])[::-1]
+    start = np.searchsorted(losses, epsilon - losses, side="right")
+    inside = start < len(losses)
+    first = start[inside]
+    parts = tail_mass[first] - np.exp(epsilon - losses[inside]) * tail_weighted[first]
+    return float(np.sum(masses[inside] * parts))
+
+
+def test_continuous_equal_split_is_booked_as_two_unit_laplace_events():
+    """The continuous histogram was booked as one Laplace event of L1 = 2 (1.4-1.6x looser
+    over 100-1,000 releases); a flip moves two counts by one each: two unit events."""
+    m = get_mechanism("histogram", epsilon=1.0, num_thresholds=10)
+    single = dp_accounting.LaplaceDpEvent(noise_multiplier=m.noise_scale / 2)  # the old booking
+    for releases in (100, 1000):
+        new = m.privacy_spent(releases, delta=1e-6).best
+        old = composed_epsilon(single, releases, 1e-6).best
+        assert new < old / 1.3, (releases, new, old)
+    tree = get_mechanism("tree-histogram", epsilon=1.0, num_thresholds=15)
+    old_tree = dp_accounting.ComposedDpEvent(
+        [dp_accounting.LaplaceDpEvent(noise_multiplier=s / 2) for s in tree.level_scales]
+    )
+    assert tree.privacy_spent(100, 1e-6).best < composed_epsilon(old_tree, 100, 1e-6).best / 1.2
+    assert pure_epsilon(m.dp_event()) == pytest.approx(1.0)  # the pure figure is unchanged
+    assert pure_epsilon(tree.dp_event()) == pytest.approx(1.0)
+
+
+def test_the_two_unit_events_still_bound_the_true_epsilon():
+    m = get_mechanism("histogram", epsilon=1.0, num_thresholds=10)
+    for delta in (1e-2, 1e-3):
+        figure = m.privacy_spent(1, delta=delta).best
+        exact = _bisect_epsilon(lambda e: _laplace_pair_delta(e, m.noise_scale), delta, 2.0)
+        assert _laplace_pair_delta(figure, m.noise_scale) <= delta * (1 + 1e-3)
+        assert abs(figure - exact) <= 1e-3  # tight: the exact figure, up to the grids
+
+
+def _optimal_composition_delta(epsilon, k, eps0, delta0):
+    """Exact delta(epsilon) of k compositions of the canonical (eps0, delta0) pair (Kairouz,
+    Oh & Viswanath 2015): the worst case of k (eps0, delta0)-DP releases."""
+    from math import comb, exp
+
+    p, q = exp(eps0) / (1 + exp(eps0)), 1 / (1 + exp(eps0))
+    finite = sum(
+        comb(k, i) * p ** (k - i) * q**i * max(0.0, 1 - exp(epsilon - (k - 2 * i) * eps0))
+        for i in range(k + 1)
+    )
+    return 1 - (1 - delta0) ** k + (1 - delta0) ** k * finite
+
+
+def test_auc_only_composes_by_optimal_composition_and_stays_a_valid_bound():
+    """auc-only was composed by the basic sum (k epsilon), 3-8x the optimal composition of
+    (epsilon, delta) releases at 100-1,000 releases of epsilon 0.01."""
+    m = get_mechanism("auc-only", epsilon=0.01, num_thresholds=200, delta=1e-9)
+    for releases in (100, 1000):
+        spent = m.privacy_spent(releases, delta=1e-5)
+        assert spent.basic == pytest.approx(0.01 * releases)
+        assert spent.method == "pld" and spent.best < spent.basic / 2.5, spent
+    # valid: against the exact optimal composition theorem (a small case, brute force)
+    k, total_delta = 60, 1e-5
+    spent = m.privacy_spent(k, delta=total_delta)
+    exact = _bisect_epsilon(
+        lambda e: _optimal_composition_delta(e, k, m.epsilon, m.delta), total_delta, 1.0
+    )
+    assert _optimal_composition_delta(spent.best, k, m.epsilon, m.delta) <= total_delta
+    assert exact <= spent.best <= exact + 1e-3
+    # the deltas of the bounds still come first: more than the ledger's delta is refused
+    assert math.isinf(m.privacy_spent(20_000, delta=1e-5).best)
+    assert math.isinf(m.privacy_spent(1, delta=0.0).best)
+
+
+def _skellam_flat_delta(epsilon, mu):
+    """Exact delta(epsilon) of one flat Skellam histogram release (pos[b] - 1, neg[b] + 1)
+    by a brute-force sum over both counts' noise (scipy's pmf)."""
+    from scipy.stats import skellam
+
+    half = int(20 * math.sqrt(2 * mu)) + 20
+    k = np.arange(-half, half + 1)
+    p = skellam.pmf(k, mu, mu)
+    q_pos, q_neg = skellam.pmf(k + 1, mu, mu), skellam.pmf(k - 1, mu, mu)  # the neighbour's
+    joint_p = p[:, None] * p[None, :]
+    joint_q = q_pos[:, None] * q_neg[None, :]
+    return float(np.sum(np.clip(joint_p - math.exp(epsilon) * joint_q, 0, None)))
+
+
+def test_skellam_is_composed_by_its_exact_pld_and_stays_a_valid_bound():
+    """Skellam was composed by its Renyi bound; the PLD from its pmf is 8-12% tighter."""
+    m = get_mechanism("secure-histogram", epsilon=1.0, num_thresholds=10, delta=1e-6)
+    for releases in (100, 1000):
+        spent = m.privacy_spent(releases, delta=1e-6)
+        assert spent.method == "pld" and spent.pld < spent.rdp / 1.05, spent
+    tree = get_mechanism("secure-tree-histogram", epsilon=1.0, num_thresholds=15, delta=1e-6)
+    assert tree.privacy_spent(100, 1e-6).pld < tree.privacy_spent(100, 1e-6).rdp / 1.05
+    # valid: one release against the exact delta (brute force over both counts' noise)
+    mu = m.noise_scale
+    for delta in (1e-3, 1e-6):
+        figure = m.privacy_spent(1, delta=delta).best
+        assert _skellam_flat_delta(figure, mu) <= delta * (1 + 1e-6)
+        exact = _bisect_epsilon(lambda e: _skellam_flat_delta(e, mu), delta, 3.0)
+        assert exact <= figure <= exact + 2e-3
