@@ -50,6 +50,10 @@ class BucketRule:
     ``grid``, ``values`` and ``inclusive`` are those of a
     :class:`~dpauc_tf.core.thresholds.Thresholds` (:meth:`from_thresholds`); :meth:`ids` is
     its ``bucketize_numpy``.
+
+    >>> rule = BucketRule("tf", (-1e-07, 0.25, 0.5, 0.75, 1.0000001), False)
+    >>> rule.ids(np.array([0.0, 0.3, 1.0])).tolist()
+    [1, 2, 4]
     """
 
     grid: str

@@ -54,6 +54,8 @@ def test_noise_and_repeats_through_spark(spark, capsys, files):
         capsys,
         "--scores",
         files["parquet"],
+        "--mechanism",
+        "histogram",
         "--epsilon",
         1.0,
         "--num-thresholds",
@@ -72,7 +74,10 @@ def test_noise_and_repeats_through_spark(spark, capsys, files):
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (("--clients", 4), "takes its clients from the file's client column"),
+        (
+            ("--clients", 4, "--mechanism", "none"),
+            "takes its clients from the file's client column",
+        ),
         (("--mechanism", "score-noise", "--epsilon", 1.0), "changes every example"),
     ],
 )
