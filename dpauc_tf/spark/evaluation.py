@@ -37,13 +37,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
 from dpauc_tf.spark.counting import PROBLEMS, ROWS, BucketRule, count_partition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 _NUMERIC = ("byte", "short", "integer", "long", "float", "double", "decimal", "boolean")
 _MESSAGES = {
@@ -59,7 +62,7 @@ _MESSAGES = {
 }
 
 
-def _columns(df, score_col, label_col, weight_col, client_col, slice_col):
+def _columns(df: DataFrame, score_col, label_col, weight_col, client_col, slice_col):
     """The DataFrame's used columns under the executors' names (checked to exist and to be
     numeric where they must)."""
     from pyspark.sql import functions as F
@@ -88,7 +91,7 @@ def _columns(df, score_col, label_col, weight_col, client_col, slice_col):
 
 
 def count_buckets(
-    df,
+    df: DataFrame,
     spec: ReleaseSpec,
     *,
     score_col: str = "score",
@@ -207,7 +210,7 @@ def release_counts(
 
 
 def private_auc_by_slice(
-    df,
+    df: DataFrame,
     slice_col: str | None,
     *,
     score_col: str = "score",
@@ -231,12 +234,18 @@ def private_auc_by_slice(
     Args:
       df: a ``pyspark.sql.DataFrame``.
       slice_col: the column whose values are the slices.
-      score_col, label_col: scores in [0, 1] (logits with ``from_logits``), labels 0/1.
+      score_col: scores in [0, 1] (logits with ``from_logits``).
+      label_col: labels 0 or 1.
       weight_col: optional weights in [0, 1] (0 or 1 for integer-noise mechanisms).
       client_col: optional client ids: every client of a slice reports, the reports are
         summed.
-      mechanism, epsilon, num_thresholds, threshold_grid, delta, mechanism_options: the
-        release (:meth:`ReleaseSpec.make <dpauc_tf.mechanisms.release.ReleaseSpec.make>`).
+      mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``).
+      epsilon: epsilon of one release (``None``: no noise, NOT private).
+      num_thresholds: ``T``.
+      threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
+      delta: for the mechanisms that take one.
+      mechanism_options: extra constructor options (e.g. ``{"family": "skellam"}``).
+      from_logits: the scores are logits.
       seed: ``None`` (fresh noise, the only mode for real releases) or an int (reproducible).
       repeats: independent releases per slice from one counting pass (each is accounted).
       max_slices_per_example: a bound on the slices one example is in; ``None``: the
@@ -286,7 +295,7 @@ def private_auc_by_slice(
     )
 
 
-def private_auc(df, **options) -> AUCResult:
+def private_auc(df: DataFrame, **options: Any) -> AUCResult:
     """The release of the whole DataFrame: :func:`private_auc_by_slice` without slices
     (the same keyword arguments but ``slice_col`` and ``max_slices_per_example``).
 
@@ -382,7 +391,7 @@ class DPAUCEvaluator:
     def getParam(self, name: str) -> Any:
         return self._params[name]
 
-    def evaluateResults(self, df) -> dict[Any, AUCResult]:
+    def evaluateResults(self, df: DataFrame) -> dict[Any, AUCResult]:
         """``{slice: AUCResult}`` (key ``None`` without ``sliceCol``)."""
         options = {
             _EVALUATOR_NAMES[name]: value
@@ -391,7 +400,7 @@ class DPAUCEvaluator:
         }
         return private_auc_by_slice(df, self._params["sliceCol"], **options)
 
-    def evaluate(self, df) -> float:
+    def evaluate(self, df: DataFrame) -> float:
         """The AUC of the whole DataFrame (NaN where undefined); with ``sliceCol`` set, use
         :meth:`evaluateResults`."""
         if self._params["sliceCol"] is not None:
