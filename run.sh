@@ -64,7 +64,7 @@ show_log() {  # show_log TITLE LOG
 
 # The keras3 world also carries the integrations (Apache Beam, TFMA, Flower); the JAX backend of
 # Keras 3 is tested on Python 3.13 (see the overrides in pyproject.toml).
-KERAS3_EXTRAS=(--extra beam --extra tfma --extra flower)
+KERAS3_EXTRAS=(--extra beam --extra tfma --extra flower --extra spark)
 
 # On Python 3.13 the library's layers and adapters are tested (the notebooks, the demo, the
 # paper's tables and the data preparation run on 3.11 above), in two halves of about equal

@@ -23,6 +23,7 @@ ADAPTERS = {
     "demo",
     "tf_startup",
     "beam",
+    "spark",
 }
 MAX_LINES = 600
 

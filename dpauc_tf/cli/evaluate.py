@@ -228,6 +228,13 @@ def release_flower(args, mechanism, counted, client_ids, num_clients, thresholds
     return evaluate_with_flower(args, data, client_ids, num_clients)
 
 
+def release_spark(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend spark``: the file read again by Spark, counted on executors."""
+    from dpauc_tf.cli.spark import evaluate_with_spark
+
+    return evaluate_with_spark(args, client_ids, num_clients)
+
+
 # ``--backend NAME`` -> a function (args, mechanism, counted, client_ids, num_clients,
 # thresholds) -> SimulationResult. A backend starts from the counts of step 1.
 BACKENDS = {
@@ -235,6 +242,7 @@ BACKENDS = {
     "tff": release_tff,
     "beam": release_beam,
     "flower": release_flower,
+    "spark": release_spark,
 }
 
 

@@ -289,11 +289,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
     ev.add_argument(
         "--backend",
-        choices=("simulate", "tff", "beam", "flower"),
+        choices=("simulate", "tff", "beam", "flower", "spark"),
         default="simulate",
         help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate), beam "
         '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]") or flower '
-        '(dpauc_tf.flower.evaluate; needs "dpauc-tf[flower]")',
+        '(dpauc_tf.flower.evaluate; needs "dpauc-tf[flower]") or spark (the file read by '
+        'Spark, dpauc_tf.spark; needs "dpauc-tf[spark]")',
+    )
+    ev.add_argument(
+        "--spark-master",
+        default="local[2]",
+        help="Spark master URL for --backend spark (docs/spark.md); an active SparkSession "
+        "is used as it is",
     )
     ev.add_argument(
         "--round-timeout",

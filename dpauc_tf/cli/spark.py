@@ -1,0 +1,99 @@
+"""``dpauc evaluate --backend spark``: the file read by Spark's reader, counted on the
+executors, released on the driver (:mod:`dpauc_tf.spark`).
+
+The master is ``--spark-master`` (default ``local[2]``); an active SparkSession (e.g. in a
+notebook or a ``spark-submit`` job) is used as it is. CSV (``.csv``, ``.csv.gz``, with a
+header) and Parquet (``.parquet``, ``.pq``) files, directories and globs of them are read
+with ``spark.read``; the columns are the command's ``--score-column``, ``--label-column``
+and ``--client-column``.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import sys
+
+from dpauc_tf.cli.main import CommandError
+
+DEFAULT_MASTER = "local[2]"
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def spark_format(path: str) -> str:
+    """``"parquet"`` or ``"csv"`` from the suffixes of ``path`` (or of the files it names)."""
+    names = [path]
+    if os.path.isdir(path):
+        names = [os.path.join(path, name) for name in sorted(os.listdir(path))]
+    elif glob.has_magic(path):
+        names = glob.glob(path) or [path]
+    names = [name.lower() for name in names if not os.path.basename(name).startswith((".", "_"))]
+    if names and all(name.endswith(PARQUET_SUFFIXES) for name in names):
+        return "parquet"
+    if names and all(name.endswith((".csv", ".csv.gz", ".txt")) for name in names):
+        return "csv"
+    raise CommandError(
+        f"--backend spark reads CSV (.csv, .csv.gz) and Parquet (.parquet, .pq) files, "
+        f"directories or globs of one of them; {path!r} is neither"
+    )
+
+
+def _session(master: str):
+    """The active SparkSession, else a new one on ``master`` (and whether it is new)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    if master.startswith("local"):  # the local workers run this interpreter
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master(master)
+        .appName("dpauc evaluate")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session, True
+
+
+def evaluate_with_spark(args, client_ids, num_clients: int):
+    """The release of ``args.scores`` through :func:`dpauc_tf.spark.private_auc`, as the
+    command's ``SimulationResult``; per client when the file has more than one client."""
+    from dpauc_tf.cli.evaluate import release_settings
+    from dpauc_tf.experiments.simulation import SimulationResult
+
+    if importlib.util.find_spec("pyspark") is None:
+        raise CommandError('--backend spark needs PySpark: pip install "dpauc-tf[spark]"')
+    if client_ids is not None:
+        raise CommandError(
+            "--backend spark takes its clients from the file's client column "
+            "(--client-column); --clients partitions the examples in memory: use "
+            "--backend simulate"
+        )
+    fmt = spark_format(str(args.scores))
+    from dpauc_tf.spark import private_auc
+
+    session, created = _session(args.spark_master or DEFAULT_MASTER)
+    try:
+        reader = session.read
+        if fmt == "csv":
+            reader = reader.option("header", True).option("inferSchema", True)
+        frame = reader.format(fmt).load(str(args.scores))
+        result = private_auc(
+            frame,
+            score_col=args.score_column,
+            label_col=args.label_column,
+            client_col=(args.client_column or "client") if num_clients > 1 else None,
+            seed=args.seed,
+            repeats=args.repeats,
+            from_logits=args.from_logits,
+            **release_settings(args),
+        )
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        if created:
+            session.stop()
+    return SimulationResult(result.aucs, result.fpr, result.tpr, result.statement)

@@ -1,0 +1,410 @@
+"""A private AUC of a Spark DataFrame: count on the executors, release once per slice.
+
+:func:`private_auc` (the whole DataFrame) and :func:`private_auc_by_slice` (one release per
+value of a slice column) take a DataFrame with a score and a label column (optional weight,
+client and slice columns) and:
+
+1. count per bucket on the executors: ``mapInArrow`` with
+   :func:`dpauc_tf.spark.counting.count_partition` on every partition, on the grid
+   :meth:`~dpauc_tf.mechanisms.release.ReleaseSpec.count_grid` (the mechanism's own where
+   it has one, e.g. ``auc-only``);
+2. merge: ``groupBy(slice, client, bucket)`` and a sum; what reaches the driver is those
+   sums (at most ``T + 1`` numbers per slice and client), never a row;
+3. release on the driver through the release protocol
+   (:mod:`dpauc_tf.mechanisms.release`): without a client column every slice's counts are
+   released **once** (central noise, seed ``spec.seed_for(slice)``); with one, every
+   client's counts in a slice are released by the mechanism built for the slice's number
+   of clients (seed ``spec.seed_for(slice, client)``) and the reports are summed, as
+   :class:`dpauc_tf.beam.PrivateAUC` does with ``per_client=True``; then
+   :func:`~dpauc_tf.mechanisms.release.finish_release` gives one
+   :class:`~dpauc_tf.mechanisms.release.AUCResult` per slice.
+
+Accounting, as in Beam: a slice's output is ``repeats`` releases; an example in ``k``
+slices costs ``repeats * k`` releases. Spark cannot see which rows hold the same example (a
+DataFrame and its subsets unioned with other slice values put one example in several
+slices), so ``k`` is the number of slices in the output (the worst case) unless
+``max_slices_per_example`` declares a bound (``1``: every example is one row, in one slice).
+
+Refused with a one-line ``ValueError`` before any release: a null in any used column, a
+label other than 0/1, a score outside [0, 1] or NaN (with ``from_logits=True``: NaN), a
+weight outside [0, 1], a fractional weight for an integer-noise mechanism, an empty
+DataFrame, a mechanism that changes the examples before counting (``score-noise``) and, per
+client, a mechanism whose releases cannot be summed (``auc-only``). A slice of one class has
+an undefined AUC without noise (``AUCResult.auc_or_none`` is ``None``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
+from dpauc_tf.spark.counting import PROBLEMS, ROWS, BucketRule, count_partition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_NUMERIC = ("byte", "short", "integer", "long", "float", "double", "decimal", "boolean")
+_MESSAGES = {
+    "null_score": "null scores (drop or fill them first)",
+    "null_label": "null labels (drop or fill them first)",
+    "null_weight": "null weights (drop or fill them first)",
+    "null_key": "null slice or client keys (drop or fill them first)",
+    "label": "labels other than 0 or 1",
+    "score": "scores that are NaN or outside [0, 1] (logits need from_logits=True)",
+    "weight": "weights outside [0, 1] (larger weights break the sensitivity bound)",
+    "fractional_weight": "fractional weights; this mechanism adds integer noise and needs "
+    "weights of 0 or 1",
+}
+
+
+def _columns(df: DataFrame, score_col, label_col, weight_col, client_col, slice_col):
+    """The DataFrame's used columns under the executors' names (checked to exist and to be
+    numeric where they must)."""
+    from pyspark.sql import functions as F
+
+    types = {field.name: field.dataType.typeName() for field in df.schema.fields}
+    wanted = {"score": score_col, "label": label_col, "weight": weight_col}
+    keys = {"slice": slice_col, "client": client_col}
+    selected = []
+    for role, name in {**wanted, **keys}.items():
+        if name is None:
+            continue
+        if name not in types:
+            raise ValueError(
+                f"dpauc_tf.spark: no column {name!r} ({role}) in the DataFrame; it has "
+                f"{sorted(types)}"
+            )
+        if role in wanted:
+            if types[name] not in _NUMERIC:
+                raise ValueError(
+                    f"dpauc_tf.spark: column {name!r} ({role}) must be numeric, not {types[name]}"
+                )
+            selected.append(F.col(name).cast("double").alias(role))
+        else:
+            selected.append(F.col(name).alias(role))
+    return df.select(*selected), tuple(role for role, name in keys.items() if name)
+
+
+def count_buckets(
+    df: DataFrame,
+    spec: ReleaseSpec,
+    *,
+    score_col: str = "score",
+    label_col: str = "label",
+    weight_col: str | None = None,
+    client_col: str | None = None,
+    slice_col: str | None = None,
+    from_logits: bool = False,
+) -> dict[tuple[Any, Any], tuple[np.ndarray, np.ndarray, float]]:
+    """Steps 1 and 2: ``{(slice, client): (pos, neg, num_examples)}`` on
+    ``spec.count_grid()`` (``None`` for an absent key), checked (see the module docstring).
+    """
+    from pyspark.sql import types as T
+
+    selected, key_names = _columns(df, score_col, label_col, weight_col, client_col, slice_col)
+    key_type = {
+        name: selected.schema[name].dataType if name in key_names else T.StringType()
+        for name in ("slice", "client")
+    }
+    schema = T.StructType(
+        [
+            T.StructField("slice", key_type["slice"]),
+            T.StructField("client", key_type["client"]),
+            T.StructField("bucket", T.IntegerType()),
+            T.StructField("pos", T.DoubleType()),
+            T.StructField("neg", T.DoubleType()),
+        ]
+    )
+    rule = BucketRule.from_thresholds(spec.count_grid())
+    counter = functools.partial(
+        count_partition,
+        rule=rule,
+        key_names=key_names,
+        from_logits=from_logits,
+        integer_weights=spec.capabilities.integer_counts,
+    )
+    sums = (
+        selected.mapInArrow(counter, schema)
+        .groupBy("slice", "client", "bucket")
+        .sum("pos", "neg")
+        .collect()
+    )
+    counts: dict = {}
+    problems = dict.fromkeys(PROBLEMS.values(), 0)
+    for row in sums:
+        key = (row["slice"], row["client"])
+        pos, neg, rows = counts.setdefault(
+            key, (np.zeros(rule.num_buckets), np.zeros(rule.num_buckets), [0])
+        )
+        bucket, pos_sum, neg_sum = row["bucket"], row["sum(pos)"], row["sum(neg)"]
+        if bucket >= 0:
+            pos[bucket], neg[bucket] = pos_sum, neg_sum
+        elif bucket == ROWS:
+            rows[0] += int(pos_sum)
+        else:
+            problems[PROBLEMS[bucket]] += int(pos_sum)
+    bad = [(kind, number) for kind, number in problems.items() if number]
+    if bad:
+        kind, number = bad[0]
+        role = kind.removeprefix("null_").removeprefix("fractional_")
+        columns = {"score": score_col, "label": label_col, "weight": weight_col}
+        where = columns.get(role) or " or ".join(repr(c) for c in (slice_col, client_col) if c)
+        raise ValueError(
+            f"dpauc_tf.spark: {number} row(s) of column {where!r} hold {_MESSAGES[kind]}"
+            if role in columns
+            else f"dpauc_tf.spark: {number} row(s) of column {where} hold {_MESSAGES[kind]}"
+        )
+    if not counts:
+        raise ValueError("dpauc_tf.spark: the DataFrame has no rows: nothing to release")
+    return {key: (pos, neg, float(pos.sum() + neg.sum())) for key, (pos, neg, _) in counts.items()}
+
+
+def _release(spec, pos, neg, seed, repeats, num_clients=None) -> dict[str, np.ndarray]:
+    release = spec.build(num_clients).release(pos, neg, seed=seed, repeats=repeats)
+    return {key: value.numpy() for key, value in release.items()}
+
+
+def release_counts(
+    spec: ReleaseSpec,
+    counts: dict,
+    *,
+    per_client: bool,
+    repeats: int = 1,
+    max_slices_per_example: int | None = None,
+) -> dict[Any, AUCResult]:
+    """Step 3: ``{slice: AUCResult}`` from :func:`count_buckets`' counts (see the module
+    docstring), sorted by slice key."""
+    by_slice: dict = {}
+    for (slice_key, client), value in counts.items():
+        by_slice.setdefault(slice_key, {})[client] = value
+    most = max_slices_per_example or len(by_slice)  # the worst case: every slice
+    results = {}
+    for slice_key in sorted(by_slice, key=repr):
+        clients = by_slice[slice_key]
+        num_examples = sum(value[2] for value in clients.values())
+        if not per_client:
+            ((pos, neg, _),) = clients.values()
+            summed = _release(spec, pos, neg, spec.seed_for(slice_key), repeats)
+            num_clients = None
+        else:
+            num_clients = len(clients)
+            reports = [
+                _release(spec, pos, neg, spec.seed_for(slice_key, client), repeats, num_clients)
+                for client, (pos, neg, _) in sorted(clients.items(), key=lambda kv: repr(kv[0]))
+            ]
+            summed = {key: sum(report[key] for report in reports) for key in reports[0]}
+        results[slice_key] = finish_release(
+            spec,
+            summed,
+            num_examples=num_examples,
+            num_clients=num_clients,
+            slice_key=slice_key,
+            slices_per_example=most,
+        )
+    return results
+
+
+def private_auc_by_slice(
+    df: DataFrame,
+    slice_col: str | None,
+    *,
+    score_col: str = "score",
+    label_col: str = "label",
+    weight_col: str | None = None,
+    client_col: str | None = None,
+    mechanism: str = "histogram",
+    epsilon: float | None,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+    threshold_grid: str | Sequence[float] = "tf",
+    delta: float | None = None,
+    seed: int | None = None,
+    repeats: int = 1,
+    max_slices_per_example: int | None = None,
+    from_logits: bool = False,
+    mechanism_options: dict | None = None,
+) -> dict[Any, AUCResult]:
+    """One :class:`~dpauc_tf.mechanisms.release.AUCResult` per value of ``slice_col``
+    (``None``: one, keyed ``None``, for the whole DataFrame); see the module docstring.
+
+    Args:
+      df: a ``pyspark.sql.DataFrame``.
+      slice_col: the column whose values are the slices.
+      score_col: scores in [0, 1] (logits with ``from_logits``).
+      label_col: labels 0 or 1.
+      weight_col: optional weights in [0, 1] (0 or 1 for integer-noise mechanisms).
+      client_col: optional client ids: every client of a slice reports, the reports are
+        summed.
+      mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``).
+      epsilon: epsilon of one release (``None``: no noise, NOT private).
+      num_thresholds: ``T``.
+      threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
+      delta: for the mechanisms that take one.
+      mechanism_options: extra constructor options (e.g. ``{"family": "skellam"}``).
+      from_logits: the scores are logits.
+      seed: ``None`` (fresh noise, the only mode for real releases) or an int (reproducible).
+      repeats: independent releases per slice from one counting pass (each is accounted).
+      max_slices_per_example: a bound on the slices one example is in; ``None``: the
+        number of slices (the worst case).
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+    if max_slices_per_example is not None and (
+        isinstance(max_slices_per_example, bool)
+        or not isinstance(max_slices_per_example, int)
+        or max_slices_per_example < 1
+    ):
+        raise ValueError(
+            f"max_slices_per_example must be None or an int >= 1, got {max_slices_per_example!r}"
+        )
+    from dpauc_tf.tf_startup import import_tensorflow_quietly
+
+    import_tensorflow_quietly()  # the release on the driver; no start-up chatter
+    spec = ReleaseSpec.make(
+        mechanism,
+        epsilon=epsilon,
+        num_thresholds=num_thresholds,
+        threshold_grid=threshold_grid,
+        delta=delta,
+        options=mechanism_options,
+        seed=seed,
+    )
+    spec.check_releases_counts("dpauc_tf.spark")
+    if client_col is not None:
+        spec.check_summable(2, "dpauc_tf.spark with a client column")
+    counts = count_buckets(
+        df,
+        spec,
+        score_col=score_col,
+        label_col=label_col,
+        weight_col=weight_col,
+        client_col=client_col,
+        slice_col=slice_col,
+        from_logits=from_logits,
+    )
+    return release_counts(
+        spec,
+        counts,
+        per_client=client_col is not None,
+        repeats=repeats,
+        max_slices_per_example=max_slices_per_example,
+    )
+
+
+def private_auc(df: DataFrame, **options: Any) -> AUCResult:
+    """The release of the whole DataFrame: :func:`private_auc_by_slice` without slices
+    (the same keyword arguments but ``slice_col`` and ``max_slices_per_example``).
+
+    >>> result = private_auc(df, epsilon=1.0, num_thresholds=100)  # doctest: +SKIP
+    >>> result.auc, result.epsilon_total  # doctest: +SKIP
+    """
+    if "slice_col" in options or "max_slices_per_example" in options:
+        raise TypeError("private_auc releases the whole DataFrame: use private_auc_by_slice")
+    return private_auc_by_slice(df, None, **options)[None]
+
+
+# DPAUCEvaluator's params -> private_auc_by_slice's keyword arguments
+_EVALUATOR_NAMES = {
+    "scoreCol": "score_col",
+    "labelCol": "label_col",
+    "weightCol": "weight_col",
+    "clientCol": "client_col",
+    "mechanism": "mechanism",
+    "epsilon": "epsilon",
+    "delta": "delta",
+    "numThresholds": "num_thresholds",
+    "thresholdGrid": "threshold_grid",
+    "seed": "seed",
+    "repeats": "repeats",
+    "maxSlicesPerExample": "max_slices_per_example",
+    "fromLogits": "from_logits",
+    "mechanismOptions": "mechanism_options",
+}
+
+
+class DPAUCEvaluator:
+    """``pyspark.ml.evaluation.BinaryClassificationEvaluator``'s shape, with label DP.
+
+    ``evaluate(df)`` returns the AUC (the first repeat's; NaN where it is undefined) of the
+    whole DataFrame; :meth:`evaluateResults` returns every slice's full
+    :class:`~dpauc_tf.mechanisms.release.AUCResult` (the curve, the epsilon of the slice and
+    of the whole output, the counts). Every call is a new release that spends privacy
+    budget, so this is deliberately not a ``pyspark.ml`` ``Evaluator``: a
+    ``CrossValidator`` would call it once per model and fold, and those releases compose.
+
+    Params (camelCase, as Spark's): ``scoreCol`` (``rawPredictionCol`` is accepted as an
+    alias), ``labelCol``, ``weightCol``, ``clientCol``, ``sliceCol``, ``mechanism``,
+    ``epsilon``, ``delta``, ``numThresholds``, ``thresholdGrid``, ``seed``, ``repeats``,
+    ``maxSlicesPerExample``, ``fromLogits``, ``mechanismOptions``.
+
+    >>> DPAUCEvaluator(epsilon=1.0, numThresholds=100).getMetricName()
+    'dpAreaUnderROC'
+    """
+
+    def __init__(
+        self,
+        *,
+        scoreCol: str = "score",
+        labelCol: str = "label",
+        weightCol: str | None = None,
+        clientCol: str | None = None,
+        sliceCol: str | None = None,
+        mechanism: str = "histogram",
+        epsilon: float | None,
+        delta: float | None = None,
+        numThresholds: int = DEFAULT_NUM_THRESHOLDS,
+        thresholdGrid: str | Sequence[float] = "tf",
+        seed: int | None = None,
+        repeats: int = 1,
+        maxSlicesPerExample: int | None = None,
+        fromLogits: bool = False,
+        mechanismOptions: dict | None = None,
+        rawPredictionCol: str | None = None,
+    ):
+        params = dict(locals())
+        params.pop("self")
+        alias = params.pop("rawPredictionCol")
+        if alias is not None:
+            params["scoreCol"] = alias
+        self._params = params
+        # checks the mechanism, epsilon, delta, options and seed now
+        ReleaseSpec.make(
+            mechanism,
+            epsilon=epsilon,
+            num_thresholds=numThresholds,
+            threshold_grid=thresholdGrid,
+            delta=delta,
+            options=mechanismOptions,
+            seed=seed,
+        ).check_releases_counts("dpauc_tf.spark")
+
+    def getMetricName(self) -> str:
+        return "dpAreaUnderROC"
+
+    def isLargerBetter(self) -> bool:
+        return True
+
+    def getParam(self, name: str) -> Any:
+        return self._params[name]
+
+    def evaluateResults(self, df: DataFrame) -> dict[Any, AUCResult]:
+        """``{slice: AUCResult}`` (key ``None`` without ``sliceCol``)."""
+        options = {
+            _EVALUATOR_NAMES[name]: value
+            for name, value in self._params.items()
+            if name in _EVALUATOR_NAMES
+        }
+        return private_auc_by_slice(df, self._params["sliceCol"], **options)
+
+    def evaluate(self, df: DataFrame) -> float:
+        """The AUC of the whole DataFrame (NaN where undefined); with ``sliceCol`` set, use
+        :meth:`evaluateResults`."""
+        if self._params["sliceCol"] is not None:
+            raise ValueError(
+                "DPAUCEvaluator(sliceCol=...) releases one AUC per slice: use evaluateResults(df)"
+            )
+        return self.evaluateResults(df)[None].auc

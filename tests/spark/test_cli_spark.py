@@ -1,0 +1,96 @@
+"""``dpauc evaluate --backend spark``: Spark's reader, equal to --backend simulate without
+noise (K = 10 non-IID clients), one-line errors (one local Spark session for the module)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyspark")
+pd = pytest.importorskip("pandas")
+
+from dpauc_tf.cli.main import main  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    rng = np.random.default_rng(5)
+    n = 3000
+    client = rng.integers(0, 10, n)
+    label = (rng.random(n) < 0.1 + 0.08 * client).astype(int)
+    score = np.clip(0.3 + 0.3 * label + 0.02 * client + rng.normal(0, 0.2, n), 0, 1)
+    frame = pd.DataFrame({"score": score, "label": label, "client": client})
+    root = tmp_path_factory.mktemp("spark-cli")
+    paths = {"csv": root / "scores.csv", "parquet": root / "scores.parquet"}
+    frame.to_csv(paths["csv"], index=False)
+    frame.to_parquet(paths["parquet"], index=False)
+    frame.drop(columns="client").to_csv(root / "one.csv", index=False)
+    paths["one"] = root / "one.csv"
+    (root / "scores.tsv").write_text("score\tlabel\n0.5\t1\n")
+    paths["tsv"] = root / "scores.tsv"
+    return paths
+
+
+def _evaluate(capsys, *argv) -> dict:
+    assert main(["evaluate", *map(str, argv), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet", "one"])
+def test_noise_off_equals_simulate(spark, capsys, files, kind):
+    common = ("--scores", files[kind], "--mechanism", "none", "--num-thresholds", 40)
+    mine = _evaluate(capsys, *common, "--backend", "spark")
+    theirs = _evaluate(capsys, *common, "--backend", "simulate")
+    assert mine["aucs"] == theirs["aucs"]
+    assert mine["roc"] == theirs["roc"]
+    assert mine["num_clients"] == theirs["num_clients"] == (1 if kind == "one" else 10)
+    assert mine["backend"] == "spark"
+
+
+def test_noise_and_repeats_through_spark(spark, capsys, files):
+    out = _evaluate(
+        capsys,
+        "--scores",
+        files["parquet"],
+        "--mechanism",
+        "histogram",
+        "--epsilon",
+        1.0,
+        "--num-thresholds",
+        20,
+        "--repeats",
+        5,
+        "--seed",
+        3,
+        "--backend",
+        "spark",
+    )
+    assert len(out["aucs"]) == 5 and len(set(out["aucs"])) == 5
+    assert out["guaranteed_epsilon"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (
+            ("--clients", 4, "--mechanism", "none"),
+            "takes its clients from the file's client column",
+        ),
+        (("--mechanism", "score-noise", "--epsilon", 1.0), "changes every example"),
+    ],
+)
+def test_one_line_errors(spark, capsys, files, argv, match):
+    code = main(["evaluate", "--scores", str(files["one"]), "--backend", "spark", *map(str, argv)])
+    err = capsys.readouterr().err
+    assert code != 0 and match in err and "Traceback" not in err
+
+
+def test_an_unknown_format_is_refused(files):
+    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.cli.spark import spark_format
+
+    with pytest.raises(CommandError, match=r"CSV .* and Parquet"):
+        spark_format(str(files["tsv"]))
+    assert spark_format(str(files["parquet"])) == "parquet"
