@@ -268,9 +268,9 @@ def evaluate_scores(args) -> dict[str, Any]:
     grid = _mechanism(args, 1).count_thresholds(thresholds)  # checks the options first
     private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
     show_exact = bool(getattr(args, "show_exact", False))
-    read_by_beam = None
-    if _reads_with_beam(args, show_exact):
-        counted, read_by_beam = _evaluate_files_with_beam(args)
+    read_by_engine = None
+    if _reads_with_engine(args, show_exact):
+        counted, read_by_engine = _evaluate_files_with_engine(args)
         client_ids, num_clients = None, counted.num_clients
     else:
         counted = count_scores(args, grid)
@@ -285,7 +285,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         reference = {key: None for key in REFERENCE_FIELDS}
     else:
         reference = reference_aucs(counted, args.num_thresholds) if show_exact else {}
-        result = read_by_beam or BACKENDS[args.backend](
+        result = read_by_engine or BACKENDS[args.backend](
             args, mechanism, counted, client_ids, num_clients, thresholds
         )
         statement = result.statement
@@ -521,19 +521,38 @@ def _evaluate_with_beam(args, data, client_ids, num_clients):
 
 
 @dataclasses.dataclass(frozen=True)
-class _CountedByBeam:
-    """What the command line needs of a file that a Beam pipeline read and counted."""
+class _CountedByEngine:
+    """What the command line needs of a file that Beam or Spark read and counted."""
 
     num_examples: int
     num_clients: int
     num_positives: int | None  # only without noise (--mechanism none): exact, not private
 
 
-def _reads_with_beam(args, show_exact: bool) -> bool:
-    """``--backend beam`` reads the files with Beam's own IO (the driver holds no row),
-    except where the command needs the examples on the driver: a partition (``--clients``),
-    the exact values (``--show-exact``) or the plot's exact curve (``--plot``)."""
-    return args.backend == "beam" and args.clients is None and not show_exact and not args.plot
+def _reads_with_engine(args, show_exact: bool) -> bool:
+    """``--backend beam`` and ``--backend spark`` read the files with the engine's own IO
+    (the driver holds no row), except where the command needs the examples on the driver: a
+    partition (``--clients``), the exact values (``--show-exact``) or the plot's exact curve
+    (``--plot``)."""
+    engine = args.backend in ("beam", "spark")
+    return engine and args.clients is None and not show_exact and not args.plot
+
+
+def _evaluate_files_with_engine(args):
+    """The release of the files by Beam or Spark, and what the command needs of them."""
+    if args.backend == "spark":
+        from dpauc_tf.cli.spark import evaluate_file_with_spark
+
+        return _counted(args, evaluate_file_with_spark(args))
+    return _counted(args, _evaluate_files_with_beam(args))
+
+
+def _counted(args, out) -> tuple[_CountedByEngine, Any]:
+    positives = None
+    if mechanism_spec(args.mechanism).capabilities.protects == "nothing":
+        positives = round(float(np.sum(out.noisy_counts["pos"][0])))
+    counted = _CountedByEngine(round(out.num_examples), out.num_clients or 1, positives)
+    return counted, out
 
 
 def _evaluate_files_with_beam(args):
@@ -571,11 +590,7 @@ def _evaluate_files_with_beam(args):
         beam_options=args.beam_options,
         **release_settings(args),
     )
-    positives = None
-    if mechanism_spec(args.mechanism).capabilities.protects == "nothing":
-        positives = round(float(np.sum(out.noisy_counts["pos"][0])))
-    counted = _CountedByBeam(round(out.num_examples), out.num_clients or 1, positives)
-    return counted, out
+    return out
 
 
 def _format_auc(value: float | None) -> str:

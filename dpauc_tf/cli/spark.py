@@ -60,18 +60,29 @@ def _session(master: str):
 
 def evaluate_with_spark(args, client_ids, num_clients: int):
     """The release of ``args.scores`` through :func:`dpauc_tf.spark.private_auc`, as the
-    command's ``SimulationResult``; per client when the file has more than one client."""
-    from dpauc_tf.cli.evaluate import release_settings
+    command's ``SimulationResult``, after the driver has read the file (``--show-exact``,
+    ``--plot``); per client when the file has more than one client."""
     from dpauc_tf.experiments.simulation import SimulationResult
 
-    if importlib.util.find_spec("pyspark") is None:
-        raise CommandError('--backend spark needs PySpark: pip install "dpauc-tf[spark]"')
     if client_ids is not None:
         raise CommandError(
             "--backend spark takes its clients from the file's client column "
             "(--client-column); --clients partitions the examples in memory: use "
             "--backend simulate"
         )
+    result = evaluate_file_with_spark(args, per_client=num_clients > 1)
+    return SimulationResult(result.aucs, result.fpr, result.tpr, result.statement)
+
+
+def evaluate_file_with_spark(args, per_client: bool | None = None):
+    """``args.scores`` read by Spark's reader, counted on the executors and released on the
+    driver: an :class:`~dpauc_tf.mechanisms.release.AUCResult`. The driver holds no row.
+    ``per_client=None`` sums every client's report when the file has the client column
+    (``--client-column``, or a column named ``client``)."""
+    from dpauc_tf.cli.evaluate import release_settings
+
+    if importlib.util.find_spec("pyspark") is None:
+        raise CommandError('--backend spark needs PySpark: pip install "dpauc-tf[spark]"')
     fmt = spark_format(str(args.scores))
     from dpauc_tf.spark import private_auc
 
@@ -81,11 +92,16 @@ def evaluate_with_spark(args, client_ids, num_clients: int):
         if fmt == "csv":
             reader = reader.option("header", True).option("inferSchema", True)
         frame = reader.format(fmt).load(str(args.scores))
-        result = private_auc(
+        client = args.client_column or "client"
+        if args.client_column is not None and client not in frame.columns:
+            raise CommandError(f"--scores {args.scores}: no client column {client!r}")
+        if per_client is None:
+            per_client = client in frame.columns
+        return private_auc(
             frame,
             score_col=args.score_column,
             label_col=args.label_column,
-            client_col=(args.client_column or "client") if num_clients > 1 else None,
+            client_col=client if per_client else None,
             seed=args.seed,
             repeats=args.repeats,
             from_logits=args.from_logits,
@@ -96,4 +112,3 @@ def evaluate_with_spark(args, client_ids, num_clients: int):
     finally:
         if created:
             session.stop()
-    return SimulationResult(result.aucs, result.fpr, result.tpr, result.statement)

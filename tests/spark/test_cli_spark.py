@@ -94,3 +94,20 @@ def test_an_unknown_format_is_refused(files):
     with pytest.raises(CommandError, match=r"CSV .* and Parquet"):
         spark_format(str(files["tsv"]))
     assert spark_format(str(files["parquet"])) == "parquet"
+
+
+def test_the_driver_reads_no_row(spark, capsys, files, monkeypatch):
+    """Without --show-exact/--clients/--plot only Spark reads the file: the command's own
+    reader is never called, and the release equals --backend simulate with noise off."""
+    from dpauc_tf.cli import evaluate as cli_evaluate
+
+    common = ("--scores", files["parquet"], "--mechanism", "none", "--num-thresholds", 40)
+    theirs = _evaluate(capsys, *common, "--backend", "simulate")
+
+    def no_driver_reading(*args, **kwargs):
+        raise AssertionError("the driver read the file")
+
+    monkeypatch.setattr(cli_evaluate, "count_scores", no_driver_reading)
+    mine = _evaluate(capsys, *common, "--backend", "spark")
+    assert mine["aucs"] == theirs["aucs"] and mine["num_examples"] == theirs["num_examples"]
+    assert mine["num_clients"] == 10
