@@ -55,7 +55,7 @@ import numpy as np
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.mechanisms.registry import mechanism_spec
+from dpauc_tf.mechanisms.registry import check_mechanism_options, mechanism_spec
 
 RELEASE_COUNTER = ("dpauc_tf.beam", "releases")
 
@@ -288,7 +288,16 @@ class PrivateAUC(beam.PTransform):
             epsilon,
             self.thresholds.num_thresholds,
             delta,
-            tuple(sorted((mechanism_options or {}).items())),
+            tuple(
+                sorted(
+                    check_mechanism_options(
+                        mechanism,
+                        mechanism_options,
+                        entry="dpauc_tf.beam.PrivateAUC",
+                        num_clients="the clients of each slice (per_client=True)",
+                    ).items()
+                )
+            ),
         )
         mechanism_object = self.config.build()  # validates epsilon, delta and options now
         self.integer_weights = mechanism_object.capabilities.integer_counts

@@ -167,7 +167,7 @@ def evaluate(
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     from dpauc_tf.core.curve import roc_from_confusion
     from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.mechanisms.registry import get_mechanism, require
+    from dpauc_tf.mechanisms.registry import check_mechanism_options, get_mechanism, require
 
     clients = _checked_clients(client_data)
     num_clients = len(clients)
@@ -185,7 +185,14 @@ def evaluate(
         "delta": delta,
         "num_clients": num_clients if secure_shares is None else int(secure_shares),
     }
-    options.update(mechanism_options or {})
+    options.update(
+        check_mechanism_options(
+            mechanism,
+            mechanism_options,
+            entry="dpauc_tf.flower.evaluate",
+            num_clients="secure_shares= (default: every client)",
+        )
+    )
     if noise_family is not None and epsilon is not None:
         options["family"] = noise_family
     count_mechanism = require(get_mechanism(mechanism, **options), "federated")
