@@ -60,6 +60,7 @@ import numpy as np
 
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.registry import check_mechanism_options
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
 
 RELEASE_COUNTER = ("dpauc_tf.beam", "releases")
@@ -203,7 +204,12 @@ class PrivateAUC(beam.PTransform):
             num_thresholds=num_thresholds,
             threshold_grid=threshold_grid,
             delta=delta,
-            options=mechanism_options,
+            options=check_mechanism_options(
+                mechanism,
+                mechanism_options,
+                entry="dpauc_tf.beam.PrivateAUC",
+                num_clients="the clients of each slice (per_client=True)",
+            ),
             seed=seed,
         )
         self.spec.check_releases_counts("dpauc_tf.beam")

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpauc_tf.cli.formats import format_rows, json_safe
 from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
-from dpauc_tf.mechanisms.registry import mechanism_spec
+from dpauc_tf.mechanisms.registry import mechanism_spec, parse_options
 
 
 def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
@@ -75,12 +75,18 @@ def _mechanism(args, num_clients: int):
 
 
 def mechanism_options(args) -> dict[str, Any]:
-    """The ``--mechanism-option KEY=VALUE`` pairs as the options of ``get_mechanism``."""
+    """The ``--mechanism-option KEY=VALUE`` pairs as the options of ``get_mechanism``, each
+    parsed by its declared type (``public_scores=no`` is ``False``; registry.parse_options)."""
     pairs = getattr(args, "mechanism_options", None) or []
     options = dict(pairs)
     if len(options) != len(pairs):
         raise CommandError("--mechanism-option: an option is given twice")
-    return options
+    if not options:
+        return options
+    try:
+        return parse_options(args.mechanism, options)
+    except ValueError as error:
+        raise CommandError(f"--mechanism-option: {error}") from None
 
 
 def release_settings(args) -> dict[str, Any]:

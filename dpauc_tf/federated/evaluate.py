@@ -20,7 +20,12 @@ from dpauc_tf.core.partitions import client_data_from_partition  # noqa: F401 (r
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import computations
 from dpauc_tf.mechanisms.base import achieved_statement
-from dpauc_tf.mechanisms.registry import get_mechanism, mechanism_spec, require
+from dpauc_tf.mechanisms.registry import (
+    check_mechanism_options,
+    get_mechanism,
+    mechanism_spec,
+    require,
+)
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -289,7 +294,12 @@ def evaluate(
             "client_data has no len(): pass num_clients= (needed for dropout and for the "
             "shares of secure mechanisms)"
         )
-    options = dict(mechanism_options or {})
+    options = check_mechanism_options(
+        mechanism,
+        mechanism_options,
+        entry="dpauc_tf.federated.evaluate",
+        num_clients="secure_shares= (default: the clients expected to report)",
+    )
     if noise_family is not None and epsilon is not None:
         options["family"] = noise_family
     count_mechanism = get_mechanism(

@@ -183,7 +183,11 @@ def evaluate(
     round_timeout = checked_round_timeout(round_timeout)
     from dpauc_tf.core.curve import roc_from_confusion
     from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.mechanisms.registry import get_mechanism, mechanism_spec
+    from dpauc_tf.mechanisms.registry import (
+        check_mechanism_options,
+        get_mechanism,
+        mechanism_spec,
+    )
 
     clients = _checked_clients(client_data)
     num_clients = len(clients)
@@ -201,7 +205,14 @@ def evaluate(
         "delta": delta,
         "num_clients": num_clients if secure_shares is None else int(secure_shares),
     }
-    options.update(mechanism_options or {})
+    options.update(
+        check_mechanism_options(
+            mechanism,
+            mechanism_options,
+            entry="dpauc_tf.flower.evaluate",
+            num_clients="secure_shares= (default: every client)",
+        )
+    )
     if noise_family is not None and epsilon is not None:
         options["family"] = noise_family
     capabilities = mechanism_spec(mechanism).capabilities

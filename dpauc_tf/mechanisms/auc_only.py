@@ -39,6 +39,7 @@ from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.events import BoundFailureDpEvent
@@ -127,8 +128,10 @@ class AucOnly(CountMechanism):
         super().__init__(epsilon=epsilon, num_thresholds=int(resolution), delta=delta)
         if isinstance(count_share, bool) or not isinstance(count_share, (int, float)):
             raise TypeError(f"count_share must be a number, got {count_share!r}")
-        if not 0.0 < count_share < 1.0:
-            raise ValueError(f"count_share must be in (0, 1), got {count_share}")
+        if not MIN_FRACTION <= count_share <= MAX_FRACTION:
+            raise ValueError(
+                f"count_share must be in [{MIN_FRACTION:g}, {MAX_FRACTION:g}], got {count_share:g}"
+            )
         self.count_share = float(count_share)
         self.resolution = int(resolution)
 

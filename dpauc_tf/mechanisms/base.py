@@ -31,6 +31,7 @@ import math
 from typing import ClassVar
 
 import dp_accounting
+import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.curve import Confusion, RocCurve, auc_from_confusion, roc_from_confusion
@@ -134,17 +135,59 @@ class CountMechanism(abc.ABC):
         seed: int | tf.Tensor | None = None,
         repeats: int | None = None,
     ) -> Release:
-        """Noisy release of the counts; with ``repeats=R`` every tensor gets a leading ``R`` axis."""
+        """Noisy release of the counts; with ``repeats=R`` every tensor gets a leading ``R`` axis.
+
+        A mechanism with integer noise (``capabilities.integer_counts``) refuses counts that
+        are not integers, in every mode, before any noise is drawn (integer noise would not
+        hide a fraction: ``2.5 + k`` reveals the ``.5``): eagerly ``ValueError``; inside
+        ``tf.function`` (and TFF) ``tf.errors.InvalidArgumentError`` with the same message;
+        under XLA, which drops assertions, the counts become NaN, so nothing of them is
+        released (the built-in integer mechanisms do not compile under XLA at all: their
+        samplers have no XLA kernel).
+        """
         pos = tf.convert_to_tensor(pos)
         neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
         if not pos.dtype.is_floating:
             pos, neg = tf.cast(pos, tf.float64), tf.cast(neg, tf.float64)
+        if self._takes_integer_counts():
+            pos, neg = self._require_integer_counts(pos, neg)
         if repeats is not None:
             if repeats < 1:
                 raise ValueError(f"repeats must be >= 1, got {repeats}")
             pos = tf.broadcast_to(pos, tf.concat([[repeats], tf.shape(pos)], 0))
             neg = tf.broadcast_to(neg, tf.concat([[repeats], tf.shape(neg)], 0))
         return self._noisy_release(pos, neg, make_seed(seed))
+
+    def _takes_integer_counts(self) -> bool:
+        try:
+            return bool(self.capabilities.integer_counts)
+        except ValueError:  # a class that is not registered declares no capability
+            return False
+
+    def _integer_counts_message(self) -> str:
+        return (
+            f"{self.name} needs integer counts (unit sample weights): its integer noise "
+            "would not hide a fraction"
+        )
+
+    def _require_integer_counts(self, pos: tf.Tensor, neg: tf.Tensor):
+        """``pos, neg`` if every count is a finite integer; refused otherwise (see release)."""
+        message = self._integer_counts_message()
+        if tf.executing_eagerly():
+            for counts in (pos, neg):
+                values = counts.numpy()
+                if not (np.all(np.isfinite(values)) and np.all(values == np.round(values))):
+                    raise ValueError(message)
+            return pos, neg
+
+        def integer(counts):
+            return tf.reduce_all(tf.math.is_finite(counts) & tf.equal(counts, tf.round(counts)))
+
+        ok = integer(pos) & integer(neg)
+        check = tf.debugging.Assert(ok, [message])
+        with tf.control_dependencies([check]):
+            nan = tf.constant(float("nan"), pos.dtype)
+            return tf.where(ok, pos, nan), tf.where(ok, neg, nan)
 
     @abc.abstractmethod
     def _noisy_release(self, pos: tf.Tensor, neg: tf.Tensor, seed: tf.Tensor) -> Release:

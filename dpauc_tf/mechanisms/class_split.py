@@ -44,6 +44,10 @@ import math
 
 FAMILIES = ("laplace", "skellam")
 EQUAL_SHARE = 0.5
+# The range of a share or a rate: beyond it one class gets less than a millionth of the
+# budget (its counts are noise), and near 0 the scales overflow (1e-300 divided by zero).
+MIN_FRACTION = 1e-6
+MAX_FRACTION = 1.0 - MIN_FRACTION
 
 
 def positive_share_for_rate(positive_rate: float, family: str = "laplace") -> float:
@@ -52,7 +56,8 @@ def positive_share_for_rate(positive_rate: float, family: str = "laplace") -> fl
     ``family="laplace"`` (continuous or discrete Laplace, pure DP): the share of epsilon,
     ``r / (1 + r)`` with ``r = ((1 - pi) / pi)^(2/3)``. ``family="skellam"``: the share of the
     Renyi precision ``1 / mu``, ``r / (1 + r)`` with ``r = (1 - pi) / pi``. ``positive_rate``
-    (``pi``) must be a *public* prior of the fraction of positives, in (0, 1).
+    (``pi``) must be a *public* prior of the fraction of positives, in
+    ``[MIN_FRACTION, MAX_FRACTION]`` (``[1e-6, 1 - 1e-6]``).
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
@@ -85,12 +90,16 @@ def split_options(positive_share: float, positive_rate: float | None) -> dict:
 
 
 def _check_fraction(value: float, name: str) -> float:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a number in (0, 1), got {value!r}")
+    accepted = f"a number in [{MIN_FRACTION:g}, {MAX_FRACTION:g}]"
+    if isinstance(value, (bool, str)):
+        raise TypeError(f"{name} must be {accepted}, got {value!r}")
     try:
         value = float(value)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a number in (0, 1), got {value!r}") from error
-    if not (math.isfinite(value) and 0.0 < value < 1.0):
-        raise ValueError(f"{name} must be in (0, 1), got {value}")
+        raise TypeError(f"{name} must be {accepted}, got {value!r}") from error
+    if not (math.isfinite(value) and MIN_FRACTION <= value <= MAX_FRACTION):
+        raise ValueError(
+            f"{name} must be in [{MIN_FRACTION:g}, {MAX_FRACTION:g}] (beyond it one class "
+            f"gets less than a millionth of the budget), got {value:g}"
+        )
     return value

@@ -127,6 +127,12 @@ class RandomizedResponse(CountMechanism):
         p = self.flip_probability
         return math.sqrt(p * (1.0 - p))
 
+    def _integer_counts_message(self) -> str:
+        return (
+            f"{self.name} flips whole labels: it needs integer counts (unit sample weights); "
+            "a fractional count would be released as it is"
+        )
+
     def _noisy_release(self, pos, neg, seed):
         p = self.flip_probability
         kept_seed, flipped_seed = tf.unstack(split_seed(seed, 2))

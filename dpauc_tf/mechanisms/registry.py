@@ -27,23 +27,220 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import json
+import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpauc_tf.mechanisms.base import CountMechanism
 
 
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionType:
+    """The declared type of a mechanism option: how a value is parsed and checked.
+
+    :func:`get_mechanism` parses every option by its type before the constructor sees it,
+    so text from the command line (``--mechanism-option public_scores=no``) and typed
+    Python values go through the same checks, and a value that does not parse is refused
+    with one line naming the option and what it accepts (a string is never truthy).
+
+    ``kind``: ``"bool"`` (``True``/``False``, ``0``/``1``, or the text ``true/false``,
+    ``yes/no``, ``on/off``, ``1/0``, any case), ``"int"`` and ``"float"`` (numbers or their
+    text, finite, within ``[minimum, maximum]``), ``"choice"`` (one of ``choices``),
+    ``"budget"`` (a choice or a list of positive numbers), ``"text"`` (any string) or
+    ``"any"`` (passed as given; only for options whose type cannot be declared).
+
+    >>> BOOL.parse("public_scores", "no")
+    False
+    >>> FRACTION.parse("positive_rate", "0.25")
+    0.25
+    >>> BOOL.parse("public_scores", "False ")
+    False
+    """
+
+    kind: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    note: str = ""
+
+    def accepted(self) -> str:
+        """What the option accepts, for error messages."""
+        if self.kind == "bool":
+            return "true or false (also yes/no, on/off, 1/0)"
+        if self.kind == "choice":
+            return "one of " + ", ".join(map(repr, self.choices))
+        if self.kind == "budget":
+            return (
+                " or ".join(map(repr, self.choices)) + " or a list of positive level weights "
+                "(root first)"
+            )
+        if self.kind == "text":
+            return "a string"
+        if self.kind == "any":
+            return "any value"
+        what = "an integer" if self.kind == "int" else "a finite number"
+        if self.minimum is not None and self.maximum is not None:
+            what += f" in [{_show(self.minimum)}, {_show(self.maximum)}]"
+        elif self.minimum is not None:
+            what += f" >= {_show(self.minimum)}"
+        return what + (f" ({self.note})" if self.note else "")
+
+    def parse(self, option: str, value: Any) -> Any:
+        """``value`` as the option's type; ``ValueError`` naming the option otherwise."""
+        parsed = _parse_option(self, value)
+        if parsed is _INVALID:
+            raise OptionValueError(f"option {option} must be {self.accepted()}, got {value!r}")
+        return parsed
+
+
+_INVALID = object()
+
+
+class OptionValueError(ValueError, TypeError):
+    """A mechanism option's value that its declared type does not accept: a ``ValueError``
+    (what the command line and most callers catch) and, since the value may be of the wrong
+    type, also a ``TypeError`` (what the constructors raise for one)."""
+
+
+def _show(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+
+def _is_bool(value: Any) -> bool:
+    kind = type(value)
+    return isinstance(value, bool) or (kind.__module__ == "numpy" and "bool" in kind.__name__)
+
+
+def _number(value: Any, integer: bool) -> Any:
+    """An int or float from a number or its text; ``_INVALID`` otherwise (never a bool)."""
+    if _is_bool(value):
+        return _INVALID
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                return _INVALID
+    if integer and hasattr(value, "__index__"):  # int, numpy integer
+        return int(value.__index__())
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return _INVALID
+    if not math.isfinite(number):
+        return _INVALID
+    if integer:
+        return int(number) if number.is_integer() else _INVALID
+    return number
+
+
+def _parse_option(kind: OptionType, value: Any) -> Any:
+    if kind.kind == "any":
+        return value
+    if kind.kind == "text":
+        return value if isinstance(value, str) else _INVALID
+    if kind.kind == "bool":
+        if _is_bool(value):
+            return bool(value)
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str):
+            text = value.strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+        return _INVALID
+    if kind.kind == "choice":
+        text = value.strip() if isinstance(value, str) else None
+        return text if text in kind.choices else _INVALID
+    if kind.kind == "budget":
+        if isinstance(value, str):
+            text = value.strip()
+            if text in kind.choices:
+                return text
+            try:
+                value = json.loads(text)
+            except ValueError:
+                return _INVALID
+        if _number(value, integer=False) is not _INVALID:
+            value = [value]  # one weight: the constructor says how many levels it needs
+        if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+            return _INVALID
+        weights = [_number(v, integer=False) for v in value]
+        if not weights or any(w is _INVALID or w <= 0 for w in weights):
+            return _INVALID
+        return tuple(weights)
+    number = _number(value, integer=kind.kind == "int")
+    if number is _INVALID:
+        return _INVALID
+    if kind.minimum is not None and number < kind.minimum:
+        return _INVALID
+    if kind.maximum is not None and number > kind.maximum:
+        return _INVALID
+    return number
+
+
+BOOL = OptionType("bool")
+FRACTION = OptionType(
+    "float",
+    minimum=MIN_FRACTION,
+    maximum=MAX_FRACTION,
+    note="outside it one class would get less than a millionth of the budget",
+)
+
+# Every option of the built-in mechanisms, by name (the same name means the same thing in
+# every mechanism). A mechanism registered from outside may declare its own
+# (register_mechanism(options=...)); an undeclared one is typed by its default.
+OPTION_TYPES: dict[str, OptionType] = {
+    "public_scores": BOOL,
+    "noise": OptionType("choice", ("continuous", "discrete")),
+    "estimator": OptionType("choice", ("mann-whitney", "mann-whitney-smooth", "reference")),
+    "family": OptionType("choice", ("discrete-laplace", "skellam")),
+    "positive_share": FRACTION,
+    "positive_rate": FRACTION,
+    "count_share": OptionType("float", minimum=MIN_FRACTION, maximum=MAX_FRACTION),
+    "branching": OptionType("int", minimum=2),
+    "budget": OptionType("budget", ("auc", "uniform")),
+    "num_clients": OptionType(
+        "int", minimum=1, note="shares; get_mechanism(num_clients=...), not mechanism_options"
+    ),
+    "resolution": OptionType(
+        "int", minimum=2, maximum=2**22 + 1, note="buckets of the mechanism's own grid"
+    ),
+}
+
+# What sets each of these at every entry point: never a mechanism option.
+RESERVED_OPTIONS: dict[str, str] = {
+    "epsilon": "epsilon=",
+    "delta": "delta=",
+    "num_thresholds": "num_thresholds= (or threshold_grid=)",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class MechanismSpec:
     """One registry entry: the name, the class (``"module:Class"`` or the class itself), a
-    one-line summary and the capabilities."""
+    one-line summary, the capabilities and the declared types of options not in
+    :data:`OPTION_TYPES`."""
 
     name: str
     target: Any
     summary: str
     capabilities: Capabilities = dataclasses.field(default_factory=Capabilities)
+    options: Mapping[str, OptionType] = dataclasses.field(default_factory=dict)
 
     def load(self) -> type[CountMechanism]:
         if isinstance(self.target, str):
@@ -144,13 +341,22 @@ _REFUSALS = {
 
 
 def register_mechanism(
-    cls: type[CountMechanism], *, summary: str, capabilities: Capabilities | None = None
+    cls: type[CountMechanism],
+    *,
+    summary: str,
+    capabilities: Capabilities | None = None,
+    options: Mapping[str, OptionType] | None = None,
 ) -> type[CountMechanism]:
     """Makes a mechanism class available by its ``name``, with its summary and capabilities.
 
     The class must subclass :class:`~dpauc_tf.mechanisms.base.CountMechanism`; a name that
-    is taken raises.
+    is taken raises. ``options`` declares the types of constructor options that are not in
+    :data:`OPTION_TYPES`; an undeclared one is typed by its default (``bool``, ``int``,
+    ``float``, ``str``), or passed as given when the default is ``None``.
     """
+    options = dict(options or {})
+    if not all(isinstance(v, OptionType) for v in options.values()):
+        raise TypeError("options must map option names to OptionType instances")
     from dpauc_tf.mechanisms.base import CountMechanism
 
     if not (isinstance(cls, type) and issubclass(cls, CountMechanism)):
@@ -163,7 +369,7 @@ def register_mechanism(
         raise TypeError("capabilities must be a Capabilities instance")
     if name in MECHANISMS and MECHANISMS[name].load() is not cls:
         raise ValueError(f"a mechanism named {name!r} is already registered")
-    MECHANISMS[name] = MechanismSpec(name, cls, summary, capabilities)
+    MECHANISMS[name] = MechanismSpec(name, cls, summary, capabilities, options)
     return cls
 
 
@@ -249,13 +455,93 @@ def get_mechanism(
         if delta is not None:
             options.setdefault("family", "skellam")
     cls = spec.load()
-    unknown = sorted(set(options) - set(mechanism_options(name)))
+    options = parse_options(name, options)
+    return cls(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, **options)
+
+
+def option_type(name: str, option: str) -> OptionType:
+    """The declared type of ``option`` of mechanism ``name``: the entry's own declaration,
+    else :data:`OPTION_TYPES`, else the type of the constructor's default (``"any"`` when
+    the default is ``None``)."""
+    spec = mechanism_spec(name)
+    if option in spec.options:
+        return spec.options[option]
+    if option in OPTION_TYPES:
+        return OPTION_TYPES[option]
+    parameter = inspect.signature(spec.load().__init__).parameters.get(option)
+    default = None if parameter is None else parameter.default
+    if _is_bool(default):
+        return BOOL
+    if isinstance(default, int):
+        return OptionType("int")
+    if isinstance(default, float):
+        return OptionType("float")
+    if isinstance(default, str):
+        return OptionType("text")
+    return OptionType("any")
+
+
+def parse_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of mechanism ``name``, each parsed by its declared type
+    (:class:`OptionType`); ``ValueError`` naming an unknown option or a value that does not
+    parse (one line: the option and what it accepts).
+
+    >>> parse_options("tree-histogram", {"public_scores": "False", "budget": "uniform"})
+    {'public_scores': False, 'budget': 'uniform'}
+    >>> parse_options("histogram", {"positive_rate": 1e-300})
+    Traceback (most recent call last):
+    ...
+    dpauc_tf.mechanisms.registry.OptionValueError: mechanism 'histogram': option positive_rate must be a finite number in [1e-06, 0.999999] (outside it one class would get less than a millionth of the budget), got 1e-300
+    """
+    known = mechanism_options(name)
+    unknown = sorted(set(options) - set(known))
     if unknown:
         raise ValueError(
             f"mechanism {name!r} takes no option {', '.join(map(repr, unknown))}; "
-            f"its options: {', '.join(mechanism_options(name)) or 'none'}"
+            f"its options: {', '.join(known) or 'none'}"
         )
-    return cls(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, **options)
+    parsed = {}
+    for option, value in options.items():
+        try:
+            parsed[option] = option_type(name, option).parse(option, value)
+        except OptionValueError as error:
+            raise OptionValueError(f"mechanism {name!r}: {error}") from None
+    return parsed
+
+
+def check_mechanism_options(
+    name: str, options: Mapping[str, Any] | None, *, entry: str, num_clients: str
+) -> dict[str, Any]:
+    """The ``mechanism_options`` an entry point was given, parsed (:func:`parse_options`);
+    a key that an argument of the entry point sets is refused, naming that argument.
+
+    Every Python entry point that takes ``mechanism_options`` (``dpauc_tf.federated.evaluate``,
+    ``dpauc_tf.flower.evaluate``, ``dpauc_tf.beam.PrivateAUC``) calls this once, so that
+    ``{"num_clients": 1000}`` cannot size the secure shares differently per backend.
+
+    Args:
+      name: the mechanism.
+      options: the mapping given (``None``: no option).
+      entry: the entry point, as the message names it.
+      num_clients: what sets the number of shares there (e.g. ``"secure_shares="``).
+
+    >>> check_mechanism_options("secure-histogram", {"num_clients": 1000},
+    ...                         entry="dpauc_tf.flower.evaluate", num_clients="secure_shares=")
+    Traceback (most recent call last):
+    ...
+    ValueError: dpauc_tf.flower.evaluate: mechanism_options cannot set num_clients; it is set by secure_shares=
+    """
+    options = dict(options or {})
+    reserved = {**RESERVED_OPTIONS, "num_clients": num_clients}
+    for key in options:
+        if key in reserved:
+            raise ValueError(
+                f"{entry}: mechanism_options cannot set {key}; it is set by {reserved[key]}"
+            )
+    mechanism_spec(name)  # an unknown name raises here, naming the choices
+    if not options:
+        return options
+    return parse_options(name, options)
 
 
 def mechanism_options(name: str) -> tuple[str, ...]:
@@ -328,5 +614,22 @@ def mechanisms_markdown() -> str:
     return "\n".join([header, rule, *rows])
 
 
+def options_markdown() -> str:
+    """The declared option types as a Markdown table (``docs/mechanisms.md`` holds it)."""
+    users: dict[str, list[str]] = {}
+    for spec in BUILTIN_MECHANISMS:
+        for option in mechanism_options(spec.name):
+            users.setdefault(option, []).append(spec.name)
+    rows = [
+        f"| `{option}` | {OPTION_TYPES[option].accepted()} | "
+        + ", ".join(f"`{n}`" for n in users.get(option, []))
+        + " |"
+        for option in sorted(OPTION_TYPES)
+    ]
+    return "\n".join(["| option | accepts | mechanisms |", "|---|---|---|", *rows])
+
+
 if __name__ == "__main__":  # pragma: no cover
     print(mechanisms_markdown())
+    print()
+    print(options_markdown())

@@ -147,6 +147,12 @@ class TreeHistogram(CountMechanism):
         super().__init__(
             epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, estimator=estimator
         )
+        if not isinstance(public_scores, (bool, np.bool_)):
+            # bool("False") is True: a string here would publish the score histogram
+            raise TypeError(
+                f"public_scores must be True or False, got {public_scores!r} (get_mechanism "
+                "and the command line parse 'false'/'no'/'0')"
+            )
         self.public_scores = bool(public_scores)
         if self.public_scores and (positive_share, positive_rate) != (None, None):
             raise ValueError("public_scores noises the positive tree only: no class split")
@@ -469,17 +475,11 @@ class SecureTreeHistogram(TreeHistogram):
         real = tf.constant(self.layout.real_nodes[: offsets[-1]], dtype)
         return tf.concat(parts, axis=-1) * real
 
-    def _noisy_release(self, pos, neg, seed):
-        message = (
+    def _integer_counts_message(self) -> str:
+        return (
             f"{self.name} needs integer counts (unit sample weights): secure aggregation sums "
             "integers"
         )
-        if tf.executing_eagerly():
-            for counts in (pos, neg):
-                values = counts.numpy()
-                if not (np.all(np.isfinite(values)) and np.all(values == np.round(values))):
-                    raise ValueError(message)
-        return super()._noisy_release(pos, neg, seed)
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:

@@ -82,3 +82,38 @@ def test_an_option_given_twice_is_refused(score_file, capsys):
     twice = ["--mechanism-option", "positive_rate=0.3", "--mechanism-option", "positive_rate=0.4"]
     assert main(["evaluate", *_common(score_file, "tree-histogram"), *twice]) == 2
     assert "given twice" in capsys.readouterr().err
+
+
+def test_public_scores_false_keeps_the_score_histogram_private(backend, score_file, evaluate_json):
+    """``bool("False")`` is True: the tree once published the exact score histogram here."""
+    common = [*_common(score_file, "tree-histogram"), "--backend", backend]
+    out = evaluate_json(*common, "--mechanism-option", "public_scores=False")
+    assert out["mechanism_options"] == {"public_scores": False}
+    assert "released exactly" not in out["privacy"]
+    assert out["privacy"] == evaluate_json(*common)["privacy"]  # the default: both trees noisy
+
+
+@pytest.mark.parametrize("value", ["no", "0", "off"])
+def test_every_spelling_of_false_is_false(value, score_file, evaluate_json):
+    common = _common(score_file, "tree-histogram")
+    out = evaluate_json(*common, "--mechanism-option", f"public_scores={value}")
+    assert out["mechanism_options"] == {"public_scores": False}
+    assert "released exactly" not in out["privacy"]
+    public = evaluate_json(*common, "--mechanism-option", "public_scores=yes")
+    assert "the score histogram is released exactly" in public["privacy"]
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("public_scores=maybe", "option public_scores must be true or false"),
+        ("positive_rate=1e-300", "option positive_rate must be a finite number in [1e-06"),
+        ("positive_share=1e-300", "option positive_share must be a finite number in [1e-06"),
+        ("branching=2.5", "option branching must be an integer >= 2"),
+    ],
+)
+def test_values_are_parsed_by_their_declared_type(option, message, score_file, capsys):
+    argv = ["evaluate", *_common(score_file, "tree-histogram"), "--mechanism-option", option]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
