@@ -17,8 +17,14 @@ where user code calls it. Inside a compiled step (the per-batch progress bar, a
 ``tf.function``, XLA; on JAX every train or test step, jitted or not) ``result()`` draws
 nothing: it shows the last release (NaN before the first), so per-batch display neither
 churns nor creates releases that no ledger counts.
-``releases_drawn`` counts the releases; :class:`dpauc_tf.keras.callbacks.DPAUCBudgetCallback`
-charges each of them to a :class:`dpauc_tf.privacy.ledger.PrivacyLedger`.
+``releases_drawn`` counts the releases.
+
+**Charged before drawn.** Every release first asks the release guards (:func:`add_release_guard`)
+for permission, before any noise is drawn or any count is read: a guard that refuses raises,
+and the release never exists, so no callback, log, file or later step can show it.
+:class:`dpauc_tf.keras.callbacks.DPAUCBudgetCallback` is such a guard: during ``fit`` and
+``evaluate`` it charges each release of its model's metrics to a
+:class:`dpauc_tf.privacy.ledger.PrivacyLedger`, or refuses it past the budget.
 """
 
 from __future__ import annotations
@@ -39,6 +45,23 @@ from dpauc_tf.core.summation import check_curve, keras_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
 from dpauc_tf.privacy.statement import PrivacyStatement
+
+# Callables ``guard(metric)`` asked before every release (see the module docstring).
+_RELEASE_GUARDS: list = []
+
+
+def add_release_guard(guard) -> None:
+    """Asks ``guard(metric)`` before every release any :class:`DPAUC` draws, before the draw:
+    to refuse it, the guard raises (the exception reaches ``result()``'s caller and nothing
+    is drawn). Added once however often it is called."""
+    if all(guard != known for known in _RELEASE_GUARDS):
+        _RELEASE_GUARDS.append(guard)
+
+
+def remove_release_guard(guard) -> None:
+    """Stops asking ``guard`` (nothing happens if it was not asked)."""
+    _RELEASE_GUARDS[:] = [known for known in _RELEASE_GUARDS if known != guard]
+
 
 KERAS_MAJOR = int(getattr(tf.keras, "__version__", getattr(tf, "__version__", "2")).split(".")[0])
 SUPPORTED_BACKENDS = ("tensorflow", "jax")
@@ -410,8 +433,24 @@ class DPAUC(tf.keras.metrics.Metric):
         weights = tf.constant(self._label_weights, aucs.dtype)
         return tf.math.divide_no_nan(tf.reduce_sum(aucs * weights), tf.reduce_sum(weights))
 
+    @tf.autograph.experimental.do_not_convert
+    def _authorize_release(self) -> None:
+        """Every release guard's permission, before anything is drawn (may raise)."""
+        for guard in list(_RELEASE_GUARDS):
+            try:
+                guard(self)
+            except Exception as refusal:
+                # Keras 2 runs result() through AutoGraph even eagerly, which would re-raise
+                # the refusal as a StagingError: let it reach the caller as it is.
+                refusal.ag_pass_through = True
+                if hasattr(refusal, "ag_error_metadata"):
+                    del refusal.ag_error_metadata
+                raise
+
     def release(self) -> tf.Tensor:
-        """Draws one release of the current counts and returns its value (costs epsilon)."""
+        """Draws one release of the current counts and returns its value (costs epsilon).
+        The release guards are asked first: one that refuses raises, and nothing is drawn."""
+        self._authorize_release()
         pos, neg = self._counts()
         release = self._mechanism.release(pos, neg, seed=self._noise_generator.make_seeds(1)[:, 0])
         value = tf.cast(self.value_from_release(release), tf.float64)
@@ -428,6 +467,8 @@ class DPAUC(tf.keras.metrics.Metric):
         if self._on_jax:
             return self._jax_result()
         if self.epsilon is None:  # not private: TensorFlow's AUC of the exact counts
+            if tf.executing_eagerly():
+                self._authorize_release()
             pos, neg = self._counts()
             return tf.cast(self.value_from_release({"pos": pos, "neg": neg}), self.dtype)
         if tf.executing_eagerly():
@@ -442,6 +483,8 @@ class DPAUC(tf.keras.metrics.Metric):
 
         high, low = self.counts_high.value, self.counts_low.value
         if self.epsilon is None:
+            if not ops_counts.in_step(high):
+                self._authorize_release()
             return ops_counts.host_value(self._exact_value, high, low, self.dtype)
         if ops_counts.in_step(high):
             import keras
@@ -459,6 +502,7 @@ class DPAUC(tf.keras.metrics.Metric):
                 f"mechanism {self._mechanism.name!r} releases only the AUC: there is no ROC "
                 "curve; use a curve mechanism (e.g. mechanism='histogram') for roc_curve()"
             )
+        self._authorize_release()
         pos, neg = self._counts()
         if self.epsilon is None:
             return roc_from_confusion(confusion_from_histogram(pos, neg))
