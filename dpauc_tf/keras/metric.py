@@ -43,6 +43,7 @@ from dpauc_tf.core.curve import RocCurve, confusion_from_histogram, roc_from_con
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.summation import check_curve, keras_auc
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.keras import ops_counts
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -322,11 +323,15 @@ class DPAUC(tf.keras.metrics.Metric):
 
     # -- Metric API ---------------------------------------------------------------------
     def update_state(self, y_true, y_pred, sample_weight=None):
+        try:
+            self._update_state(y_true, y_pred, sample_weight)
+        except ValueError as error:  # one line, not AutoGraph's traceback (Keras 2)
+            raise _as_it_is(error) from None
+
+    def _update_state(self, y_true, y_pred, sample_weight):
         integer = self._mechanism.capabilities.integer_counts
         options = {"from_logits": self._config["from_logits"], "integer_weights": integer}
         if self._on_jax:
-            from dpauc_tf.keras import ops_counts
-
             batch = ops_counts.batch_counts(
                 self._count_grid,
                 y_true,
@@ -342,6 +347,9 @@ class DPAUC(tf.keras.metrics.Metric):
             return
         _check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
         if not self.multi_label:
+            y_true, y_pred = _drop_unit_dims(y_true), _drop_unit_dims(y_pred)
+            if sample_weight is not None:
+                sample_weight = _drop_unit_dims(sample_weight)
             pos, neg = bucket_counts(
                 y_true, y_pred, self._count_grid, sample_weight, dtype=tf.float64, **options
             )
@@ -365,9 +373,11 @@ class DPAUC(tf.keras.metrics.Metric):
         weights = None
         if sample_weight is not None:
             weights = tf.cast(tf.convert_to_tensor(sample_weight), tf.float64)
-            weights = tf.reshape(
-                tf.broadcast_to(tf.reshape(weights, [-1, 1]), [rows, labels]), [-1]
-            )
+            dims = weights.shape.as_list() if weights.shape.rank is not None else None
+            ops_counts.check_label_weights_shape(dims, y_pred.shape[0], labels)
+            if weights.shape.rank != 0:  # [N], [N, 1] or [N, labels]: one row per example
+                weights = tf.reshape(weights, [rows, -1])
+            weights = tf.reshape(tf.broadcast_to(weights, [rows, labels]), [-1])
         return bucket_counts(
             tf.reshape(y_true, [-1]),
             tf.reshape(y_pred, [-1]),
@@ -381,8 +391,6 @@ class DPAUC(tf.keras.metrics.Metric):
 
     def _counts(self):
         if self._on_jax:  # eagerly only: the host reads the float32 halves as float64
-            from dpauc_tf.keras import ops_counts
-
             pos, neg = ops_counts.read_counts(self.counts_high.value, self.counts_low.value)
             return tf.constant(pos), tf.constant(neg)
         return tf.convert_to_tensor(self.positives), tf.convert_to_tensor(self.negatives)
@@ -442,10 +450,7 @@ class DPAUC(tf.keras.metrics.Metric):
             except Exception as refusal:
                 # Keras 2 runs result() through AutoGraph even eagerly, which would re-raise
                 # the refusal as a StagingError: let it reach the caller as it is.
-                refusal.ag_pass_through = True
-                if hasattr(refusal, "ag_error_metadata"):
-                    del refusal.ag_error_metadata
-                raise
+                raise _as_it_is(refusal) from None
 
     def release(self) -> tf.Tensor:
         """Draws one release of the current counts and returns its value (costs epsilon).
@@ -479,8 +484,6 @@ class DPAUC(tf.keras.metrics.Metric):
     def _jax_result(self):
         """JAX: in a Keras step (traced or in a ``StatelessScope``) the last release, or the
         live noise-free value through a host callback; eagerly a release on the host."""
-        from dpauc_tf.keras import ops_counts
-
         high, low = self.counts_high.value, self.counts_low.value
         if self.epsilon is None:
             if not ops_counts.in_step(high):
@@ -614,6 +617,27 @@ def _check_distributed(counts) -> None:
             "DPAUC was created outside the distribution strategy's scope: its counts would "
             "hold one replica's examples only. Create it inside `with strategy.scope():`."
         )
+
+
+def _as_it_is(error: Exception) -> Exception:
+    """``error``, marked so that AutoGraph passes it through unchanged: Keras 2 runs a
+    metric's ``update_state`` and ``result`` through AutoGraph, even eagerly, and re-raises
+    what they raise with its own traceback in the message (or as a ``StagingError``)."""
+    error.ag_pass_through = True
+    if hasattr(error, "ag_error_metadata"):
+        del error.ag_error_metadata
+    return error
+
+
+def _drop_unit_dims(values):
+    """``[N, 1, 1, ...]`` as ``[N]``: one value per example with unit dimensions after the
+    first (as ``tf.keras.metrics.AUC`` takes them). Other shapes are left to the counting's
+    own check, which refuses several values per example."""
+    values = tf.convert_to_tensor(values)
+    dims = values.shape.as_list() if values.shape.rank is not None else None
+    if dims is not None and len(dims) > 2 and all(d == 1 for d in dims[1:]):
+        return tf.reshape(values, [-1])
+    return values
 
 
 def _check_labels(multi_label, num_labels, label_weights) -> int:

@@ -272,6 +272,22 @@ def check_bad_input() -> dict:
     return out
 
 
+def check_refusal() -> dict:
+    """A release refused by the budget callback reaches no one (``refusal_scenario.py``)."""
+    import refusal_scenario  # next to this script
+
+    out = {}
+    for mode in ("jit", "run_eagerly"):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = refusal_scenario.run(keras, mode, tmp)
+        out[mode] = {
+            "refused": run["refused"],
+            "problems": refusal_scenario.problems(run),
+            "csv_rows": len(run["csv"]),
+        }
+    return out
+
+
 def main() -> None:
     checks = {
         "fit_jit": lambda: check_fit_and_evaluate(jit_compile=True),
@@ -281,6 +297,7 @@ def main() -> None:
         "wide": check_wide_counts,
         "noise": check_noise_and_seed,
         "bad": check_bad_input,
+        "refusal": check_refusal,
     }
     for name, check in checks.items():
         began = time.perf_counter()

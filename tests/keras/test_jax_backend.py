@@ -136,3 +136,13 @@ def test_bad_batches_raise_eagerly_and_give_nan_under_jit(checks):
     assert "sample weights must be in [0, 1]" in bad["weight"]
     assert "more than one value per example" in bad["one_hot"]
     assert math.isnan(bad["jit_result"])
+
+
+@pytest.mark.parametrize("mode", ["jit", "run_eagerly"])
+def test_a_refused_release_reaches_no_one(checks, mode):
+    """Refused training, validation and evaluate values: no callback listed before the budget
+    callback, CSV file, History, progress bar or later step shows them (issue 21)."""
+    run = _check(checks, "refusal")[mode]
+    assert run["refused"] == ["train", "validation", "evaluation"]
+    assert run["problems"] == []
+    assert run["csv_rows"] > 0
