@@ -1,6 +1,6 @@
 """``DPAUCBudgetCallback``: charges every published DPAUC value to a privacy ledger.
 
->>> from dpauc_tf.privacy.ledger import PrivacyLedger
+>>> from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
 >>> callback = DPAUCBudgetCallback(PrivacyLedger(budget=3.0))
 >>> callback.train_dataset
 'train'
@@ -14,7 +14,7 @@ import dp_accounting
 import tensorflow as tf
 
 from dpauc_tf.keras.metric import DPAUC, add_release_guard, remove_release_guard
-from dpauc_tf.privacy.ledger import PrivacyLedger
+from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
 
 
 def _running_frame(model, names=("fit", "evaluate")):
@@ -122,6 +122,18 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
         for metric in _dpauc_metrics(self.model):
             if metric.epsilon is None:
                 self._record(metric, dp_accounting.NonPrivateDpEvent())
+                continue
+            delta = metric.privacy_statement().delta
+            if delta > self.ledger.delta:  # no release fits: refuse before the first step
+                raise BudgetExceededError(
+                    f"release refused: DPAUC metric {metric.name!r} (mechanism "
+                    f"{metric.mechanism.name!r}) releases with delta {delta:g} each, more than "
+                    f"the ledger's delta {self.ledger.delta:g} for all its releases of data set "
+                    f"{dataset!r}: epsilon would be infinite from the first release. Create the "
+                    "ledger with a delta that covers the releases' deltas (e.g. "
+                    f"PrivacyLedger(budget=..., delta={max(1e-5, 100 * delta):g})), or give "
+                    "DPAUC no delta (pure epsilon)."
+                )
 
     def _end(self) -> None:
         remove_release_guard(self._guard)
@@ -141,7 +153,18 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
 
     def _record(self, metric, event) -> None:
         dataset, description = self._phase
-        self.ledger.record(event, dataset, f"{description} {metric.name}")
+        try:
+            self.ledger.record(event, dataset, f"{description} {metric.name}")
+        except BudgetExceededError as refused:
+            delta = metric.privacy_statement().delta if metric.epsilon is not None else 0.0
+            if delta <= 0:
+                raise
+            raise BudgetExceededError(
+                f"{refused} DPAUC metric {metric.name!r} releases with delta {delta:g} each: "
+                f"the deltas of data set {dataset!r}'s releases must fit in the ledger's delta "
+                f"{self.ledger.delta:g} (past it epsilon is infinite). Give the ledger a larger "
+                "delta, or DPAUC no delta (pure epsilon)."
+            ) from refused
 
     # -- Keras hooks --------------------------------------------------------------------
     def on_train_begin(self, logs=None):
