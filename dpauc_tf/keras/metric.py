@@ -29,9 +29,7 @@ and the release never exists, so no callback, log, file or later step can show i
 
 from __future__ import annotations
 
-import os
 import secrets
-import sys
 from collections.abc import Sequence
 
 import dp_accounting
@@ -43,7 +41,7 @@ from dpauc_tf.core.curve import RocCurve, confusion_from_histogram, roc_from_con
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.summation import check_curve, keras_auc
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.keras import ops_counts
+from dpauc_tf.keras import checks, ops_counts
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -181,7 +179,7 @@ class DPAUC(tf.keras.metrics.Metric):
         self._count_grid = self._mechanism.count_thresholds(self._thresholds)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
-        self._num_labels = _check_labels(multi_label, num_labels, label_weights)
+        self._num_labels = checks.check_labels(multi_label, num_labels, label_weights)
         self._label_weights = None if label_weights is None else [float(w) for w in label_weights]
         self._config = {
             "epsilon": epsilon,
@@ -326,7 +324,7 @@ class DPAUC(tf.keras.metrics.Metric):
         try:
             self._update_state(y_true, y_pred, sample_weight)
         except ValueError as error:  # one line, not AutoGraph's traceback (Keras 2)
-            raise _as_it_is(error) from None
+            raise checks.as_it_is(error) from None
 
     def _update_state(self, y_true, y_pred, sample_weight):
         integer = self._mechanism.capabilities.integer_counts
@@ -345,11 +343,11 @@ class DPAUC(tf.keras.metrics.Metric):
             self.counts_high.assign(high)
             self.counts_low.assign(low)
             return
-        _check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
+        checks.check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
         if not self.multi_label:
-            y_true, y_pred = _drop_unit_dims(y_true), _drop_unit_dims(y_pred)
+            y_true, y_pred = checks.drop_unit_dims(y_true), checks.drop_unit_dims(y_pred)
             if sample_weight is not None:
-                sample_weight = _drop_unit_dims(sample_weight)
+                sample_weight = checks.drop_unit_dims(sample_weight)
             pos, neg = bucket_counts(
                 y_true, y_pred, self._count_grid, sample_weight, dtype=tf.float64, **options
             )
@@ -450,7 +448,7 @@ class DPAUC(tf.keras.metrics.Metric):
             except Exception as refusal:
                 # Keras 2 runs result() through AutoGraph even eagerly, which would re-raise
                 # the refusal as a StagingError: let it reach the caller as it is.
-                raise _as_it_is(refusal) from None
+                raise checks.as_it_is(refusal) from None
 
     def release(self) -> tf.Tensor:
         """Draws one release of the current counts and returns its value (costs epsilon).
@@ -478,7 +476,7 @@ class DPAUC(tf.keras.metrics.Metric):
             return tf.cast(self.value_from_release({"pos": pos, "neg": neg}), self.dtype)
         if tf.executing_eagerly():
             return self.release()
-        _refuse_tff_server_finalizer(self)
+        checks.refuse_tff_server_finalizer(self)
         return tf.cast(tf.convert_to_tensor(self._last_release), self.dtype)
 
     def _jax_result(self):
@@ -557,39 +555,6 @@ def default_mechanism(
     return "histogram"
 
 
-# TFF's default metrics aggregation finalizes Keras metrics in these modules (at the server).
-_TFF_FINALIZER_FILES = (
-    os.path.join("tensorflow_federated", "python", "learning", "metrics", ""),
-    os.path.join("tensorflow_federated", "python", "learning", "models", "functional.py"),
-)
-
-
-def _refuse_tff_server_finalizer(metric: DPAUC) -> None:
-    """Raises when TFF's default aggregation would finalize a noisy DPAUC at the server.
-
-    TFF (``SumThenFinalizeFactory``, the default of ``tff.learning.algorithms.build_fed_eval``
-    and of training algorithms) sums the clients' exact counts, rebuilds the metric at the
-    server and calls ``result()`` in a graph, where no release is drawn: the value would be
-    NaN, and any noise would be central noise added by a server that saw the exact counts.
-    """
-    if "tensorflow_federated" not in sys.modules:
-        return
-    frame = sys._getframe(2)
-    while frame is not None:
-        if any(part in frame.f_code.co_filename for part in _TFF_FINALIZER_FILES):
-            raise ValueError(
-                f"DPAUC metric {metric.name!r} (epsilon={metric.epsilon}) is being finalized by "
-                "TFF's default metrics aggregation, which sums the clients' exact counts and "
-                "finalizes them at the server: that would be central noise from a server that "
-                "has seen the labels' counts (and result() cannot draw a release inside a TFF "
-                "computation: it would be NaN). Pass metrics_aggregation_process="
-                "dpauc_tf.federated.build_dpauc_metrics_aggregation_process(model_fn) to "
-                "tff.learning.algorithms.build_fed_eval for client-side noise, or use "
-                "DPAUC(epsilon=None) for a non-private AUC."
-            )
-        frame = frame.f_back
-
-
 def _check_backend() -> str:
     """Keras' backend: TensorFlow or JAX; the others (PyTorch, ...) are refused."""
     if KERAS_MAJOR < 3:
@@ -603,56 +568,3 @@ def _check_backend() -> str:
             "be installed in this project's CI); it supports the tensorflow and jax backends."
         )
     return backend
-
-
-def _check_distributed(counts) -> None:
-    """Counts updated on several replicas must be the strategy's sync-on-read sums: a metric
-    built outside ``strategy.scope()`` would count, and release, one worker's share only."""
-    context = tf.distribute.get_replica_context()  # None in a cross-replica context
-    if context is None or context.num_replicas_in_sync == 1:
-        return
-    variable = counts if isinstance(counts, tf.Variable) else getattr(counts, "value", counts)
-    if not isinstance(variable, tf.distribute.DistributedValues):
-        raise ValueError(
-            "DPAUC was created outside the distribution strategy's scope: its counts would "
-            "hold one replica's examples only. Create it inside `with strategy.scope():`."
-        )
-
-
-def _as_it_is(error: Exception) -> Exception:
-    """``error``, marked so that AutoGraph passes it through unchanged: Keras 2 runs a
-    metric's ``update_state`` and ``result`` through AutoGraph, even eagerly, and re-raises
-    what they raise with its own traceback in the message (or as a ``StagingError``)."""
-    error.ag_pass_through = True
-    if hasattr(error, "ag_error_metadata"):
-        del error.ag_error_metadata
-    return error
-
-
-def _drop_unit_dims(values):
-    """``[N, 1, 1, ...]`` as ``[N]``: one value per example with unit dimensions after the
-    first (as ``tf.keras.metrics.AUC`` takes them). Other shapes are left to the counting's
-    own check, which refuses several values per example."""
-    values = tf.convert_to_tensor(values)
-    dims = values.shape.as_list() if values.shape.rank is not None else None
-    if dims is not None and len(dims) > 2 and all(d == 1 for d in dims[1:]):
-        return tf.reshape(values, [-1])
-    return values
-
-
-def _check_labels(multi_label, num_labels, label_weights) -> int:
-    if not multi_label:
-        if num_labels not in (None, 1) or label_weights is not None:
-            raise ValueError("num_labels and label_weights need multi_label=True")
-        return 1
-    if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
-        raise ValueError(
-            f"DPAUC(multi_label=True) needs num_labels, a positive int, got {num_labels!r}"
-        )
-    if label_weights is not None:
-        weights = [float(w) for w in label_weights]
-        if len(weights) != num_labels or any(not w >= 0 for w in weights):
-            raise ValueError(
-                f"label_weights must be {num_labels} non-negative numbers, got {label_weights!r}"
-            )
-    return num_labels
