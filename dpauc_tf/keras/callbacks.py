@@ -1,6 +1,6 @@
 """``DPAUCBudgetCallback``: charges every published DPAUC value to a privacy ledger.
 
->>> from dpauc_tf.privacy.ledger import PrivacyLedger
+>>> from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
 >>> callback = DPAUCBudgetCallback(PrivacyLedger(budget=3.0))
 >>> callback.train_dataset
 'train'
@@ -13,29 +13,48 @@ import sys
 import dp_accounting
 import tensorflow as tf
 
+from dpauc_tf.keras.metric import DPAUC, add_release_guard, remove_release_guard
 from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
 
 
-def _fit_running(model) -> bool:
-    """Whether ``model.fit`` is on the call stack (validation inside fit calls the same
-    test hooks as ``model.evaluate``). Asked at every evaluation, so a fit that ended in an
-    exception (no ``on_train_end``) leaves nothing behind."""
+def _running_frame(model, names=("fit", "evaluate")):
+    """The frame of the outermost ``model.fit`` (or ``model.evaluate``) on this thread's call
+    stack, or None. Asked at every release, so a call that ended in an exception (no
+    ``on_train_end``) leaves nothing behind. Validation inside ``fit`` calls the same test
+    hooks as ``model.evaluate``: ``fit`` is looked for first."""
+    for name in names:
+        found, frame = None, sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_name == name and frame.f_locals.get("self") is model:
+                found = frame
+            frame = frame.f_back
+        if found is not None:
+            return found
+    return None
+
+
+def _on_stack(target) -> bool:
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model:
+        if frame is target:
             return True
         frame = frame.f_back
     return False
 
 
 def _dpauc_metrics(model) -> list:
-    from dpauc_tf.keras.metric import DPAUC
-
     found, stack = [], list(getattr(model, "metrics", []))
+    # Keras 2 builds its metrics container at the first step: before it, only the
+    # container's copy of what compile() was given knows the metrics.
+    container = getattr(model, "compiled_metrics", None)
+    for attribute in ("_user_metrics", "_user_weighted_metrics"):
+        stack.extend(tf.nest.flatten(getattr(container, attribute, None) or []))
     while stack:
         metric = stack.pop(0)
         if isinstance(metric, DPAUC):
             found.append(metric)
+        if not isinstance(metric, tf.keras.metrics.Metric):
+            continue  # a metric named by a string in compile()
         stack.extend(getattr(metric, "metrics", []) or [])
         # Keras 2's compiled-metrics container keeps the user's metrics here:
         stack.extend(getattr(metric, "_user_metrics", []) or [])
@@ -47,18 +66,23 @@ def _dpauc_metrics(model) -> list:
 
 
 class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
-    """Charges every DPAUC release drawn during ``fit`` and ``evaluate`` to a ledger.
+    """Charges every DPAUC release drawn during ``fit`` and ``evaluate`` to a ledger, before
+    it is drawn, and refuses those past the budget.
 
     A DPAUC release happens when Keras computes the values it publishes (see
     :mod:`dpauc_tf.keras.metric`): the epoch-end training value (data set
     ``train_dataset``), the epoch-end validation value (``validation_dataset``) and the value
-    that ``model.evaluate`` returns (``evaluation_dataset``). The callback charges exactly
-    the releases each metric drew (``DPAUC.releases_drawn``), each as ``DPAUC.dp_event()``.
-    If a release would exceed the ledger's budget, its value is removed from the logs
-    before History or TensorBoard see it and :class:`BudgetExceededError` stops the run.
-    A noise-free ``DPAUC(epsilon=None)`` published while the ledger has a budget is charged
-    as a non-private release (infinite epsilon), so it is refused. Releases drawn outside
-    ``fit``/``evaluate`` (a ``result()`` call in your own code) are yours to record:
+    that ``model.evaluate`` returns (``evaluation_dataset``). While its model's ``fit`` or
+    ``evaluate`` runs, the callback is a release guard of the metric
+    (:func:`dpauc_tf.keras.metric.add_release_guard`): each release of the model's DPAUC
+    metrics asks it first, and it records ``DPAUC.dp_event()`` on the ledger before any noise
+    is drawn. A release that would exceed the budget is never drawn:
+    :class:`BudgetExceededError` is raised from the metric's ``result()`` and stops the run,
+    so no callback (wherever it is in the list), no History, progress bar, CSV or TensorBoard
+    file and no later step sees a value for it. A noise-free ``DPAUC(epsilon=None)`` under a
+    ledger with a budget is refused when ``fit`` or ``evaluate`` begins (its value is exact in
+    every step: a non-private release). Releases drawn outside ``fit``/``evaluate`` (a
+    ``result()`` call in your own code) are yours to record:
     ``ledger.record(metric.dp_event(), ...)``.
 
     Example:
@@ -83,53 +107,86 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
         self.train_dataset = train_dataset
         self.validation_dataset = validation_dataset
         self.evaluation_dataset = evaluation_dataset
-        self._charged: dict[int, int] = {}
         self._epoch = 0
+        self._phase = (train_dataset, "epoch 0")
+        self._call = None  # the frame of the fit/evaluate this callback serves
 
-    def _start_counting(self) -> None:
-        """Releases drawn before now are not this callback's to charge."""
-        self._charged = {id(m): m.releases_drawn for m in _dpauc_metrics(self.model)}
-
-    def _charge(self, logs, dataset: str, description: str) -> None:
+    # -- the guard ----------------------------------------------------------------------
+    def _begin(self, dataset: str, description: str) -> None:
+        self._phase = (dataset, description)
+        if self._call is None or not _on_stack(self._call):
+            self._call = _running_frame(self.model)
+        add_release_guard(self._guard)
+        if self.ledger.budget is None:
+            return
         for metric in _dpauc_metrics(self.model):
             if metric.epsilon is None:
-                published = logs is not None and metric.name in logs
-                if published and self.ledger.budget is not None:
-                    self._record(
-                        metric, dp_accounting.NonPrivateDpEvent(), logs, dataset, description
-                    )
+                self._record(metric, dp_accounting.NonPrivateDpEvent())
                 continue
-            new = metric.releases_drawn - self._charged.get(id(metric), 0)
-            for _ in range(max(new, 0)):
-                self._record(metric, metric.dp_event(), logs, dataset, description)
-            self._charged[id(metric)] = metric.releases_drawn
+            delta = metric.privacy_statement().delta
+            if delta > self.ledger.delta:  # no release fits: refuse before the first step
+                raise BudgetExceededError(
+                    f"release refused: DPAUC metric {metric.name!r} (mechanism "
+                    f"{metric.mechanism.name!r}) releases with delta {delta:g} each, more than "
+                    f"the ledger's delta {self.ledger.delta:g} for all its releases of data set "
+                    f"{dataset!r}: epsilon would be infinite from the first release. Create the "
+                    "ledger with a delta that covers the releases' deltas (e.g. "
+                    f"PrivacyLedger(budget=..., delta={max(1e-5, 100 * delta):g})), or give "
+                    "DPAUC no delta (pure epsilon)."
+                )
 
-    def _record(self, metric, event, logs, dataset, description) -> None:
+    def _end(self) -> None:
+        remove_release_guard(self._guard)
+        self._call = None
+
+    def _guard(self, metric) -> None:
+        """Asked by ``metric`` before each release: records it, or raises."""
+        if self._call is None or not _on_stack(self._call):
+            self._end()  # the fit/evaluate it served is over (it may have raised)
+            return
+        if all(metric is not known for known in _dpauc_metrics(self.model)):
+            return  # another model's metric
+        if metric.epsilon is not None:
+            self._record(metric, metric.dp_event())
+        elif self.ledger.budget is not None:
+            self._record(metric, dp_accounting.NonPrivateDpEvent())
+
+    def _record(self, metric, event) -> None:
+        dataset, description = self._phase
         try:
             self.ledger.record(event, dataset, f"{description} {metric.name}")
-        except BudgetExceededError:
-            if logs is not None:
-                logs.pop(metric.name, None)
-            raise
+        except BudgetExceededError as refused:
+            delta = metric.privacy_statement().delta if metric.epsilon is not None else 0.0
+            if delta <= 0:
+                raise
+            raise BudgetExceededError(
+                f"{refused} DPAUC metric {metric.name!r} releases with delta {delta:g} each: "
+                f"the deltas of data set {dataset!r}'s releases must fit in the ledger's delta "
+                f"{self.ledger.delta:g} (past it epsilon is infinite). Give the ledger a larger "
+                "delta, or DPAUC no delta (pure epsilon)."
+            ) from refused
 
+    # -- Keras hooks --------------------------------------------------------------------
     def on_train_begin(self, logs=None):
-        self._start_counting()
+        self._call = None
+        self._begin(self.train_dataset, "epoch 0")
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
+        self._phase = (self.train_dataset, f"epoch {epoch}")
 
     def on_test_begin(self, logs=None):
-        if _fit_running(self.model):
-            # The epoch's training value was released just before validation starts.
-            self._charge(None, self.train_dataset, f"epoch {self._epoch}")
+        if _running_frame(self.model, ("fit",)) is not None:
+            self._begin(self.validation_dataset, f"epoch {self._epoch} validation")
         else:
-            self._start_counting()
+            self._call = None
+            self._begin(self.evaluation_dataset, "evaluate")
 
     def on_test_end(self, logs=None):
-        if _fit_running(self.model):
-            self._charge(logs, self.validation_dataset, f"epoch {self._epoch} validation")
+        if _running_frame(self.model, ("fit",)) is not None:
+            self._phase = (self.train_dataset, f"epoch {self._epoch}")
         else:
-            self._charge(logs, self.evaluation_dataset, "evaluate")
+            self._end()
 
-    def on_epoch_end(self, epoch, logs=None):
-        self._charge(logs, self.train_dataset, f"epoch {epoch}")
+    def on_train_end(self, logs=None):
+        self._end()

@@ -17,15 +17,19 @@ where user code calls it. Inside a compiled step (the per-batch progress bar, a
 ``tf.function``, XLA; on JAX every train or test step, jitted or not) ``result()`` draws
 nothing: it shows the last release (NaN before the first), so per-batch display neither
 churns nor creates releases that no ledger counts.
-``releases_drawn`` counts the releases; :class:`dpauc_tf.keras.callbacks.DPAUCBudgetCallback`
-charges each of them to a :class:`dpauc_tf.privacy.ledger.PrivacyLedger`.
+``releases_drawn`` counts the releases.
+
+**Charged before drawn.** Every release first asks the release guards (:func:`add_release_guard`)
+for permission, before any noise is drawn or any count is read: a guard that refuses raises,
+and the release never exists, so no callback, log, file or later step can show it.
+:class:`dpauc_tf.keras.callbacks.DPAUCBudgetCallback` is such a guard: during ``fit`` and
+``evaluate`` it charges each release of its model's metrics to a
+:class:`dpauc_tf.privacy.ledger.PrivacyLedger`, or refuses it past the budget.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
-import sys
 from collections.abc import Sequence
 
 import dp_accounting
@@ -37,8 +41,26 @@ from dpauc_tf.core.curve import RocCurve, confusion_from_histogram, roc_from_con
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.summation import check_curve, keras_auc
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.keras import checks, ops_counts
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
 from dpauc_tf.privacy.statement import PrivacyStatement
+
+# Callables ``guard(metric)`` asked before every release (see the module docstring).
+_RELEASE_GUARDS: list = []
+
+
+def add_release_guard(guard) -> None:
+    """Asks ``guard(metric)`` before every release any :class:`DPAUC` draws, before the draw:
+    to refuse it, the guard raises (the exception reaches ``result()``'s caller and nothing
+    is drawn). Added once however often it is called."""
+    if all(guard != known for known in _RELEASE_GUARDS):
+        _RELEASE_GUARDS.append(guard)
+
+
+def remove_release_guard(guard) -> None:
+    """Stops asking ``guard`` (nothing happens if it was not asked)."""
+    _RELEASE_GUARDS[:] = [known for known in _RELEASE_GUARDS if known != guard]
+
 
 KERAS_MAJOR = int(getattr(tf.keras, "__version__", getattr(tf, "__version__", "2")).split(".")[0])
 SUPPORTED_BACKENDS = ("tensorflow", "jax")
@@ -157,7 +179,7 @@ class DPAUC(tf.keras.metrics.Metric):
         self._count_grid = self._mechanism.count_thresholds(self._thresholds)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
-        self._num_labels = _check_labels(multi_label, num_labels, label_weights)
+        self._num_labels = checks.check_labels(multi_label, num_labels, label_weights)
         self._label_weights = None if label_weights is None else [float(w) for w in label_weights]
         self._config = {
             "epsilon": epsilon,
@@ -299,11 +321,15 @@ class DPAUC(tf.keras.metrics.Metric):
 
     # -- Metric API ---------------------------------------------------------------------
     def update_state(self, y_true, y_pred, sample_weight=None):
+        try:
+            self._update_state(y_true, y_pred, sample_weight)
+        except ValueError as error:  # one line, not AutoGraph's traceback (Keras 2)
+            raise checks.as_it_is(error) from None
+
+    def _update_state(self, y_true, y_pred, sample_weight):
         integer = self._mechanism.capabilities.integer_counts
         options = {"from_logits": self._config["from_logits"], "integer_weights": integer}
         if self._on_jax:
-            from dpauc_tf.keras import ops_counts
-
             batch = ops_counts.batch_counts(
                 self._count_grid,
                 y_true,
@@ -317,8 +343,11 @@ class DPAUC(tf.keras.metrics.Metric):
             self.counts_high.assign(high)
             self.counts_low.assign(low)
             return
-        _check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
+        checks.check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
         if not self.multi_label:
+            y_true, y_pred = checks.drop_unit_dims(y_true), checks.drop_unit_dims(y_pred)
+            if sample_weight is not None:
+                sample_weight = checks.drop_unit_dims(sample_weight)
             pos, neg = bucket_counts(
                 y_true, y_pred, self._count_grid, sample_weight, dtype=tf.float64, **options
             )
@@ -342,9 +371,11 @@ class DPAUC(tf.keras.metrics.Metric):
         weights = None
         if sample_weight is not None:
             weights = tf.cast(tf.convert_to_tensor(sample_weight), tf.float64)
-            weights = tf.reshape(
-                tf.broadcast_to(tf.reshape(weights, [-1, 1]), [rows, labels]), [-1]
-            )
+            dims = weights.shape.as_list() if weights.shape.rank is not None else None
+            ops_counts.check_label_weights_shape(dims, y_pred.shape[0], labels)
+            if weights.shape.rank != 0:  # [N], [N, 1] or [N, labels]: one row per example
+                weights = tf.reshape(weights, [rows, -1])
+            weights = tf.reshape(tf.broadcast_to(weights, [rows, labels]), [-1])
         return bucket_counts(
             tf.reshape(y_true, [-1]),
             tf.reshape(y_pred, [-1]),
@@ -358,8 +389,6 @@ class DPAUC(tf.keras.metrics.Metric):
 
     def _counts(self):
         if self._on_jax:  # eagerly only: the host reads the float32 halves as float64
-            from dpauc_tf.keras import ops_counts
-
             pos, neg = ops_counts.read_counts(self.counts_high.value, self.counts_low.value)
             return tf.constant(pos), tf.constant(neg)
         return tf.convert_to_tensor(self.positives), tf.convert_to_tensor(self.negatives)
@@ -410,8 +439,21 @@ class DPAUC(tf.keras.metrics.Metric):
         weights = tf.constant(self._label_weights, aucs.dtype)
         return tf.math.divide_no_nan(tf.reduce_sum(aucs * weights), tf.reduce_sum(weights))
 
+    @tf.autograph.experimental.do_not_convert
+    def _authorize_release(self) -> None:
+        """Every release guard's permission, before anything is drawn (may raise)."""
+        for guard in list(_RELEASE_GUARDS):
+            try:
+                guard(self)
+            except Exception as refusal:
+                # Keras 2 runs result() through AutoGraph even eagerly, which would re-raise
+                # the refusal as a StagingError: let it reach the caller as it is.
+                raise checks.as_it_is(refusal) from None
+
     def release(self) -> tf.Tensor:
-        """Draws one release of the current counts and returns its value (costs epsilon)."""
+        """Draws one release of the current counts and returns its value (costs epsilon).
+        The release guards are asked first: one that refuses raises, and nothing is drawn."""
+        self._authorize_release()
         pos, neg = self._counts()
         release = self._mechanism.release(pos, neg, seed=self._noise_generator.make_seeds(1)[:, 0])
         value = tf.cast(self.value_from_release(release), tf.float64)
@@ -428,20 +470,22 @@ class DPAUC(tf.keras.metrics.Metric):
         if self._on_jax:
             return self._jax_result()
         if self.epsilon is None:  # not private: TensorFlow's AUC of the exact counts
+            if tf.executing_eagerly():
+                self._authorize_release()
             pos, neg = self._counts()
             return tf.cast(self.value_from_release({"pos": pos, "neg": neg}), self.dtype)
         if tf.executing_eagerly():
             return self.release()
-        _refuse_tff_server_finalizer(self)
+        checks.refuse_tff_server_finalizer(self)
         return tf.cast(tf.convert_to_tensor(self._last_release), self.dtype)
 
     def _jax_result(self):
         """JAX: in a Keras step (traced or in a ``StatelessScope``) the last release, or the
         live noise-free value through a host callback; eagerly a release on the host."""
-        from dpauc_tf.keras import ops_counts
-
         high, low = self.counts_high.value, self.counts_low.value
         if self.epsilon is None:
+            if not ops_counts.in_step(high):
+                self._authorize_release()
             return ops_counts.host_value(self._exact_value, high, low, self.dtype)
         if ops_counts.in_step(high):
             import keras
@@ -459,6 +503,7 @@ class DPAUC(tf.keras.metrics.Metric):
                 f"mechanism {self._mechanism.name!r} releases only the AUC: there is no ROC "
                 "curve; use a curve mechanism (e.g. mechanism='histogram') for roc_curve()"
             )
+        self._authorize_release()
         pos, neg = self._counts()
         if self.epsilon is None:
             return roc_from_confusion(confusion_from_histogram(pos, neg))
@@ -510,39 +555,6 @@ def default_mechanism(
     return "histogram"
 
 
-# TFF's default metrics aggregation finalizes Keras metrics in these modules (at the server).
-_TFF_FINALIZER_FILES = (
-    os.path.join("tensorflow_federated", "python", "learning", "metrics", ""),
-    os.path.join("tensorflow_federated", "python", "learning", "models", "functional.py"),
-)
-
-
-def _refuse_tff_server_finalizer(metric: DPAUC) -> None:
-    """Raises when TFF's default aggregation would finalize a noisy DPAUC at the server.
-
-    TFF (``SumThenFinalizeFactory``, the default of ``tff.learning.algorithms.build_fed_eval``
-    and of training algorithms) sums the clients' exact counts, rebuilds the metric at the
-    server and calls ``result()`` in a graph, where no release is drawn: the value would be
-    NaN, and any noise would be central noise added by a server that saw the exact counts.
-    """
-    if "tensorflow_federated" not in sys.modules:
-        return
-    frame = sys._getframe(2)
-    while frame is not None:
-        if any(part in frame.f_code.co_filename for part in _TFF_FINALIZER_FILES):
-            raise ValueError(
-                f"DPAUC metric {metric.name!r} (epsilon={metric.epsilon}) is being finalized by "
-                "TFF's default metrics aggregation, which sums the clients' exact counts and "
-                "finalizes them at the server: that would be central noise from a server that "
-                "has seen the labels' counts (and result() cannot draw a release inside a TFF "
-                "computation: it would be NaN). Pass metrics_aggregation_process="
-                "dpauc_tf.federated.build_dpauc_metrics_aggregation_process(model_fn) to "
-                "tff.learning.algorithms.build_fed_eval for client-side noise, or use "
-                "DPAUC(epsilon=None) for a non-private AUC."
-            )
-        frame = frame.f_back
-
-
 def _check_backend() -> str:
     """Keras' backend: TensorFlow or JAX; the others (PyTorch, ...) are refused."""
     if KERAS_MAJOR < 3:
@@ -556,35 +568,3 @@ def _check_backend() -> str:
             "be installed in this project's CI); it supports the tensorflow and jax backends."
         )
     return backend
-
-
-def _check_distributed(counts) -> None:
-    """Counts updated on several replicas must be the strategy's sync-on-read sums: a metric
-    built outside ``strategy.scope()`` would count, and release, one worker's share only."""
-    context = tf.distribute.get_replica_context()  # None in a cross-replica context
-    if context is None or context.num_replicas_in_sync == 1:
-        return
-    variable = counts if isinstance(counts, tf.Variable) else getattr(counts, "value", counts)
-    if not isinstance(variable, tf.distribute.DistributedValues):
-        raise ValueError(
-            "DPAUC was created outside the distribution strategy's scope: its counts would "
-            "hold one replica's examples only. Create it inside `with strategy.scope():`."
-        )
-
-
-def _check_labels(multi_label, num_labels, label_weights) -> int:
-    if not multi_label:
-        if num_labels not in (None, 1) or label_weights is not None:
-            raise ValueError("num_labels and label_weights need multi_label=True")
-        return 1
-    if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
-        raise ValueError(
-            f"DPAUC(multi_label=True) needs num_labels, a positive int, got {num_labels!r}"
-        )
-    if label_weights is not None:
-        weights = [float(w) for w in label_weights]
-        if len(weights) != num_labels or any(not w >= 0 for w in weights):
-            raise ValueError(
-                f"label_weights must be {num_labels} non-negative numbers, got {label_weights!r}"
-            )
-    return num_labels

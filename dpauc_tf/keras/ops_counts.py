@@ -56,9 +56,27 @@ def in_step(value) -> bool:
 
 def _one_per_example(tensor, what: str):
     shape = tuple(tensor.shape)
-    if len(shape) >= 2 and (len(shape) > 2 or shape[1] != 1):
+    if any(dim != 1 for dim in shape[1:]):  # [N], [N, 1], [N, 1, 1], ...: one per example
         raise core_counts.shape_error(what, shape)
     return ops.reshape(tensor, [-1])
+
+
+def check_label_weights_shape(dims, rows, labels: int) -> None:
+    """Multi-label sample weights: a scalar, ``[N]``, ``[N, 1]`` or ``[N, num_labels]`` (one
+    weight per example, or one per example and label, as ``tf.keras.metrics.AUC``); ``dims``
+    the weights' dimensions (None where unknown, or None for an unknown rank), ``rows`` the
+    number of examples (or None). Used by both backends."""
+    if dims is None or not dims:
+        return
+    ok = len(dims) <= 2 and (len(dims) == 1 or dims[1] in (None, 1, labels))
+    if ok and rows is not None and dims[0] is not None and dims[0] != rows:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"DPAUC(multi_label=True, num_labels={labels}): sample weights must have shape "
+            f"[N], [N, 1] or [N, {labels}] for {rows if rows is not None else 'N'} examples, "
+            f"got {tuple(dims)}"
+        )
 
 
 def _flatten(y_true, y_pred, sample_weight, num_labels: int, multi_label: bool):
@@ -89,9 +107,10 @@ def _flatten(y_true, y_pred, sample_weight, num_labels: int, multi_label: bool):
         groups = ops.tile(ops.arange(num_labels, dtype="int32"), [rows])
         y_true, y_pred = ops.reshape(y_true, [-1]), ops.reshape(y_pred, [-1])
         if weights is not None:
-            weights = ops.reshape(
-                ops.broadcast_to(ops.reshape(weights, [-1, 1]), (rows, num_labels)), [-1]
-            )
+            check_label_weights_shape(list(weights.shape), rows, num_labels)
+            if len(weights.shape) != 0:  # [N], [N, 1] or [N, labels]: one row per example
+                weights = ops.reshape(weights, (rows, -1))
+            weights = ops.reshape(ops.broadcast_to(weights, (rows, num_labels)), [-1])
     if rows is not None and rows > MAX_BATCH:
         raise ValueError(
             f"DPAUC on the JAX backend counts one batch in float32: at most 2^24 = {MAX_BATCH} "

@@ -127,14 +127,22 @@ def check_options() -> list:
     for label_weights in (None, [0.2, 0.0, 1.0]):
         options = {"multi_label": True, "num_labels": 3, "label_weights": label_weights}
         cases.append(({"num_thresholds": 57, **options}, p))
+    cases = [(options, scores, w, None) for options, scores in cases]
+    # issue 21: one weight per example and label; one value per example with unit dimensions
+    multi = {"num_thresholds": 57, "multi_label": True, "num_labels": 3}
+    per_label = rng.random((3000, 3)).astype("float32")
+    cases.append((multi, p, per_label, None))
+    cases.append((multi, p, per_label[:, :1], None))
+    cases.append(({"num_thresholds": 57}, p[:, :1, None], w[:, None, None], y[:, :1, None]))
     rows = []
-    for options, scores in cases:
-        labels = y if options.get("multi_label") else y[:, 0]
+    for options, scores, weights, labels in cases:
+        if labels is None:
+            labels = y if options.get("multi_label") else y[:, 0]
         rows.append(
             {
                 "options": repr(options),
-                "keras": keras_auc(labels, scores, w, **options),
-                "dpauc": dpauc(labels, scores, w, **options),
+                "keras": keras_auc(labels, scores, weights, **options),
+                "dpauc": dpauc(labels, scores, weights, **options),
             }
         )
     return rows
@@ -252,13 +260,20 @@ def check_bad_input() -> dict:
         "nan": ([0.0, 1.0], [0.1, float("nan")], None),
         "weight": ([0.0, 1.0], [0.1, 0.2], [1.0, 3.0]),
         "one_hot": ([[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.4, 0.6]], None),
+        "two_by_one": ([[[1.0], [0.0]]], [[[0.5], [0.5]]], None),
     }.items():
-        metric = DPAUC(epsilon=None, num_thresholds=10)
+        metric = DPAUC(epsilon=1.0, num_thresholds=10)
         try:
             metric.update_state(np.asarray(y, "float32"), np.asarray(p, "float32"), w)
             out[name] = "no error"
         except ValueError as error:
             out[name] = str(error)
+    metric = DPAUC(epsilon=1.0, num_thresholds=10, multi_label=True, num_labels=2)
+    try:  # weights of neither one per example nor one per example and label
+        metric.update_state(np.ones((2, 2), "float32"), np.ones((2, 2), "float32"), np.ones((2, 3)))
+        out["label_weights"] = "no error"
+    except ValueError as error:
+        out["label_weights"] = str(error)
     metric = DPAUC(epsilon=None, num_thresholds=10)
     update = jax.jit(metric.stateless_update_state)
     state = update(
@@ -272,6 +287,22 @@ def check_bad_input() -> dict:
     return out
 
 
+def check_refusal() -> dict:
+    """A release refused by the budget callback reaches no one (``refusal_scenario.py``)."""
+    import refusal_scenario  # next to this script
+
+    out = {}
+    for mode in ("jit", "run_eagerly"):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = refusal_scenario.run(keras, mode, tmp)
+        out[mode] = {
+            "refused": run["refused"],
+            "problems": refusal_scenario.problems(run),
+            "csv_rows": len(run["csv"]),
+        }
+    return out
+
+
 def main() -> None:
     checks = {
         "fit_jit": lambda: check_fit_and_evaluate(jit_compile=True),
@@ -281,6 +312,7 @@ def main() -> None:
         "wide": check_wide_counts,
         "noise": check_noise_and_seed,
         "bad": check_bad_input,
+        "refusal": check_refusal,
     }
     for name, check in checks.items():
         began = time.perf_counter()

@@ -153,3 +153,43 @@ def test_discrete_noise_releases_compose_by_the_discrete_pld():
     ledger.record_release(continuous, dataset="mixed")
     ledger.record_release(discrete, dataset="mixed")
     assert ledger.spent("mixed").basic == pytest.approx(0.02)
+
+
+def _delta_model():
+    tf.keras.utils.set_random_seed(0)
+    model = tf.keras.Sequential(
+        [tf.keras.Input((3,)), tf.keras.layers.Dense(1, activation="sigmoid")]
+    )
+    metric = DPAUC(epsilon=1.0, delta=1e-6, seed=0, name="dp_auc")  # auc-only: (eps, delta)
+    model.compile("adam", "binary_crossentropy", metrics=[metric])
+    return model, metric
+
+
+@pytest.mark.parametrize("call", ["fit", "evaluate"])
+def test_a_ledger_without_delta_refuses_delta_releases_naming_delta(call):
+    """The README's DPAUC(delta=...) with a ledger of no delta: refused before the first step
+    in one line that names delta and what to do (issue 21: it said "epsilon inf")."""
+    x, y = _xy()
+    model, metric = _delta_model()
+    ledger = PrivacyLedger(budget=10.0)
+    with pytest.raises(BudgetExceededError) as refused:
+        if call == "fit":
+            model.fit(x, y, epochs=2, verbose=0, callbacks=[DPAUCBudgetCallback(ledger)])
+        else:
+            model.evaluate(x, y, verbose=0, callbacks=[DPAUCBudgetCallback(ledger)])
+    message = str(refused.value)
+    assert "delta 1e-06" in message and "ledger's delta 0" in message and "\n" not in message
+    assert "PrivacyLedger(budget=..., delta=" in message
+    assert metric.releases_drawn == 0 and len(ledger.entries) == 0
+
+
+def test_a_refusal_once_the_deltas_fill_the_ledger_names_delta():
+    x, y = _xy()
+    model, metric = _delta_model()
+    ledger = PrivacyLedger(budget=10.0, delta=2.5e-6)  # two releases' deltas fit, not three
+    with pytest.raises(BudgetExceededError) as refused:
+        model.fit(x, y, epochs=5, verbose=0, callbacks=[DPAUCBudgetCallback(ledger)])
+    message = str(refused.value)
+    assert "delta 1e-06 each" in message and "ledger's delta 2.5e-06" in message
+    assert "\n" not in message
+    assert ledger.releases("train") == 2 and metric.releases_drawn == 2

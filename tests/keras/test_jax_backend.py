@@ -98,7 +98,7 @@ def test_keras_file_reloads_with_the_metric(checks):
 
 def test_every_option_equals_keras_auc_with_noise_off(checks):
     rows = _check(checks, "options")
-    assert len(rows) == 10
+    assert len(rows) == 13  # with (N, 3) and (N, 1) multi-label weights, (N, 1, 1) scores
     for row in rows:
         assert row["dpauc"] == pytest.approx(row["keras"], abs=1e-6), row
 
@@ -135,4 +135,16 @@ def test_bad_batches_raise_eagerly_and_give_nan_under_jit(checks):
     assert "in [0, 1]" in bad["score"] and "in [0, 1]" in bad["nan"]
     assert "sample weights must be in [0, 1]" in bad["weight"]
     assert "more than one value per example" in bad["one_hot"]
+    assert "more than one value per example" in bad["two_by_one"]
+    assert "[N], [N, 1] or [N, 2]" in bad["label_weights"]
     assert math.isnan(bad["jit_result"])
+
+
+@pytest.mark.parametrize("mode", ["jit", "run_eagerly"])
+def test_a_refused_release_reaches_no_one(checks, mode):
+    """Refused training, validation and evaluate values: no callback listed before the budget
+    callback, CSV file, History, progress bar or later step shows them (issue 21)."""
+    run = _check(checks, "refusal")[mode]
+    assert run["refused"] == ["train", "validation", "evaluation"]
+    assert run["problems"] == []
+    assert run["csv_rows"] > 0

@@ -150,3 +150,99 @@ def test_unsupported_keras_backends_are_refused_at_construction(monkeypatch):
         message = str(refused.value)
         assert f"KERAS_BACKEND='{backend}'" in message and "\n" not in message
         assert "not support" in message and "tensorflow and jax" in message
+
+
+def _in_mode(mode, fn):
+    if mode == "eager":
+        return fn
+
+    @tf.function(jit_compile=mode == "jit")
+    def step(*args):
+        fn(*args)
+
+    return step
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "jit"])
+@pytest.mark.parametrize("label_weights", [None, [0.2, 0.0, 1.0]])
+def test_multi_label_takes_one_weight_per_example_and_label(mode, label_weights):
+    """``(N, num_labels)`` sample weights, as tf.keras.metrics.AUC takes them (issue 21: a raw
+    broadcast error); ``(N,)`` and ``(N, 1)`` weights stay one weight per example."""
+    y, p, _ = _data(labels=3)
+    w = np.random.default_rng(5).random(y.shape).astype(np.float32)
+    options = {"num_thresholds": 33, "multi_label": True, "num_labels": 3}
+    for weights in (w, w[:, :1], w[:, 0]):
+        ours = DPAUC(epsilon=None, label_weights=label_weights, **options)
+        _in_mode(mode, ours.update_state)(y, p, weights)
+        expected = _tf_auc(y, p, weights, label_weights=label_weights, **options)
+        assert float(ours.result()) == pytest.approx(expected, abs=1e-6)
+
+
+def test_multi_label_weights_keep_the_bound_the_guarantee_covers():
+    y, p, _ = _data(n=200, labels=3)
+    w = np.full(y.shape, 0.5, np.float32)
+    noisy = DPAUC(epsilon=1.0, num_thresholds=10, multi_label=True, num_labels=3, seed=0)
+    noisy.update_state(y, p, w)  # fractions in [0, 1]: fine for Laplace noise
+    assert float(tf.reduce_sum(noisy.positives)) == pytest.approx(0.5 * y.sum())
+    assert 0.0 <= float(noisy.result()) <= 1.0
+    refused = (ValueError, tf.errors.InvalidArgumentError)  # the TensorFlow path asserts in ops
+    with pytest.raises(refused, match=r"in \[0, 1\]"):
+        noisy.update_state(y, p, 2 * w + 0.5)
+    secure = DPAUC(epsilon=1.0, multi_label=True, num_labels=3, mechanism="secure-histogram")
+    with pytest.raises(refused, match="0 or 1"):
+        secure.update_state(y, p, w)
+    secure.update_state(y, p, np.ones_like(w))
+    with pytest.raises(ValueError, match=r"\[N\], \[N, 1\] or \[N, 3\]") as refused:
+        secure.update_state(y, p, np.ones((200, 2), np.float32))
+    assert "\n" not in str(refused.value)
+    with pytest.raises(ValueError, match=r"\[N, 3\] for 200 examples"):
+        secure.update_state(y, p, np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "jit"])
+def test_one_value_per_example_with_unit_dimensions_is_taken(mode):
+    """``(N, 1, 1)`` predictions (a model whose output keeps unit dimensions) are one value
+    per example, as in tf.keras.metrics.AUC (issue 21: refused as several values)."""
+    y, p, w = _data()
+    expected = _tf_auc(y[:, 0], p[:, 0], w, num_thresholds=57)
+    for shape in ((-1, 1, 1), (-1, 1, 1, 1)):
+        exact = DPAUC(epsilon=None, num_thresholds=57)
+        _in_mode(mode, exact.update_state)(y.reshape(shape), p.reshape(shape), w.reshape(shape))
+        assert float(exact.result()) == pytest.approx(expected, abs=1e-6)
+        mixed = DPAUC(epsilon=None, num_thresholds=57)
+        _in_mode(mode, mixed.update_state)(y[:, 0], p.reshape(shape), w)
+        assert float(mixed.result()) == pytest.approx(expected, abs=1e-6)
+    noisy = DPAUC(epsilon=1.0, num_thresholds=57, seed=0)
+    _in_mode(mode, noisy.update_state)(y.reshape(-1, 1, 1), p.reshape(-1, 1, 1))
+    assert 0.0 <= float(noisy.result()) <= 1.0
+    assert float(tf.reduce_sum(noisy.positives)) == float(y.sum())  # each example once
+
+
+@pytest.mark.parametrize("shape", [(3, 2), (3, 2, 1), (3, 1, 2)])
+def test_several_values_per_example_stay_refused_with_noise_on(shape):
+    noisy = DPAUC(epsilon=1.0)
+    labels = np.zeros(shape, np.float32)
+    with pytest.raises(ValueError, match="more than one value per example"):
+        noisy.update_state(labels, np.full(shape, 0.5, np.float32))
+
+
+def test_unit_dimension_outputs_fit_and_evaluate():
+    tf.keras.utils.set_random_seed(0)
+    y, p, _ = _data(n=512)
+    x = np.stack([p[:, 0], y[:, 0]], axis=1)
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input((2,)),
+            tf.keras.layers.Dense(1, activation="sigmoid"),
+            tf.keras.layers.Reshape((1, 1)),
+        ]
+    )
+    auc = tf.keras.metrics.AUC(num_thresholds=40, name="auc")
+    model.compile(
+        "adam",
+        "binary_crossentropy",
+        metrics=[auc, DPAUC(epsilon=None, num_thresholds=40, name="exact")],
+    )
+    model.fit(x, y.reshape(-1, 1, 1), epochs=1, batch_size=128, verbose=0)
+    result = model.evaluate(x, y.reshape(-1, 1, 1), verbose=0, return_dict=True)
+    assert result["exact"] == pytest.approx(result["auc"], abs=1e-6)
