@@ -90,7 +90,7 @@ class ReleaseSpec:
             epsilon=epsilon,
             delta=delta,
             thresholds=Thresholds.make(num_thresholds, threshold_grid),
-            options=tuple(sorted((options or {}).items())),
+            options=tuple(sorted((key, _frozen(value)) for key, value in (options or {}).items())),
             seed=seed,
         )
         spec.build()
@@ -138,6 +138,15 @@ class ReleaseSpec:
                 f"mechanism {self.mechanism!r} releases one AUC from one data holder's "
                 f"counts: {surface} cannot sum its releases over {num_clients} clients"
             )
+
+
+def _frozen(value: Any) -> Any:
+    """An option value as a hashable one (lists, e.g. a tree's budget per level, as tuples)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(part) for part in value)
+    if isinstance(value, np.ndarray):
+        return tuple(value.tolist())
+    return value
 
 
 @functools.lru_cache(maxsize=128)

@@ -134,3 +134,11 @@ def test_auc_only_has_no_curve_and_to_dict_is_json(counts):
     assert out["roc"] is None and out["slice_key"] == ["g", 1]
     assert out["epsilon"] == pytest.approx(100.0) and len(out["aucs"]) == 2
     assert all(value is None or math.isfinite(value) for value in out["aucs"])
+
+
+def test_list_options_are_frozen_so_the_spec_stays_hashable():
+    spec = ReleaseSpec.make(
+        "tree-histogram", epsilon=1.0, num_thresholds=15, options={"budget": [0.2, 0.3, 0.5]}
+    )
+    assert dict(spec.options)["budget"] == (0.2, 0.3, 0.5)
+    assert spec.build() is spec.build()
