@@ -201,9 +201,12 @@ def _pld_epsilon(leaves, delta: float) -> float | None:
     accountant = _PLDAccountant()
     if not all(accountant.supports(leaf) for leaf, _ in leaves):
         return None
-    for leaf, count in leaves:
-        accountant.compose(leaf, count)
-    return float(accountant.get_epsilon(delta))
+    try:
+        for leaf, count in leaves:
+            accountant.compose(leaf, count)
+        return float(accountant.get_epsilon(delta))
+    except OverflowError:  # e.g. a canonical (epsilon, delta) pair at epsilon 1000: exp overflows
+        return None  # no PLD figure; the basic and Renyi figures stand
 
 
 def _rdp_epsilon(leaves, delta: float) -> float | None:

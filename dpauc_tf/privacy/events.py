@@ -357,3 +357,25 @@ def class_pair_event(scale_pos: float, scale_neg: float, discrete: bool) -> dp_a
             for scale in (scale_pos, scale_neg)
         ]
     return dp_accounting.ComposedDpEvent(parts)
+
+
+def legacy_ledger_event(entry: dict, where: str) -> dp_accounting.DpEvent:
+    """Events of the version-1 ledger format (``{"kind": ..., "noise_multiplier": ...}``)."""
+    kind = entry.get("kind")
+    if kind == "non-private":
+        return dp_accounting.NonPrivateDpEvent()
+    multiplier = entry.get("noise_multiplier")
+    if isinstance(multiplier, bool) or not isinstance(multiplier, numbers.Real):
+        raise ValueError(f"{where}: noise_multiplier must be a number, got {multiplier!r}")
+    if not (math.isfinite(multiplier) and multiplier > 0):
+        raise ValueError(f"{where}: noise_multiplier must be finite and > 0, got {multiplier!r}")
+    if kind == "laplace":
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=float(multiplier))
+    if kind == "gaussian":
+        return dp_accounting.GaussianDpEvent(noise_multiplier=float(multiplier))
+    if kind == "discrete-laplace":
+        # Stored as pure epsilon 1 / noise_multiplier without its sensitivity: one
+        # sensitivity-1 discrete-Laplace release of that epsilon has the privacy loss of
+        # randomized response, the worst case of every mechanism with that pure epsilon.
+        return discrete_laplace_event(float(multiplier), 1)
+    raise ValueError(f"{where}: unknown event kind {kind!r}")

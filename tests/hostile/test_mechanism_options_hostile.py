@@ -94,7 +94,7 @@ def test_beam_refuses_num_clients_in_mechanism_options():
     transform = PrivateAUC(
         "tree-histogram", epsilon=1.0, num_thresholds=15, mechanism_options={"public_scores": "no"}
     )
-    assert dict(transform.config.options) == {"public_scores": False}
+    assert dict(transform.spec.options) == {"public_scores": False}
 
 
 @pytest.mark.skipif(

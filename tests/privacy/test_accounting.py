@@ -238,3 +238,14 @@ def test_skellam_is_composed_by_its_exact_pld_and_stays_a_valid_bound():
         assert _skellam_flat_delta(figure, mu) <= delta * (1 + 1e-6)
         exact = _bisect_epsilon(lambda e: _skellam_flat_delta(e, mu), delta, 3.0)
         assert exact <= figure <= exact + 2e-3
+
+
+def test_a_huge_epsilon_gives_a_valid_figure_not_an_overflow():
+    """The PLD of auc-only's (epsilon, delta) pair overflows at epsilon 1000 (exp(1000)):
+    the accountant falls back to the other figures instead of raising."""
+    from dpauc_tf.mechanisms import get_mechanism
+
+    mechanism = get_mechanism("auc-only", epsilon=1000.0, num_thresholds=10, delta=1e-6)
+    spent = mechanism.privacy_spent(2, delta=1e-5)  # the releases' own deltas fit: 2e-6
+    assert spent.pld is None and spent.basic == pytest.approx(2000.0)
+    assert spent.best == pytest.approx(2000.0)

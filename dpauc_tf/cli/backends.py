@@ -1,0 +1,235 @@
+"""The backends of ``dpauc evaluate``: how each one releases (step 3), and the engines that
+read the files themselves (Beam's IO, Spark's reader: the driver holds no row).
+
+>>> sorted(BACKENDS)
+['beam', 'flower', 'simulate', 'spark', 'tff']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from typing import Any
+
+import numpy as np
+
+from dpauc_tf.cli.main import CommandError
+from dpauc_tf.mechanisms.registry import mechanism_spec
+
+
+def _mechanism(args, num_clients: int):
+    from dpauc_tf.cli.evaluate import _mechanism as build
+
+    return build(args, num_clients)
+
+
+def release_settings(args) -> dict[str, Any]:
+    from dpauc_tf.cli.evaluate import release_settings as settings
+
+    return settings(args)
+
+
+def _kept_examples(counted, what: str):
+    """The examples, when they were kept in memory; a one-line error otherwise."""
+    if counted.examples is None:
+        raise CommandError(
+            f"{what} needs every example in memory, and the file has more than "
+            f"--max-rows-in-memory {counted.max_rows_in_memory} rows; raise that limit, or use "
+            "a client column (--client-column) and a mechanism that does not transform the data"
+        )
+    return counted.examples
+
+
+def release_simulate(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend simulate``: releases from the counts (or the kept examples)."""
+    from dpauc_tf.experiments.simulation import simulate, simulate_examples
+
+    if client_ids is not None or mechanism.capabilities.transforms_data:
+        what = (
+            f"mechanism {args.mechanism!r} (it transforms every example)"
+            if mechanism.capabilities.transforms_data
+            else "--clients"
+        )
+        data = _kept_examples(counted, what)
+        return simulate_examples(
+            mechanism,
+            data.labels,
+            data.scores,
+            thresholds,
+            data.clients if client_ids is None else client_ids,
+            num_clients,
+            seed=args.seed,
+            repeats=args.repeats,
+        )
+    return simulate(mechanism, counted.pos, counted.neg, seed=args.seed, repeats=args.repeats)
+
+
+def _examples_by_client(counted, client_ids, what: str):
+    """The kept examples and each one's client id (the file's, else one client) for a
+    backend that starts from the examples rather than the counts."""
+    data = _kept_examples(counted, what)
+    if client_ids is None:
+        client_ids = (
+            data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)
+        )
+    return data, client_ids
+
+
+def release_tff(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend tff``: every client's examples through TFF."""
+    data, client_ids = _examples_by_client(counted, client_ids, "--backend tff")
+    return _evaluate_with_tff(args, data, client_ids, num_clients)
+
+
+def release_beam(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend beam``: the kept examples through a Beam pipeline."""
+    data, client_ids = _examples_by_client(counted, client_ids, "--backend beam")
+    return _evaluate_with_beam(args, data, client_ids, num_clients)
+
+
+def release_flower(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend flower``: every client's examples through one Flower round."""
+    from dpauc_tf.cli.flower import evaluate_with_flower
+
+    data, client_ids = _examples_by_client(counted, client_ids, "--backend flower")
+    return evaluate_with_flower(args, data, client_ids, num_clients)
+
+
+def release_spark(args, mechanism, counted, client_ids, num_clients, thresholds):
+    """Step 3 for ``--backend spark``: the file read again by Spark, counted on executors."""
+    from dpauc_tf.cli.spark import evaluate_with_spark
+
+    return evaluate_with_spark(args, client_ids, num_clients)
+
+
+# ``--backend NAME`` -> a function (args, mechanism, counted, client_ids, num_clients,
+# thresholds) -> SimulationResult. A backend starts from the counts of step 1.
+BACKENDS = {
+    "simulate": release_simulate,
+    "tff": release_tff,
+    "beam": release_beam,
+    "flower": release_flower,
+    "spark": release_spark,
+}
+
+
+def _evaluate_with_tff(args, data, client_ids, num_clients):
+    """``--backend tff``: :func:`dpauc_tf.federated.evaluate`, one TFF evaluation per repeat."""
+    if importlib.util.find_spec("tensorflow_federated") is None:
+        raise CommandError("--backend tff needs tensorflow-federated (the .venv environment)")
+    from dpauc_tf import federated
+    from dpauc_tf.core.partitions import client_data_from_partition
+    from dpauc_tf.experiments.simulation import SimulationResult
+
+    evaluate = getattr(federated, "evaluate", None)
+    if evaluate is None:
+        raise CommandError("--backend tff: dpauc_tf.federated.evaluate is not available")
+    clients = client_data_from_partition(data.scores, data.labels, client_ids, num_clients)
+    settings = release_settings(args)
+    seeds = (
+        [None] * args.repeats
+        if args.seed is None
+        else np.random.SeedSequence(args.seed).generate_state(args.repeats).tolist()
+    )
+    aucs, fprs, tprs, statement = [], [], [], None
+    for seed in seeds:
+        out = evaluate(clients, seed=None if seed is None else int(seed), **settings)
+        aucs.append(float(out.auc))
+        fprs.append(np.asarray(out.roc.fpr))
+        tprs.append(np.asarray(out.roc.tpr))
+        statement = out.statement
+    return SimulationResult(np.asarray(aucs), np.stack(fprs), np.stack(tprs), statement)
+
+
+def _evaluate_with_beam(args, data, client_ids, num_clients):
+    """``--backend beam``: :func:`dpauc_tf.beam.pipeline.evaluate_with_beam`, all repeats."""
+    if importlib.util.find_spec("apache_beam") is None:
+        raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
+    from dpauc_tf.beam.pipeline import evaluate_with_beam
+    from dpauc_tf.experiments.simulation import SimulationResult
+
+    out = evaluate_with_beam(
+        data.scores,
+        data.labels,
+        client_ids,
+        num_clients,
+        seed=args.seed,
+        repeats=args.repeats,
+        beam_options=args.beam_options,
+        **release_settings(args),
+    )
+    statement = _mechanism(args, num_clients).statement()
+    return SimulationResult(out.aucs, out.fpr, out.tpr, statement)
+
+
+@dataclasses.dataclass(frozen=True)
+class _CountedByEngine:
+    """What the command line needs of a file that Beam or Spark read and counted."""
+
+    num_examples: int
+    num_clients: int
+    num_positives: int | None  # only without noise (--mechanism none): exact, not private
+
+
+def _reads_with_engine(args, show_exact: bool) -> bool:
+    """``--backend beam`` and ``--backend spark`` read the files with the engine's own IO
+    (the driver holds no row), except where the command needs the examples on the driver: a
+    partition (``--clients``), the exact values (``--show-exact``) or the plot's exact curve
+    (``--plot``)."""
+    engine = args.backend in ("beam", "spark")
+    return engine and args.clients is None and not show_exact and not args.plot
+
+
+def _evaluate_files_with_engine(args):
+    """The release of the files by Beam or Spark, and what the command needs of them."""
+    if args.backend == "spark":
+        from dpauc_tf.cli.spark import evaluate_file_with_spark
+
+        return _counted(args, evaluate_file_with_spark(args))
+    return _counted(args, _evaluate_files_with_beam(args))
+
+
+def _counted(args, out) -> tuple[_CountedByEngine, Any]:
+    positives = None
+    if mechanism_spec(args.mechanism).capabilities.protects == "nothing":
+        positives = round(float(np.sum(out.noisy_counts["pos"][0])))
+    counted = _CountedByEngine(round(out.num_examples), out.num_clients or 1, positives)
+    return counted, out
+
+
+def _evaluate_files_with_beam(args):
+    """``--backend beam`` on the files themselves: ``ReadScores`` and ``PrivateAUC`` in one
+    pipeline (:func:`dpauc_tf.beam.pipeline.evaluate_files_with_beam`)."""
+    if importlib.util.find_spec("apache_beam") is None:
+        raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
+    from dpauc_tf.beam.io import available_columns
+    from dpauc_tf.beam.pipeline import evaluate_files_with_beam
+
+    try:
+        columns = available_columns(str(args.scores))
+    except (OSError, ValueError) as error:
+        raise CommandError(f"--scores {args.scores}: {error}") from None
+    for flag, name in (
+        ("--score-column", args.score_column),
+        ("--label-column", args.label_column),
+    ):
+        if name not in columns:
+            raise CommandError(
+                f"--scores {args.scores}: no column {name!r} ({flag}); its columns: "
+                f"{', '.join(columns) or 'none'}"
+            )
+    client = args.client_column or "client"
+    if args.client_column is not None and client not in columns:
+        raise CommandError(f"--scores {args.scores}: no client column {client!r}")
+    out = evaluate_files_with_beam(
+        str(args.scores),
+        seed=args.seed,
+        repeats=args.repeats,
+        score_column=args.score_column,
+        label_column=args.label_column,
+        client_column=client if client in columns else None,
+        from_logits=args.from_logits,
+        beam_options=args.beam_options,
+        **release_settings(args),
+    )
+    return out
