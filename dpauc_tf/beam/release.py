@@ -61,7 +61,13 @@ import numpy as np
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.registry import check_mechanism_options
-from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
+from dpauc_tf.mechanisms.release import (
+    AUCResult,
+    ReleaseSpec,
+    check_repeats,
+    check_slices_bound,
+    finish_release,
+)
 
 RELEASE_COUNTER = ("dpauc_tf.beam", "releases")
 
@@ -171,17 +177,8 @@ class PrivateAUC(beam.PTransform):
         label: str | None = None,
     ):
         super().__init__(label)
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-            raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
-        if max_slices_per_example is not None and (
-            isinstance(max_slices_per_example, bool)
-            or not isinstance(max_slices_per_example, int)
-            or max_slices_per_example < 1
-        ):
-            raise ValueError(
-                f"max_slices_per_example must be None or an int >= 1, "
-                f"got {max_slices_per_example!r}"
-            )
+        check_repeats(repeats)
+        check_slices_bound(max_slices_per_example)
         self.slicing = _slicing_specs(slicing)
         if self.slicing is not None:
             if max_slices_per_example not in (None, len(self.slicing)):

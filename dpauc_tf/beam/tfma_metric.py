@@ -44,7 +44,7 @@ import numpy as np
 from dpauc_tf.beam.counting import CountBuckets
 from dpauc_tf.beam.release import RELEASE_COUNTER
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.mechanisms.release import ReleaseSpec
+from dpauc_tf.mechanisms.release import ReleaseSpec, check_slices_bound
 
 DPAUC_NAME = "dpauc"
 # Metric keys beside the value: one release's epsilon and the whole evaluation's.
@@ -87,7 +87,7 @@ class DPAUCMetric(metric_types.Metric):
         confidence_intervals: str = "refuse",
         slices_per_example: int | None = None,
     ):
-        _check_slices_per_example(slices_per_example)
+        check_slices_bound(slices_per_example, "slices_per_example")
         if confidence_intervals not in CI_CHOICES:
             raise ValueError(
                 f"confidence_intervals must be one of {CI_CHOICES}, got {confidence_intervals!r}"
@@ -161,11 +161,6 @@ def _dpauc_computations(
                     metric_types.MetricComputation(keys=keys, preprocessors=None, combiner=combiner)
                 )
     return computations
-
-
-def _check_slices_per_example(value) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"slices_per_example must be None or an int >= 1, got {value!r}")
 
 
 def _slices_of(eval_config) -> int:

@@ -40,6 +40,21 @@ from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.registry import mechanism_spec
 
 
+def check_repeats(repeats: int) -> int:
+    """Refuses anything but an int >= 1 as a number of repeated releases."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+    return repeats
+
+
+def check_slices_bound(value: int | None, name: str = "max_slices_per_example") -> int | None:
+    """Refuses a declared bound on the slices one example is in unless ``None`` or an
+    int >= 1 (``name`` is the argument as the caller spells it)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be None or an int >= 1, got {value!r}")
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class ReleaseSpec:
     """What describes a release, as every backend needs it (hashable, picklable).

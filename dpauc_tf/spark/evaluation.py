@@ -42,7 +42,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
+from dpauc_tf.mechanisms.release import (
+    AUCResult,
+    ReleaseSpec,
+    check_repeats,
+    check_slices_bound,
+    finish_release,
+)
 from dpauc_tf.spark.counting import PROBLEMS, ROWS, BucketRule, count_partition
 
 if TYPE_CHECKING:
@@ -251,16 +257,8 @@ def private_auc_by_slice(
       max_slices_per_example: a bound on the slices one example is in; ``None``: the
         number of slices (the worst case).
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
-    if max_slices_per_example is not None and (
-        isinstance(max_slices_per_example, bool)
-        or not isinstance(max_slices_per_example, int)
-        or max_slices_per_example < 1
-    ):
-        raise ValueError(
-            f"max_slices_per_example must be None or an int >= 1, got {max_slices_per_example!r}"
-        )
+    check_repeats(repeats)
+    check_slices_bound(max_slices_per_example)
     from dpauc_tf.tf_startup import import_tensorflow_quietly
 
     import_tensorflow_quietly()  # the release on the driver; no start-up chatter
