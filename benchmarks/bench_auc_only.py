@@ -29,10 +29,10 @@ import numpy as np
 
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.ground_truth import exact_auc
-from dpauc_tf.experiments.simulation import simulate_examples
 from dpauc_tf.experiments.synthetic import binormal_score_set, paper_score_set
 from dpauc_tf.mechanisms import get_mechanism
 from dpauc_tf.mechanisms.auc_only import auc_flip_sensitivity
+from dpauc_tf.simulation import simulate_examples
 
 DELTA = 1e-6
 

@@ -1,8 +1,8 @@
 """The cost of small ``chunk_rows`` in the streaming reader (issue 21): reading and counting.
 
 Writes a CSV of ``--rows`` synthetic scores, reads it with
-:func:`dpauc_tf.experiments.score_sources.iter_score_chunks` in chunks of ``--chunk-rows``,
-counts the chunks with :func:`dpauc_tf.experiments.streaming.count_chunks` (a 1,000-threshold
+:func:`dpauc_tf.io.readers.iter_score_chunks` in chunks of ``--chunk-rows``,
+counts the chunks with :func:`dpauc_tf.io.streaming.count_chunks` (a 1,000-threshold
 grid and TensorFlow's), and prints the milliseconds per row of each step.
 
 Usage (from the repository root, so that this checkout's ``dpauc_tf`` is imported)::
@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.score_sources import iter_score_chunks
-from dpauc_tf.experiments.streaming import count_chunks
+from dpauc_tf.io.readers import iter_score_chunks
+from dpauc_tf.io.streaming import count_chunks
 
 
 def main() -> None:

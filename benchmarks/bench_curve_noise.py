@@ -46,10 +46,10 @@ from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.core.tree import TreeLayout, auc_gradient, least_squares_leaves
-from dpauc_tf.experiments.simulation import client_histograms
 from dpauc_tf.experiments.synthetic import paper_score_set
 from dpauc_tf.mechanisms import get_mechanism
 from dpauc_tf.mechanisms.tree import TreeHistogram
+from dpauc_tf.simulation import client_histograms
 
 EPSILON = 1.0
 DELTA = 1e-6

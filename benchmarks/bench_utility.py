@@ -2,8 +2,8 @@
 
 Score set: the paper-sized synthetic stand-in (458,407 examples, 117,317 positives, AUC
 0.7494; :func:`dpauc_tf.experiments.synthetic.paper_score_set`, epoch 0). Counting happens
-once per client (:func:`dpauc_tf.experiments.simulation.client_histograms`); the repeats are
-vectorised (the paper's and flat rows by :func:`dpauc_tf.experiments.simulation.simulate`, the
+once per client (:func:`dpauc_tf.simulation.client_histograms`); the repeats are
+vectorised (the paper's and flat rows by :func:`dpauc_tf.simulation.simulate`, the
 tree rows by :func:`_simulate_tree`): every client's noise is drawn independently
 (``[R, K, nodes]`` in chunks) and summed over clients, the same distribution as ``R x K``
 separate releases. Tree rows report the AUC of
@@ -42,11 +42,11 @@ from dpauc_tf.core.adaptive_thresholds import quantile_thresholds
 from dpauc_tf.core.curve import auc_from_confusion
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.core.tree import TreeLayout, auc_gradient
-from dpauc_tf.experiments.simulation import client_histograms, simulate
 from dpauc_tf.experiments.synthetic import paper_score_set
 from dpauc_tf.mechanisms import get_mechanism
 from dpauc_tf.mechanisms.tree import SecureTreeHistogram, TreeHistogram
 from dpauc_tf.noise.seeds import make_seed, split_seed
+from dpauc_tf.simulation import client_histograms, simulate
 
 FINE = 1023  # 1,024 buckets: a complete 4-ary tree
 MAX_CHUNK_ELEMENTS = 20_000_000  # noisy node values per chunk of repeats

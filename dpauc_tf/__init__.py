@@ -1,9 +1,9 @@
 """dpauc_tf: AUC and ROC curves with label differential privacy, for Keras and TFF.
 
 The top level holds what a Keras user needs; everything else lives in the layers
-(``core``, ``noise``, ``privacy``, ``mechanisms``, ``keras``, ``federated``, ``cli``,
-``analysis``, ``experiments``). Names are loaded on first use, so ``import dpauc_tf``
-does not import TensorFlow.
+(``core``, ``noise``, ``privacy``, ``mechanisms``, ``io``, ``keras``, ``federated``,
+``simulation``, ``cli``, ``analysis``, ``experiments``). Names are loaded on first use, so
+``import dpauc_tf`` does not import TensorFlow.
 
 >>> from dpauc_tf import DPAUC, list_mechanisms
 >>> metric = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
@@ -70,6 +70,11 @@ MOVED_MODULES = {
     # 0.3: every command-line face lives in dpauc_tf.cli
     "dpauc_tf.analysis.audit_cli": "dpauc_tf.cli.audit",
     "dpauc_tf.flower.cli": "dpauc_tf.cli.flower",
+    # 0.3: the score-file readers in dpauc_tf.io, the simulate backend in its own module
+    "dpauc_tf.experiments.score_files": "dpauc_tf.io.scores",
+    "dpauc_tf.experiments.score_sources": "dpauc_tf.io.readers",
+    "dpauc_tf.experiments.streaming": "dpauc_tf.io.streaming",
+    "dpauc_tf.experiments.simulation": "dpauc_tf.simulation",
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]

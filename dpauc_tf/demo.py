@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     from dpauc_tf.core.partitions import partition
     from dpauc_tf.core.thresholds import Thresholds
     from dpauc_tf.experiments import plots
-    from dpauc_tf.experiments.simulation import client_histograms, simulate
+    from dpauc_tf.simulation import client_histograms, simulate
     from models.train import TrainConfig, load_scores, train
 
     _section(f"1/3 Data and Wide & Deep training ({args.data}, {args.epochs} epochs)")

@@ -56,11 +56,13 @@ MUST_HAVE_EXAMPLES = {
     "dpauc_tf.cli.audit",
     "dpauc_tf.analysis.noise_families",
     "dpauc_tf.analysis.tree_design",
-    "dpauc_tf.experiments.simulation",
+    "dpauc_tf.simulation",
     "dpauc_tf.experiments.synthetic",
     "dpauc_tf.experiments.tables",
-    "dpauc_tf.experiments.streaming",
-    "dpauc_tf.experiments.score_sources",
+    "dpauc_tf.io",
+    "dpauc_tf.io.scores",
+    "dpauc_tf.io.streaming",
+    "dpauc_tf.io.readers",
     "dpauc_tf.experiments.ground_truth",
 }
 

@@ -1,7 +1,7 @@
 """The package's layers import one way (DESIGN.md's shape of the code), checked on the source.
 
-core <- noise <- privacy <- mechanisms <- adapters (keras, federated, cli, analysis,
-experiments, demo). A module may import its own layer and the layers below it, never above.
+core <- noise <- privacy <- mechanisms <- io <- adapters (keras, federated, flower, beam,
+spark, simulation, cli, analysis, experiments, demo). A module may import its own layer and the layers below it, never above.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dpauc_tf"
-ORDER = ["core", "noise", "privacy", "mechanisms"]
+ORDER = ["core", "noise", "privacy", "mechanisms", "io"]
 ADAPTERS = {
     "keras",
     "federated",
@@ -24,6 +24,7 @@ ADAPTERS = {
     "tf_startup",
     "beam",
     "spark",
+    "simulation",
 }
 MAX_LINES = 600
 
@@ -55,12 +56,13 @@ def _modules():
 ADAPTER_IMPORTS = {
     "keras": set(),
     "federated": {"keras"},  # build_fed_eval wraps the Keras metric
-    "flower": {"experiments"},  # ScoreSet, until the readers move to dpauc_tf.io
+    "flower": set(),
     "beam": {"tf_startup"},
     "spark": {"tf_startup"},
     "analysis": set(),
-    "experiments": set(),
-    "demo": {"experiments", "federated", "keras", "tf_startup"},
+    "experiments": {"simulation"},  # the paper's tables run the simulate backend
+    "simulation": set(),
+    "demo": {"experiments", "federated", "keras", "simulation", "tf_startup"},
     "tf_startup": set(),
     "cli": ADAPTERS | {"spark"},
     "__main__": {"cli"},
@@ -93,6 +95,9 @@ def test_the_layer_check_can_fail():
     assert _violations("analysis", {"dpauc_tf.cli.formats"}) == ["dpauc_tf.cli.formats"]
     assert _violations("keras", {"dpauc_tf.federated"}) == ["dpauc_tf.federated"]
     assert _violations("beam", {"dpauc_tf.core.thresholds", "numpy"}) == []
+    assert _violations("io", {"dpauc_tf.simulation"}) == ["dpauc_tf.simulation"]
+    assert _violations("mechanisms", {"dpauc_tf.io.scores"}) == ["dpauc_tf.io.scores"]
+    assert _violations("flower", {"dpauc_tf.experiments.tables"}) == ["dpauc_tf.experiments.tables"]
 
 
 @pytest.mark.parametrize(
@@ -100,6 +105,10 @@ def test_the_layer_check_can_fail():
     [
         ("dpauc_tf.analysis.audit_cli", "dpauc_tf.cli.audit"),
         ("dpauc_tf.flower.cli", "dpauc_tf.cli.flower"),
+        ("dpauc_tf.experiments.score_files", "dpauc_tf.io.scores"),
+        ("dpauc_tf.experiments.score_sources", "dpauc_tf.io.readers"),
+        ("dpauc_tf.experiments.streaming", "dpauc_tf.io.streaming"),
+        ("dpauc_tf.experiments.simulation", "dpauc_tf.simulation"),
     ],
 )
 def test_moved_command_line_faces_name_their_new_home(old, new):

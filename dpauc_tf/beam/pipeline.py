@@ -16,6 +16,7 @@ file system, which remote runners need), else to a local temporary directory.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import pickle
 import shlex
 import tempfile
@@ -28,6 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from dpauc_tf.beam.release import RELEASE_COUNTER, PrivateAUC, SliceRelease
+from dpauc_tf.mechanisms.release import ReleaseSpec
 
 LOCAL_WORKERS = 2
 BATCH_SIZE = 65_536  # examples per element shipped to the pipeline
@@ -108,41 +110,71 @@ def client_batches(scores, labels, client_ids, num_clients: int, batch_size: int
             yield None, client, (scores[part], labels[part])
 
 
+_UNSET = object()
+
+
+def _spec(spec: ReleaseSpec | None, seed, settings: dict) -> ReleaseSpec:
+    """The release: ``spec`` (its seed unless ``seed`` is given), or one made from the
+    keywords of 0.2 (``mechanism=``, ``epsilon=``, ...)."""
+    given = {key: value for key, value in settings.items() if value is not _UNSET}
+    if spec is not None:
+        if given:
+            raise TypeError(
+                f"pass the release as a ReleaseSpec or as keywords, not both ({sorted(given)})"
+            )
+        return spec if seed is None else dataclasses.replace(spec, seed=seed)
+    if "epsilon" not in given:
+        raise TypeError("missing the release: pass spec=ReleaseSpec.make(...) or epsilon=")
+    options = given.pop("mechanism_options", None)
+    return ReleaseSpec.make(
+        given.pop("mechanism", "histogram"), options=options, seed=seed, **given
+    )
+
+
+def _transform(spec: ReleaseSpec, repeats: int, **columns) -> PrivateAUC:
+    return PrivateAUC(**spec.settings(), seed=spec.seed, repeats=repeats, **columns)
+
+
 def evaluate_with_beam(
     scores,
     labels,
     client_ids,
     num_clients: int,
+    spec: ReleaseSpec | None = None,
     *,
-    mechanism: str,
-    epsilon: float | None,
-    num_thresholds: int,
-    threshold_grid: str | Sequence[float] = "tf",
-    delta: float | None = None,
     seed: int | None = None,
     repeats: int = 1,
     beam_options: Sequence[str] | str | None = None,
-    mechanism_options: dict | None = None,
+    mechanism=_UNSET,
+    epsilon=_UNSET,
+    num_thresholds=_UNSET,
+    threshold_grid=_UNSET,
+    delta=_UNSET,
+    mechanism_options=_UNSET,
 ) -> SliceRelease:
     """One evaluation of the whole file in a Beam pipeline (the ``--backend beam`` path).
 
-    With one client the counts are released once with central noise; with several, every
-    client reports through the mechanism and the reports are summed (as ``--backend
-    simulate`` does). ``mechanism_options`` go to the mechanism's constructor (e.g.
-    ``{"positive_rate": 0.25}``). Returns the one slice's :class:`SliceRelease`.
+    The release is ``spec`` (a :class:`~dpauc_tf.mechanisms.release.ReleaseSpec`), or the
+    keywords of 0.2 (``mechanism``, ``epsilon``, ``num_thresholds``, ``threshold_grid``,
+    ``delta``, ``mechanism_options``), which still work. With one client the counts are
+    released once with central noise; with several, every client reports through the
+    mechanism and the reports are summed (as ``--backend simulate`` does). Returns the one
+    slice's :class:`SliceRelease` (an :class:`~dpauc_tf.mechanisms.release.AUCResult`).
     """
-    per_client = num_clients > 1
-    transform = PrivateAUC(
-        mechanism,
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        delta=delta,
-        seed=seed,
-        repeats=repeats,
-        per_client=per_client,
-        mechanism_options=mechanism_options,
+    spec = _spec(
+        spec,
+        seed,
+        dict(
+            mechanism=mechanism,
+            epsilon=epsilon,
+            num_thresholds=num_thresholds,
+            threshold_grid=threshold_grid,
+            delta=delta,
+            mechanism_options=mechanism_options,
+        ),
     )
+    per_client = num_clients > 1
+    transform = _transform(spec, repeats, per_client=per_client)
     elements = list(client_batches(scores, labels, client_ids, num_clients))
     if not per_client:
         elements = [(key, example) for key, _, example in elements]
@@ -158,12 +190,8 @@ def evaluate_with_beam(
 
 def evaluate_files_with_beam(
     file_pattern: str,
+    spec: ReleaseSpec | None = None,
     *,
-    mechanism: str,
-    epsilon: float | None,
-    num_thresholds: int,
-    threshold_grid: str | Sequence[float] = "tf",
-    delta: float | None = None,
     seed: int | None = None,
     repeats: int = 1,
     score_column: str = "score",
@@ -171,10 +199,17 @@ def evaluate_files_with_beam(
     client_column: str | None = None,
     from_logits: bool = False,
     beam_options: Sequence[str] | str | None = None,
-    mechanism_options: dict | None = None,
+    mechanism=_UNSET,
+    epsilon=_UNSET,
+    num_thresholds=_UNSET,
+    threshold_grid=_UNSET,
+    delta=_UNSET,
+    mechanism_options=_UNSET,
 ) -> SliceRelease:
     """One evaluation of score files read by Beam's own IO (``--backend beam``): the
     driver reads only the files' metadata, never a row.
+
+    The release is ``spec``, or the keywords of 0.2, as in :func:`evaluate_with_beam`.
 
     ``client_column`` names the clients' column (each client's counts are a report, and the
     reports are summed); ``None`` releases the counts once, with central noise. Returns the
@@ -182,21 +217,27 @@ def evaluate_files_with_beam(
     """
     from dpauc_tf.beam.io import ReadScores
 
+    spec = _spec(
+        spec,
+        seed,
+        dict(
+            mechanism=mechanism,
+            epsilon=epsilon,
+            num_thresholds=num_thresholds,
+            threshold_grid=threshold_grid,
+            delta=delta,
+            mechanism_options=mechanism_options,
+        ),
+    )
     columns = [score_column, label_column] + ([client_column] if client_column else [])
-    transform = PrivateAUC(
-        mechanism,
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        delta=delta,
-        seed=seed,
-        repeats=repeats,
+    transform = _transform(
+        spec,
+        repeats,
         slicing=[()],
         score_column=score_column,
         label_column=label_column,
         client_column=client_column,
         from_logits=from_logits,
-        mechanism_options=mechanism_options,
     )
 
     def build(pipeline):

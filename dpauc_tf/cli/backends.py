@@ -29,6 +29,12 @@ def release_settings(args) -> dict[str, Any]:
     return settings(args)
 
 
+def release_spec(args):
+    from dpauc_tf.cli.evaluate import release_spec as spec
+
+    return spec(args)
+
+
 def _kept_examples(counted, what: str):
     """The examples, when they were kept in memory; a one-line error otherwise."""
     if counted.examples is None:
@@ -41,9 +47,11 @@ def _kept_examples(counted, what: str):
 
 
 def release_simulate(args, mechanism, counted, client_ids, num_clients, thresholds):
-    """Step 3 for ``--backend simulate``: releases from the counts (or the kept examples)."""
-    from dpauc_tf.experiments.simulation import simulate, simulate_examples
+    """Step 3 for ``--backend simulate``: releases from the counts (or the kept examples),
+    :mod:`dpauc_tf.simulation` on the command's :class:`ReleaseSpec`."""
+    from dpauc_tf.simulation import simulate, simulate_examples
 
+    spec = release_spec(args)
     if client_ids is not None or mechanism.capabilities.transforms_data:
         what = (
             f"mechanism {args.mechanism!r} (it transforms every example)"
@@ -52,16 +60,15 @@ def release_simulate(args, mechanism, counted, client_ids, num_clients, threshol
         )
         data = _kept_examples(counted, what)
         return simulate_examples(
-            mechanism,
+            spec,
             data.labels,
             data.scores,
             thresholds,
             data.clients if client_ids is None else client_ids,
             num_clients,
-            seed=args.seed,
             repeats=args.repeats,
         )
-    return simulate(mechanism, counted.pos, counted.neg, seed=args.seed, repeats=args.repeats)
+    return simulate(spec, counted.pos, counted.neg, repeats=args.repeats)
 
 
 def _examples_by_client(counted, client_ids, what: str):
@@ -103,7 +110,7 @@ def release_spark(args, mechanism, counted, client_ids, num_clients, thresholds)
 
 
 # ``--backend NAME`` -> a function (args, mechanism, counted, client_ids, num_clients,
-# thresholds) -> SimulationResult. A backend starts from the counts of step 1.
+# thresholds) -> AUCResult (the one result type). A backend starts from the counts of step 1.
 BACKENDS = {
     "simulate": release_simulate,
     "tff": release_tff,
@@ -114,31 +121,19 @@ BACKENDS = {
 
 
 def _evaluate_with_tff(args, data, client_ids, num_clients):
-    """``--backend tff``: :func:`dpauc_tf.federated.evaluate`, one TFF evaluation per repeat."""
+    """``--backend tff``: :func:`dpauc_tf.federated.evaluate`, every repeat a TFF round;
+    its :class:`~dpauc_tf.mechanisms.release.AUCResult`."""
     if importlib.util.find_spec("tensorflow_federated") is None:
         raise CommandError("--backend tff needs tensorflow-federated (the .venv environment)")
     from dpauc_tf import federated
     from dpauc_tf.core.partitions import client_data_from_partition
-    from dpauc_tf.experiments.simulation import SimulationResult
 
     evaluate = getattr(federated, "evaluate", None)
     if evaluate is None:
         raise CommandError("--backend tff: dpauc_tf.federated.evaluate is not available")
     clients = client_data_from_partition(data.scores, data.labels, client_ids, num_clients)
-    settings = release_settings(args)
-    seeds = (
-        [None] * args.repeats
-        if args.seed is None
-        else np.random.SeedSequence(args.seed).generate_state(args.repeats).tolist()
-    )
-    aucs, fprs, tprs, statement = [], [], [], None
-    for seed in seeds:
-        out = evaluate(clients, seed=None if seed is None else int(seed), **settings)
-        aucs.append(float(out.auc))
-        fprs.append(np.asarray(out.roc.fpr))
-        tprs.append(np.asarray(out.roc.tpr))
-        statement = out.statement
-    return SimulationResult(np.asarray(aucs), np.stack(fprs), np.stack(tprs), statement)
+    out = evaluate(clients, seed=args.seed, repeats=args.repeats, **release_settings(args))
+    return out.result
 
 
 def _evaluate_with_beam(args, data, client_ids, num_clients):
@@ -146,20 +141,16 @@ def _evaluate_with_beam(args, data, client_ids, num_clients):
     if importlib.util.find_spec("apache_beam") is None:
         raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
     from dpauc_tf.beam.pipeline import evaluate_with_beam
-    from dpauc_tf.experiments.simulation import SimulationResult
 
-    out = evaluate_with_beam(
+    return evaluate_with_beam(
         data.scores,
         data.labels,
         client_ids,
         num_clients,
-        seed=args.seed,
+        release_spec(args),
         repeats=args.repeats,
         beam_options=args.beam_options,
-        **release_settings(args),
     )
-    statement = _mechanism(args, num_clients).statement()
-    return SimulationResult(out.aucs, out.fpr, out.tpr, statement)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,15 +212,13 @@ def _evaluate_files_with_beam(args):
     client = args.client_column or "client"
     if args.client_column is not None and client not in columns:
         raise CommandError(f"--scores {args.scores}: no client column {client!r}")
-    out = evaluate_files_with_beam(
+    return evaluate_files_with_beam(
         str(args.scores),
-        seed=args.seed,
+        release_spec(args),
         repeats=args.repeats,
         score_column=args.score_column,
         label_column=args.label_column,
         client_column=client if client in columns else None,
         from_logits=args.from_logits,
         beam_options=args.beam_options,
-        **release_settings(args),
     )
-    return out

@@ -95,6 +95,28 @@ def release_settings(args) -> dict[str, Any]:
     }
 
 
+def release_spec(args):
+    """The command's release as the protocol's :class:`~dpauc_tf.mechanisms.release.ReleaseSpec`
+    (mechanism, budget, grid, options and ``--seed``)."""
+    from dpauc_tf.mechanisms.release import ReleaseSpec
+
+    options = mechanism_options(args)
+    try:
+        return ReleaseSpec.make(
+            args.mechanism,
+            epsilon=args.epsilon,
+            num_thresholds=args.num_thresholds,
+            threshold_grid=args.threshold_grid,
+            delta=args.delta,
+            options=options,
+            seed=args.seed,
+        )
+    except (TypeError, ValueError) as error:
+        if not options:
+            raise
+        raise CommandError(f"--mechanism-option: {error}") from None
+
+
 def _check_backend(args) -> None:
     """Refuses, before any work and naming the flags, what the backend cannot run."""
     capabilities = mechanism_spec(args.mechanism).capabilities
@@ -118,7 +140,7 @@ def _show_progress(args) -> bool:
 def count_scores(args, grid):
     """Step 1, read and count: one chunked pass over ``--scores`` (bounded memory)."""
     from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.experiments.streaming import count_score_file
+    from dpauc_tf.io.streaming import count_score_file
 
     # TensorFlow's AUC: tf.keras.metrics.AUC(num_thresholds=T), or (thresholds=...) for an
     # explicit grid
@@ -149,7 +171,7 @@ def reference_aucs(counted, num_thresholds: int) -> dict[str, Any]:
 
     from dpauc_tf.core.curve import auc_from_histogram
     from dpauc_tf.experiments.ground_truth import exact_auc, histogram_auc
-    from dpauc_tf.experiments.streaming import FINE_BUCKETS
+    from dpauc_tf.io.streaming import FINE_BUCKETS
 
     tf_pos, tf_neg = counted.summed["tf"]
     tf_value = float(
@@ -216,7 +238,11 @@ def evaluate_scores(args) -> dict[str, Any]:
         )
         statement = result.statement
     pld = _pld_epsilon(mechanism, statement, args.delta or PLD_DELTA)
+    # The release's own fields (AUCResult.to_dict(): epsilon_total, delta_total,
+    # num_reporting, ...); the command's fields below keep their 0.2 names and meaning.
+    released = {} if result is None else result.to_dict()
     output = {
+        **{key: released[key] for key in RESULT_FIELDS if key in released},
         **reference,
         "mechanism": args.mechanism,
         "mechanism_options": mechanism_options(args),
@@ -281,6 +307,8 @@ def evaluate_scores(args) -> dict[str, Any]:
     return output
 
 
+# AUCResult.to_dict()'s fields that the command adds to its own (the cost of the whole output).
+RESULT_FIELDS = ("epsilon_total", "delta_total", "num_reporting", "slices_per_example")
 # Fields with exact label statistics (NOT private): in the output only with --show-exact.
 REFERENCE_FIELDS = ("exact_auc", "exact_auc_method", "exact_auc_max_error", "tf_auc")
 EXACT_EXTRA_FIELDS = ("num_positives", "auc_undefined")

@@ -17,7 +17,7 @@ ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
 
 def evaluate_with_flower(args, data, client_ids, num_clients):
     """Runs :func:`dpauc_tf.flower.evaluate` on the file's clients; returns a
-    :class:`~dpauc_tf.experiments.simulation.SimulationResult` (the CLI's common result).
+    :class:`~dpauc_tf.simulation.SimulationResult` (the CLI's common result).
 
     Clients left out (no answer in time, or an error) are named in one warning on stderr:
     the AUC then covers only the other clients' examples, and the stated epsilon is the one
@@ -26,7 +26,7 @@ def evaluate_with_flower(args, data, client_ids, num_clients):
     from dpauc_tf.cli.evaluate import release_settings
     from dpauc_tf.cli.main import CommandError
     from dpauc_tf.core.partitions import client_data_from_partition
-    from dpauc_tf.experiments.simulation import SimulationResult
+    from dpauc_tf.simulation import SimulationResult
 
     flower_evaluate = sys.modules["dpauc_tf.flower.evaluate"]
 

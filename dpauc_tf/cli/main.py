@@ -52,7 +52,7 @@ from dpauc_tf.cli.formats import FORMATS
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms
 
-# Mirrors of dpauc_tf.experiments.streaming's defaults (help imports no numpy; a test checks).
+# Mirrors of dpauc_tf.io.streaming's defaults (help imports no numpy; a test checks).
 DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
 DEFAULT_CHUNK_ROWS = 1 << 20
 # Mirror of dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT (help imports no Flower; a test checks).

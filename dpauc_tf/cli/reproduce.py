@@ -15,7 +15,7 @@ from dpauc_tf.cli.formats import format_rows
 
 def load_score_sets(source: str) -> dict:
     """``{epoch: ScoreSet}`` from ``"synthetic"`` or a directory of ``scores_epoch<N>`` files."""
-    from dpauc_tf.experiments.score_files import epoch_files, read_score_file
+    from dpauc_tf.io.scores import epoch_files, read_score_file
 
     if source == "synthetic":
         from dpauc_tf.experiments.synthetic import paper_score_sets

@@ -59,19 +59,16 @@ def _session(master: str):
 
 
 def evaluate_with_spark(args, client_ids, num_clients: int):
-    """The release of ``args.scores`` through :func:`dpauc_tf.spark.private_auc`, as the
-    command's ``SimulationResult``, after the driver has read the file (``--show-exact``,
-    ``--plot``); per client when the file has more than one client."""
-    from dpauc_tf.experiments.simulation import SimulationResult
-
+    """The release of ``args.scores`` through :func:`dpauc_tf.spark.private_auc` (an
+    :class:`~dpauc_tf.mechanisms.release.AUCResult`), after the driver has read the file
+    (``--show-exact``, ``--plot``); per client when the file has more than one client."""
     if client_ids is not None:
         raise CommandError(
             "--backend spark takes its clients from the file's client column "
             "(--client-column); --clients partitions the examples in memory: use "
             "--backend simulate"
         )
-    result = evaluate_file_with_spark(args, per_client=num_clients > 1)
-    return SimulationResult(result.aucs, result.fpr, result.tpr, result.statement)
+    return evaluate_file_with_spark(args, per_client=num_clients > 1)
 
 
 def evaluate_file_with_spark(args, per_client: bool | None = None):

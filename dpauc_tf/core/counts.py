@@ -221,7 +221,7 @@ def bucket_counts_numpy(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`bucket_counts` in NumPy for unweighted, already validated examples: int64 counts.
 
-    The streaming reader's counter (:mod:`dpauc_tf.experiments.streaming`): one
+    The streaming reader's counter (:mod:`dpauc_tf.io.streaming`): one
     :meth:`~dpauc_tf.core.thresholds.Thresholds.bucketize_numpy` (TensorFlow's bucket rule,
     bit for bit) and one ``np.bincount``. Labels must be 0/1 and scores in [0, 1] (after
     any sigmoid): the caller validates them (with row numbers). Returns ``(pos, neg)`` of

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special, stats
 
 from dpauc_tf.experiments.ground_truth import exact_auc
-from dpauc_tf.experiments.score_files import ScoreSet
+from dpauc_tf.io.scores import ScoreSet
 
 NUM_EXAMPLES = 458_407
 NUM_POSITIVES = 117_317

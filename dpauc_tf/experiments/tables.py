@@ -47,14 +47,14 @@ import numpy as np
 from dpauc_tf.core.curve import confusion_from_histogram, roc_from_confusion
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.ground_truth import exact_auc, tf_auc
-from dpauc_tf.experiments.score_files import ScoreFileError, ScoreSet
-from dpauc_tf.experiments.simulation import (
+from dpauc_tf.io.scores import ScoreFileError, ScoreSet
+from dpauc_tf.mechanisms import get_mechanism, mechanism_spec
+from dpauc_tf.simulation import (
     SimulationResult,
     client_histograms,
     simulate,
     simulate_examples,
 )
-from dpauc_tf.mechanisms import get_mechanism, mechanism_spec
 
 TABLES = ("table1", "table2", "table3", "table4", "table5")
 PROJECT_MECHANISMS = ("histogram", "histogram-public-scores", "secure-histogram")

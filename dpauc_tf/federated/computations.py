@@ -138,6 +138,12 @@ def build_server_curve(
 ) -> tff.Computation:
     """``summed release -> {auc, fpr, tpr}`` at the server; no noise is added here.
 
+    The server step of the whole-round computations (:func:`build_federated_evaluation`,
+    :func:`build_mapreduce_evaluation`: a TFF-native round for platforms that run the server
+    in TFF). It is the mechanism's own post-processing (``to_confusion``, ``estimate_auc``),
+    the methods :func:`~dpauc_tf.mechanisms.release.finish_release` calls;
+    :func:`dpauc_tf.federated.evaluate` uses that, not this.
+
     ``fpr``/``tpr`` are the (clipped) rates at each threshold, in threshold order; the AUC is
     the mechanism's :meth:`~dpauc_tf.mechanisms.base.CountMechanism.estimate_auc`.
     """
@@ -235,8 +241,9 @@ def build_summed_release(
 
     Type: ``(<score=float32[?], label=float32[?]>@CLIENTS, int64[2]@CLIENTS) ->
     <release, num_reporting>@SERVER``. :func:`dpauc_tf.federated.evaluate` runs it once per
-    cohort of clients and the server's step (:func:`build_server_curve`) once on the sum of
-    the cohorts' sums: the curve is computed once per evaluation, not once per cohort.
+    cohort of clients and post-processes the sum of the cohorts' sums once, with the
+    release protocol's :func:`~dpauc_tf.mechanisms.release.finish_release` (as every
+    backend does).
     """
     clients_to_server = _clients_to_server_sum(mechanism, thresholds, secure_bitwidth)
 

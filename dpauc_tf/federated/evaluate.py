@@ -1,4 +1,13 @@
-"""``evaluate``: the Python entry point of federated DP-AUC over precomputed scores."""
+"""``evaluate``: the Python entry point of federated DP-AUC over precomputed scores.
+
+Written against the release protocol (:mod:`dpauc_tf.mechanisms.release`): a
+:class:`~dpauc_tf.mechanisms.release.ReleaseSpec` sets the mechanism up, client ``k``'s seed
+of repeat ``r`` is ``spec.seed_for("tff", r, k)`` (:func:`dpauc_tf.noise.seeds.derive_seed`),
+TFF runs the clients' releases and their (secure) sum, and
+:func:`~dpauc_tf.mechanisms.release.finish_release` turns the sum into the one result type,
+:class:`~dpauc_tf.mechanisms.release.AUCResult`. :class:`FederatedEvaluation` is a view of it
+with the 0.2 attributes.
+"""
 
 from __future__ import annotations
 
@@ -15,19 +24,14 @@ import tensorflow as tf
 import tensorflow_federated as tff
 import tqdm
 
+from dpauc_tf.core.curve import Confusion, roc_from_confusion
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.partitions import client_data_from_partition  # noqa: F401 (re-exported)
-from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated import computations
-from dpauc_tf.mechanisms.base import achieved_statement
-from dpauc_tf.mechanisms.registry import (
-    check_mechanism_options,
-    get_mechanism,
-    mechanism_spec,
-    require,
-)
-from dpauc_tf.noise.seeds import make_seed, split_seed
-from dpauc_tf.privacy.statement import PrivacyStatement
+from dpauc_tf.mechanisms.registry import check_mechanism_options, mechanism_spec, require
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
+
+SEED_KEY = "tff"  # client k's seed of repeat r: spec.seed_for(SEED_KEY, r, k)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,32 +45,56 @@ class RocPoints:
 
 @dataclasses.dataclass(frozen=True)
 class FederatedEvaluation:
-    """What the server learns from one federated evaluation.
+    """What the server learns from one federated evaluation: a view of ``result``, the
+    :class:`~dpauc_tf.mechanisms.release.AUCResult` of :func:`evaluate` (every attribute of
+    that, e.g. ``aucs``, ``epsilon_total``, ``to_dict()``, reads through), with the 0.2
+    attributes below (of the first repeat).
 
     Attributes:
       auc: the (private) AUC; for ``rr`` the debiased estimate.
-      roc: the ROC points (for ``rr``: of the flipped labels, not debiased).
+      roc: the ROC points (for ``rr``: of the flipped labels, not debiased), with the
+        threshold of each point.
       mechanism: mechanism name (``"none"`` when ``epsilon`` is None).
-      epsilon: epsilon each client spends on this evaluation (label DP): the mechanism's
+      epsilon: epsilon each client spends on one evaluation (label DP): the mechanism's
         proven figure (``paper``: half the claimed one); for the secure mechanisms the
-        epsilon actually achieved by the shares that reported; ``inf`` without noise.
+        epsilon actually achieved by the shares that reported; ``inf`` without noise
+        (``result.epsilon`` is ``None`` there).
       delta: the matching delta.
       statement: neighbouring relation, sensitivity, noise and guarantee of the release;
         ``statement.epsilon == epsilon`` always (under dropout the statement is the achieved
         guarantee, and its noise text says how many shares reported).
       num_clients: clients asked to report. num_reporting: clients whose report was summed.
-      noisy_counts: the server's summed release (NumPy arrays; e.g. ``pos``/``neg``).
+      noisy_counts: the server's summed release of the first repeat (NumPy arrays; e.g.
+        ``pos``/``neg``; ``result.noisy_counts`` has every repeat).
     """
 
-    auc: float
-    roc: RocPoints
-    mechanism: str
-    epsilon: float
-    delta: float
-    statement: PrivacyStatement
-    num_clients: int
-    num_reporting: int
-    noisy_counts: dict[str, np.ndarray]
+    result: AUCResult
+    thresholds: np.ndarray  # the threshold of each ROC point of the first repeat
+
+    @property
+    def auc(self) -> float:
+        return self.result.auc
+
+    @property
+    def roc(self) -> RocPoints:
+        return RocPoints(fpr=self.result.fpr[0], tpr=self.result.tpr[0], thresholds=self.thresholds)
+
+    @property
+    def epsilon(self) -> float:
+        return float(self.result.statement.epsilon)
+
+    @property
+    def delta(self) -> float:
+        return float(self.result.statement.delta)
+
+    @property
+    def noisy_counts(self) -> dict[str, np.ndarray]:
+        return {key: value[0] for key, value in self.result.noisy_counts.items()}
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("result", "thresholds"):
+            raise AttributeError(name)
+        return getattr(self.result, name)
 
 
 _COMPUTATIONS: dict[tuple, tff.Computation] = {}
@@ -199,6 +227,7 @@ def evaluate(
     num_clients: int | None = None,
     cohort_size: int = DEFAULT_COHORT_SIZE,
     mechanism_options: Mapping[str, Any] | None = None,
+    repeats: int = 1,
 ) -> FederatedEvaluation:
     """Federated, label-DP AUC and ROC of precomputed scores held by clients (one evaluation).
 
@@ -256,10 +285,15 @@ def evaluate(
         optional; a different count raises ``ValueError``).
       cohort_size: clients per run of the TFF computation (the unit of memory; it does not
         change the result: integer counts are summed exactly).
+      repeats: independent evaluations (every client releases once per repeat; each one is
+        accounted in ``result.epsilon_total``). More than one needs ``client_data`` to be a
+        sequence or a callable (it is read once per repeat).
 
     Returns:
-      A :class:`FederatedEvaluation` (AUC, ROC points with thresholds, epsilon and delta
-      spent per client, number of clients reporting, the summed noisy counts).
+      A :class:`FederatedEvaluation`: a view of the
+      :class:`~dpauc_tf.mechanisms.release.AUCResult` (``.result``) with the AUC, ROC
+      points with thresholds, epsilon and delta spent per client, number of clients
+      reporting, the summed noisy counts.
 
     Raises:
       ValueError: unknown mechanism, bad epsilon/delta/dropout/seed, no client (an empty
@@ -276,13 +310,18 @@ def evaluate(
     out.auc, out.num_reporting   # (1.0, 2)
     ```
     """
+    check_repeats(repeats)
     clients = client_data() if callable(client_data) else client_data
     known = _expected_count(clients, num_clients)
+    if repeats > 1 and not callable(client_data) and not isinstance(clients, Sequence):
+        raise ValueError(
+            f"repeats={repeats} reads the clients once per repeat: pass a sequence or a "
+            "callable that returns the clients, not a one-pass iterable"
+        )
     if isinstance(cohort_size, bool) or not isinstance(cohort_size, int) or cohort_size < 1:
         raise ValueError(f"cohort_size must be a positive int, got {cohort_size!r}")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-    thresholds = Thresholds.make(num_thresholds, threshold_grid)
     secure = epsilon is not None and mechanism_spec(mechanism).capabilities.secure
     num_expected = None
     if known is not None:
@@ -302,19 +341,22 @@ def evaluate(
     )
     if noise_family is not None and epsilon is not None:
         options["family"] = noise_family
-    count_mechanism = get_mechanism(
+    spec = ReleaseSpec.make(
         mechanism,
         epsilon=epsilon,
-        num_thresholds=thresholds.num_thresholds,
+        num_thresholds=num_thresholds,
+        threshold_grid=threshold_grid,
         delta=delta,
-        num_clients=num_expected if secure_shares is None else secure_shares,
-        **options,
+        options=options,
+        seed=seed,
     )
+    shares = num_expected if secure_shares is None else secure_shares
+    count_mechanism = spec.build(shares)
     require(count_mechanism, "federated")
     secure = count_mechanism.capabilities.secure
+    thresholds = spec.thresholds
 
     rng = np.random.default_rng(seed)
-    base_seed = make_seed(seed) if seed is not None else None
     reporting_set = None
     if dropout > 0:
         reporting_set = set(rng.choice(known, size=num_expected, replace=False).tolist())
@@ -322,7 +364,42 @@ def evaluate(
         install_secure_sum_context()
     computation = _computation(count_mechanism, thresholds, secure_bitwidth if secure else None)
 
-    total, num_seen, num_reporting = None, 0, 0
+    totals, num_examples = [], 0.0
+    for repeat in range(repeats):
+        if repeat:
+            clients = client_data() if callable(client_data) else client_data
+        total, num_seen, num_reporting, examples = _one_round(
+            spec,
+            repeat,
+            clients,
+            known,
+            cohort_size,
+            batch_size,
+            reporting_set,
+            computation,
+            progress,
+        )
+        totals.append(total)
+        num_examples = examples
+    joined = {key: np.stack([total[key] for total in totals]) for key in sorted(totals[0])}
+    result = finish_release(
+        spec,
+        joined,
+        num_examples=num_examples,
+        num_clients=shares,
+        num_reporting=num_reporting,
+        mechanism=count_mechanism,
+    )
+    result = dataclasses.replace(result, num_clients=num_seen)
+    return FederatedEvaluation(result, _point_thresholds(count_mechanism, thresholds, totals[0]))
+
+
+def _one_round(
+    spec, repeat, clients, known, cohort_size, batch_size, reporting_set, computation, progress
+):
+    """One evaluation: every cohort's run of the TFF computation, summed at the server.
+    Returns the sum, the clients seen and reporting, and the reporting clients' examples."""
+    total, num_seen, num_reporting, num_examples = None, 0, 0, 0.0
     bar = tqdm.tqdm(total=known, desc="clients", disable=not progress)
     for cohort in _cohorts(clients, cohort_size):
         start, num_seen = num_seen, num_seen + len(cohort)
@@ -331,20 +408,19 @@ def evaluate(
         arrays = [
             _as_client_arrays(item, batch_size, index=start + i) for i, item in enumerate(cohort)
         ]
-        if base_seed is not None:  # client k's seed depends only on (seed, k): a prefix property
-            seeds = split_seed(base_seed, num_seen).numpy()[start:]
-        else:
-            seeds = np.stack([make_seed(None).numpy() for _ in cohort])
         chosen = [
             i for i in range(len(cohort)) if reporting_set is None or start + i in reporting_set
         ]
         bar.update(len(cohort))
         if not chosen:
             continue
-        out = computation([arrays[i] for i in chosen], [seeds[i] for i in chosen])
+        # client k's seed depends only on (seed, repeat, k): a prefix property
+        seeds = [spec.seed_for(SEED_KEY, repeat, start + i).numpy() for i in chosen]
+        out = computation([arrays[i] for i in chosen], seeds)
         release = {key: np.asarray(value, np.float64) for key, value in out["release"].items()}
         total = release if total is None else {key: total[key] + release[key] for key in total}
         num_reporting += int(out["num_reporting"])
+        num_examples += float(sum(arrays[i]["score"].size for i in chosen))
     bar.close()
     if num_seen == 0:
         raise ValueError("need at least one client (client_data yielded none)")
@@ -352,26 +428,19 @@ def evaluate(
         raise ValueError(f"client_data yielded {num_seen} clients, not num_clients={known}")
     if total is None:
         raise ValueError("no client reported")
-    # The server's step, once, on the sum of the cohorts' sums.
-    curve = _server_curve(count_mechanism, thresholds)(
-        collections.OrderedDict(sorted(total.items()))
-    )
-    fpr, tpr = np.asarray(curve["fpr"]), np.asarray(curve["tpr"])
-    order = np.lexsort((tpr, fpr))  # by FPR, then TPR: the order of dpauc_tf.core.curve
-    roc = RocPoints(fpr=fpr[order], tpr=tpr[order], thresholds=thresholds.as_array()[order])
+    return total, num_seen, num_reporting, num_examples
 
-    statement = achieved_statement(count_mechanism, num_reporting)
-    return FederatedEvaluation(
-        auc=float(curve["auc"]),
-        roc=roc,
-        mechanism=count_mechanism.name,
-        epsilon=float(statement.epsilon),
-        delta=float(statement.delta),
-        statement=statement,
-        num_clients=num_seen,
-        num_reporting=num_reporting,
-        noisy_counts=total,
-    )
+
+def _point_thresholds(mechanism, thresholds, total) -> np.ndarray:
+    """The threshold of each ROC point (the points are sorted by FPR, then TPR, as
+    :func:`~dpauc_tf.core.curve.roc_from_confusion` sorts them): labels only, the released
+    values are :func:`finish_release`'s."""
+    tensors = {key: tf.constant(value, tf.float64) for key, value in total.items()}
+    confusion = mechanism.to_confusion(tensors)
+    # every threshold as its own one-point curve: the rates in threshold order
+    rates = roc_from_confusion(Confusion(*(c[:, tf.newaxis] for c in confusion)))
+    fpr, tpr = rates.fpr[:, 0].numpy(), rates.tpr[:, 0].numpy()
+    return thresholds.as_array()[np.lexsort((tpr, fpr))]
 
 
 def _expected_count(clients, num_clients: int | None) -> int | None:
@@ -402,15 +471,6 @@ def _cohorts(clients: Iterable, cohort_size: int) -> Iterator[list]:
         if not cohort:
             return
         yield cohort
-
-
-def _server_curve(mechanism, thresholds) -> tff.Computation:
-    """The server's step of the round (:func:`computations.build_server_curve`), cached."""
-    key = ("server", type(mechanism).__name__, repr(mechanism), thresholds)
-    if key not in _COMPUTATIONS:
-        release_type = computations.release_type(mechanism, thresholds)
-        _COMPUTATIONS[key] = computations.build_server_curve(mechanism, thresholds, release_type)
-    return _COMPUTATIONS[key]
 
 
 def iter_client_data(

@@ -91,7 +91,7 @@ class FlowerEvaluation:
 
 
 def _checked_clients(client_data: Sequence) -> list[tuple[np.ndarray, np.ndarray]]:
-    from dpauc_tf.experiments.score_files import ScoreSet
+    from dpauc_tf.io.scores import ScoreSet
 
     clients = []
     for index, item in enumerate(client_data):

@@ -116,6 +116,27 @@ class ReleaseSpec:
         return self.thresholds.num_thresholds
 
     @property
+    def threshold_grid(self) -> str | list[float]:
+        """The ``threshold_grid`` argument that makes this grid (the inner thresholds of
+        an explicit grid as a list)."""
+        if self.thresholds.grid in ("tf", "reference"):
+            return self.thresholds.grid
+        return list(self.thresholds.values[1:-1])
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments of the backends' evaluation functions (``mechanism``,
+        ``epsilon``, ``delta``, ``num_thresholds``, ``threshold_grid``,
+        ``mechanism_options``) that describe this release."""
+        return {
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "num_thresholds": self.num_thresholds,
+            "threshold_grid": self.threshold_grid,
+            "mechanism_options": {key: value for key, value in self.options},
+        }
+
+    @property
     def capabilities(self):
         """The registry's :class:`~dpauc_tf.mechanisms.capabilities.Capabilities` entry."""
         return mechanism_spec(self.mechanism).capabilities
@@ -290,7 +311,7 @@ def _plain(key: Any) -> Any:
 
 
 def finish_release(
-    spec: ReleaseSpec,
+    spec: ReleaseSpec | None,
     summed: Mapping[str, Any],
     *,
     num_examples: float | None,
@@ -298,6 +319,7 @@ def finish_release(
     num_reporting: int | None = None,
     slice_key: Any = None,
     slices_per_example: int = 1,
+    mechanism=None,
 ) -> AUCResult:
     """Post-processing of a (summed) release with a leading repeats axis, and its accounting.
 
@@ -310,13 +332,17 @@ def finish_release(
         statement is the guarantee that many reports achieve.
       slice_key: the slice this release is of.
       slices_per_example: a bound on the slices one example is in (whole-output cost).
+      mechanism: the mechanism the caller built and released with (default:
+        ``spec.build(num_clients)``; ``spec`` may then be ``None``).
     """
     import tensorflow as tf
 
     from dpauc_tf.core.curve import roc_from_confusion
     from dpauc_tf.mechanisms.base import achieved_statement
 
-    mechanism = spec.build(num_clients)
+    if mechanism is None:
+        mechanism = spec.build(num_clients)
+    private = (mechanism.epsilon if spec is None else spec.epsilon) is not None
     tensors = {key: tf.constant(np.asarray(value), tf.float64) for key, value in summed.items()}
     aucs = np.atleast_1d(mechanism.estimate_auc(tensors).numpy()).astype(np.float64)
     repeats = int(aucs.size)
@@ -328,7 +354,7 @@ def finish_release(
     reporting = num_clients if num_reporting is None else int(num_reporting)
     statement = achieved_statement(mechanism, 1 if reporting is None else reporting)
     k = max(int(slices_per_example), 1)
-    if spec.epsilon is None:
+    if not private:
         epsilon = epsilon_total = None
         delta = delta_total = 0.0
     else:

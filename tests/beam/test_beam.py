@@ -20,9 +20,9 @@ from dpauc_tf.beam.pipeline import run_and_collect  # noqa: E402
 from dpauc_tf.beam.release import _release  # noqa: E402
 from dpauc_tf.core.counts import bucket_counts  # noqa: E402
 from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
-from dpauc_tf.experiments.simulation import client_histograms, simulate  # noqa: E402
 from dpauc_tf.mechanisms import get_mechanism  # noqa: E402
 from dpauc_tf.mechanisms.release import ReleaseSpec  # noqa: E402
+from dpauc_tf.simulation import client_histograms, simulate  # noqa: E402
 
 T = 10
 N = 600

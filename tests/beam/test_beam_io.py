@@ -22,8 +22,8 @@ from dpauc_tf.beam import PrivateAUC, ReadScores  # noqa: E402
 from dpauc_tf.beam.io import csv_headers, file_format  # noqa: E402
 from dpauc_tf.beam.pipeline import run_and_collect  # noqa: E402
 from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
-from dpauc_tf.experiments.simulation import client_histograms, simulate  # noqa: E402
 from dpauc_tf.mechanisms import get_mechanism  # noqa: E402
+from dpauc_tf.simulation import client_histograms, simulate  # noqa: E402
 
 T = 10
 N = 900
@@ -218,3 +218,38 @@ def test_worker_start_up_prints_no_tensorflow_chatter(frame, tmp_path):
     output = done.stdout + done.stderr
     for chatter in ("oneDNN custom operations", "cuda_platform", "cudart_stub", "cuInit"):
         assert chatter not in output, chatter
+
+
+def test_file_pipeline_takes_a_release_spec_and_the_old_keywords(frame, tmp_path):
+    """``evaluate_files_with_beam`` takes the release as one ReleaseSpec (the keywords of
+    0.2 still work and give the same release); noise off it equals the simulate backend on
+    the same spec (K = 10 non-IID clients)."""
+    from dpauc_tf.beam.pipeline import evaluate_files_with_beam
+    from dpauc_tf.mechanisms.release import ReleaseSpec
+
+    pattern = _write(frame, tmp_path, "parquet")
+    local = ["--runner=DirectRunner"]
+    exact = ReleaseSpec.make("none", epsilon=None, num_thresholds=T)
+    out = evaluate_files_with_beam(pattern, exact, client_column="client", beam_options=local)
+    pos, neg = client_histograms(
+        frame.label.to_numpy(),
+        frame.score.to_numpy(),
+        exact.count_grid(),
+        frame.client.to_numpy(),
+        K,
+    )
+    assert out.aucs.tolist() == simulate(exact, pos, neg).aucs.tolist()
+    noisy = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T, seed=9)
+    by_spec = evaluate_files_with_beam(pattern, noisy, repeats=2, beam_options=local)
+    by_keywords = evaluate_files_with_beam(
+        pattern,
+        mechanism="histogram",
+        epsilon=1.0,
+        num_thresholds=T,
+        seed=9,
+        repeats=2,
+        beam_options=local,
+    )
+    assert by_spec.aucs.tolist() == by_keywords.aucs.tolist()
+    with pytest.raises(TypeError, match="not both"):
+        evaluate_files_with_beam(pattern, noisy, epsilon=1.0)

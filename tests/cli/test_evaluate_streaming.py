@@ -10,8 +10,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from dpauc_tf.cli import main
-from dpauc_tf.experiments.score_files import ScoreFileError, read_score_file
-from dpauc_tf.experiments.score_sources import iter_score_chunks
+from dpauc_tf.io.readers import iter_score_chunks
+from dpauc_tf.io.scores import ScoreFileError, read_score_file
 
 N = 1500
 
@@ -121,7 +121,8 @@ def test_parquet_directory_and_tfrecord(capsys, tmp_path, csv_path):
 def test_defaults_mirror_the_library():
     import importlib
 
-    from dpauc_tf.experiments import score_sources, streaming
+    from dpauc_tf.io import readers as score_sources
+    from dpauc_tf.io import streaming
 
     cli_main = importlib.import_module("dpauc_tf.cli.main")
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dpauc_tf.experiments import tables
-from dpauc_tf.experiments.score_files import ScoreFileError, ScoreSet
 from dpauc_tf.experiments.synthetic import binormal_score_set
+from dpauc_tf.io.scores import ScoreFileError, ScoreSet
 
 REQUIRED = {
     "table",

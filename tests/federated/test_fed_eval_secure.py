@@ -15,10 +15,10 @@ from scipy import stats  # noqa: E402
 from dpauc_tf import DPAUC  # noqa: E402
 from dpauc_tf.core.counts import bucket_counts  # noqa: E402
 from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
-from dpauc_tf.experiments.simulation import simulate  # noqa: E402
 from dpauc_tf.federated import build_dpauc_metrics_aggregation_process  # noqa: E402
 from dpauc_tf.federated.learning import build_client_reports  # noqa: E402
 from dpauc_tf.mechanisms import get_mechanism  # noqa: E402
+from dpauc_tf.simulation import simulate  # noqa: E402
 
 pytestmark = pytest.mark.federated
 

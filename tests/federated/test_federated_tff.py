@@ -109,7 +109,9 @@ def test_seeds_reproduce_and_none_is_fresh():
     c = evaluate(clients, mechanism="paper", epsilon=1.0, num_thresholds=20)
     # NaN (an undefined estimate: noise made a class total <= 0) must reproduce too
     np.testing.assert_equal(a.auc, b.auc)
-    assert a.auc != c.auc
+    np.testing.assert_array_equal(a.noisy_counts["tp"], b.noisy_counts["tp"])
+    # fresh noise without a seed (the counts: at this noise the AUC is often clipped to 0 or 1)
+    assert not np.array_equal(a.noisy_counts["tp"], c.noisy_counts["tp"])
     assert a.epsilon == 0.5  # the tight figure for the paper's noise (claimed 1.0)
     with pytest.raises(ValueError, match="unknown mechanism 'laplace'"):
         evaluate(clients, mechanism="laplace", epsilon=1.0)

@@ -15,9 +15,9 @@ pytest.importorskip("flwr")
 from dpauc_tf import get_mechanism, list_mechanisms
 from dpauc_tf.core.partitions import client_slices, non_iid_partition
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.simulation import simulate_examples
 from dpauc_tf.flower import LimbLayout, client_report, evaluate, model_client_report
 from dpauc_tf.flower.evaluate import client_seeds
+from dpauc_tf.simulation import simulate_examples
 
 K = 10
 T = 10

@@ -49,8 +49,8 @@ def test_simulation_engine_noise_off_equals_the_simulation():
     from dpauc_tf import get_mechanism
     from dpauc_tf.core.partitions import client_slices, non_iid_partition
     from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.experiments.simulation import simulate_examples
     from dpauc_tf.flower import evaluate
+    from dpauc_tf.simulation import simulate_examples
 
     rng = np.random.default_rng(7)
     labels = rng.integers(0, 2, 400)

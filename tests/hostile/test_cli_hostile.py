@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from dpauc_tf.cli import main
-from dpauc_tf.experiments.score_files import ScoreFileError, ScoreSet
+from dpauc_tf.io.scores import ScoreFileError, ScoreSet
 from dpauc_tf.mechanisms.secure_histogram import SecureHistogram
 from dpauc_tf.mechanisms.tree import SecureTreeHistogram
 from dpauc_tf.noise.samplers import laplace

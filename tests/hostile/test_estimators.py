@@ -280,9 +280,9 @@ def test_rr_survives_huge_epsilon_and_is_exact_there():
 
 
 def test_paper_table_rows_use_the_reference_estimator_and_project_rows_the_default():
-    from dpauc_tf.experiments.score_files import ScoreSet
-    from dpauc_tf.experiments.simulation import simulate
     from dpauc_tf.experiments.tables import Setting, TableRunner
+    from dpauc_tf.io.scores import ScoreSet
+    from dpauc_tf.simulation import simulate
 
     labels, scores = _layout("point-masses")
     runner = TableRunner({0: ScoreSet.checked(labels, scores)}, repeats=30, seed=0)

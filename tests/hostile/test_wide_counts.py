@@ -10,7 +10,7 @@ import tensorflow as tf
 from dpauc_tf import DPAUC
 from dpauc_tf.core.counts import bucket_counts
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.simulation import client_histograms
+from dpauc_tf.simulation import client_histograms
 
 BIG = 2**24 + 7  # one bucket past float32's last exactly counted integer
 

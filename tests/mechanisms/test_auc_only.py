@@ -117,8 +117,8 @@ def test_weighted_flips_stay_within_one_over_the_smaller_class():
 # -- the grid ------------------------------------------------------------------------------
 def test_the_counting_grid_is_within_1e5_of_the_exact_auc():
     from dpauc_tf.experiments.ground_truth import exact_auc
-    from dpauc_tf.experiments.simulation import client_histograms
     from dpauc_tf.experiments.synthetic import binormal_score_set
+    from dpauc_tf.simulation import client_histograms
 
     data = binormal_score_set(20_089, 4_992, target_auc=0.77, seed=0)
     mechanism = AucOnly(epsilon=1.0, num_thresholds=200, delta=DELTA)

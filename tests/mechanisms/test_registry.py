@@ -23,7 +23,6 @@ import tensorflow as tf
 from dpauc_tf import DPAUC
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.simulation import client_histograms, simulate
 from dpauc_tf.mechanisms import (
     Capabilities,
     CountMechanism,
@@ -39,6 +38,7 @@ from dpauc_tf.mechanisms.registry import BUILTIN_MECHANISMS
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.privacy.statement import PrivacyStatement
+from dpauc_tf.simulation import client_histograms, simulate
 
 REPO = Path(__file__).resolve().parents[2]
 

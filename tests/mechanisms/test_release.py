@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.simulation import client_histograms, simulate
 from dpauc_tf.mechanisms import get_mechanism
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
 from dpauc_tf.noise.seeds import derive_seed, make_seed
+from dpauc_tf.simulation import client_histograms, simulate
 
 T = 10
 

@@ -5,10 +5,10 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.simulation import simulate_examples
 from dpauc_tf.mechanisms import get_mechanism, require
 from dpauc_tf.mechanisms.score_noise import ScoreNoise
 from dpauc_tf.noise.seeds import make_seed
+from dpauc_tf.simulation import simulate_examples
 
 
 def test_statement_names_relation_sensitivity_noise_and_epsilon():

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
 
-from dpauc_tf.experiments.simulation import client_histograms, simulate  # noqa: E402
 from dpauc_tf.mechanisms.release import ReleaseSpec  # noqa: E402
+from dpauc_tf.simulation import client_histograms, simulate  # noqa: E402
 
 K = 10
 
@@ -86,9 +86,11 @@ def test_noisy_aucs_have_the_simulated_distribution(frame, data):
         theirs = _simulated(data, spec, num_clients, seed=4, repeats=200)
         assert mine.repeats == 200 and np.std(mine.aucs) > 0
         assert ks_2samp(mine.aucs, theirs.aucs).pvalue > 0.001, client_col
-        # a wrong noise scale is caught: four times the noise is another distribution
-        wider = ReleaseSpec.make(**{**settings, "epsilon": 0.125})
-        assert ks_2samp(mine.aucs, _simulated(data, wider, num_clients, 5, 200).aucs).pvalue < 0.001
+        # a wrong noise scale is caught: twice (or half) the noise is another distribution
+        for wrong in (0.25, 1.0):
+            other = ReleaseSpec.make(**{**settings, "epsilon": wrong})
+            theirs = _simulated(data, other, num_clients, 5, 200).aucs
+            assert ks_2samp(mine.aucs, theirs).pvalue < 0.001, (client_col, wrong)
 
 
 def test_seeds_reproduce_and_differ_per_slice(frame):

@@ -8,12 +8,12 @@ from scipy import stats
 from dpauc_tf.core.counts import bucket_counts
 from dpauc_tf.core.curve import auc_from_histogram
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.simulation import (
+from dpauc_tf.mechanisms import get_mechanism
+from dpauc_tf.mechanisms.randomized_response import debias_auc, flip_probability
+from dpauc_tf.simulation import (
     client_histograms,
     simulate,
 )
-from dpauc_tf.mechanisms import get_mechanism
-from dpauc_tf.mechanisms.randomized_response import debias_auc, flip_probability
 
 T = 20
 K = 4

@@ -1,7 +1,7 @@
 """Score files of any size: per-client bucket counts in one chunked pass, bounded memory.
 
 :func:`count_score_file` reads a file (or a directory or glob of them) in chunks
-(:mod:`dpauc_tf.experiments.score_sources`) and keeps only counts: per client, the mechanism
+(:mod:`dpauc_tf.io.readers`) and keeps only counts: per client, the mechanism
 grid's ``T + 1`` buckets (:func:`dpauc_tf.core.counts.bucket_counts_numpy`, TensorFlow's
 bucket rule bit for bit, int64); summed over clients, any further grids (TensorFlow's, for
 the reference ``tf_auc``) and a fine histogram of ``2^20`` equal buckets over [0, 1] for
@@ -37,14 +37,14 @@ import numpy as np
 
 from dpauc_tf.core.counts import bucket_counts_numpy
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.score_files import ScoreFileError, ScoreSet
-from dpauc_tf.experiments.score_sources import (
+from dpauc_tf.io.readers import (
     DEFAULT_CHUNK_ROWS,
     ScoreChunk,
     count_rows,
     iter_score_chunks,
     score_files,
 )
+from dpauc_tf.io.scores import ScoreFileError, ScoreSet
 
 FINE_BUCKETS = 1 << 20
 # Examples kept for the exact AUC (float64 score, int8 label, int64 client: 17 bytes each;
@@ -353,8 +353,8 @@ def count_score_file(
 ) -> CountedScores:
     """Reads ``path`` in chunks of ``chunk_rows`` and counts it (see the module docstring).
 
-    Column arguments as :func:`dpauc_tf.experiments.score_files.read_score_file`'s. Errors
-    are :class:`~dpauc_tf.experiments.score_files.ScoreFileError` (one line, with the row).
+    Column arguments as :func:`dpauc_tf.io.scores.read_score_file`'s. Errors
+    are :class:`~dpauc_tf.io.scores.ScoreFileError` (one line, with the row).
     """
     chunks = iter_score_chunks(
         path,

@@ -8,7 +8,14 @@ tensors, in chunks of repeats to bound memory); the server's sum over clients, t
 counts, the ROC and the AUC are the library's own functions (:mod:`dpauc_tf.core.curve`). Every
 repeat and every client gets independent noise, so the result has exactly the distribution of
 ``R`` separate evaluations with ``K`` separate client releases each
-(``tests/experiments/test_simulation.py`` checks this against one-at-a-time releases).
+(``tests/simulation/test_simulation.py`` checks this against one-at-a-time releases).
+
+The backend is written against the release protocol (:mod:`dpauc_tf.mechanisms.release`):
+a :class:`~dpauc_tf.mechanisms.release.ReleaseSpec` (or a built mechanism) sets the release
+up, every chunk of repeats gets its seed from :func:`dpauc_tf.noise.seeds.derive_seed`, and
+:func:`~dpauc_tf.mechanisms.release.finish_release` turns the summed reports into the one
+result type, :class:`~dpauc_tf.mechanisms.release.AUCResult` (AUC and curve of every repeat,
+the guarantee, the whole output's cost).
 
 Secure mechanisms are simulated through their exactly equivalent aggregate
 (``mechanism.aggregate()``): the server only ever sees the secure sum, and the sum of ``K``
@@ -28,8 +35,8 @@ calls :func:`simulate`.
 >>> pos.shape
 (4, 21)
 >>> out = simulate(get_mechanism("histogram", epsilon=1.0, num_thresholds=20), pos, neg, seed=0, repeats=5)
->>> out.aucs.shape
-(5,)
+>>> out.aucs.shape, out.epsilon, out.epsilon_total
+((5,), 1.0, 5.0)
 """
 
 from __future__ import annotations
@@ -40,50 +47,50 @@ import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.counts import bucket_counts
-from dpauc_tf.core.curve import (
-    RocCurve,
-    roc_from_confusion,
-)
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.experiments.score_files import ScoreSet
+from dpauc_tf.io.scores import ScoreSet
 from dpauc_tf.mechanisms import CountMechanism
-from dpauc_tf.noise.seeds import make_seed, split_seed
-from dpauc_tf.privacy.statement import PrivacyStatement
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
+from dpauc_tf.noise.seeds import derive_seed
 
 # Noisy values per chunk ([repeats, clients, released values]), to bound memory (~ 80 MB).
 MAX_CHUNK_ELEMENTS = 10_000_000
+# The key of the simulate backend's seeds (derive_seed(seed, SEED_KEY, chunk)).
+SEED_KEY = "simulate"
 
 
-@dataclasses.dataclass(frozen=True)
-class SimulationResult:
-    """``R`` repeats of one setting: AUCs ``[R]``, ROC points ``[R, T]`` and the guarantee.
+def SimulationResult(aucs, fpr, tpr, statement) -> AUCResult:
+    """Deprecated in 0.3: every backend returns an :class:`AUCResult`. Builds one from the
+    four values of 0.2's ``SimulationResult`` (the whole output's cost by basic composition
+    of the ``R`` releases, a valid bound).
 
     >>> r = SimulationResult(np.array([0.7, 0.8]), np.zeros((2, 3)), np.zeros((2, 3)), None)
     >>> round(r.mean, 2), round(r.std, 2)
     (0.75, 0.05)
     """
+    aucs = np.atleast_1d(np.asarray(aucs, np.float64))
+    repeats = int(aucs.size)
+    epsilon = None if statement is None else _finite(float(statement.epsilon))
+    delta = 0.0 if statement is None or epsilon is None else float(statement.delta)
+    return AUCResult(
+        aucs=aucs,
+        fpr=np.asarray(fpr),
+        tpr=np.asarray(tpr),
+        mechanism=None,
+        statement=statement,
+        epsilon=epsilon,
+        delta=delta,
+        epsilon_total=None if epsilon is None else repeats * epsilon,
+        delta_total=min(1.0, repeats * delta),
+        num_examples=None,
+        num_clients=None,
+        num_reporting=None,
+        noisy_counts={},
+    )
 
-    aucs: np.ndarray
-    fpr: np.ndarray
-    tpr: np.ndarray
-    statement: PrivacyStatement | None
 
-    @property
-    def mean(self) -> float:
-        """Mean over the releases whose AUC estimate is defined (NaN if none is)."""
-        defined = self.aucs[~np.isnan(self.aucs)]
-        return float(np.mean(defined)) if defined.size else float("nan")
-
-    @property
-    def std(self) -> float:
-        """Standard deviation over the releases whose estimate is defined."""
-        defined = self.aucs[~np.isnan(self.aucs)]
-        return float(np.std(defined)) if defined.size else float("nan")
-
-    @property
-    def num_undefined(self) -> int:
-        """Releases whose AUC estimate is undefined (noise left no positive or negative)."""
-        return int(np.isnan(self.aucs).sum())
+def _finite(value: float) -> float | None:
+    return value if np.isfinite(value) else None
 
 
 def client_histograms(
@@ -108,52 +115,65 @@ def _released_values_per_client(mechanism: CountMechanism) -> int:
     return max(4 * mechanism.num_thresholds, 2 * mechanism.num_buckets)
 
 
+def _set_up(release, seed, num_clients: int):
+    """The mechanism (built for ``num_clients`` from a spec) and the seed policy."""
+    if isinstance(release, ReleaseSpec):
+        return release, release.build(num_clients), release.seed if seed is None else seed
+    if not isinstance(release, CountMechanism):
+        raise TypeError(
+            f"simulate takes a ReleaseSpec or a built mechanism, got {type(release).__name__}"
+        )
+    return None, release, seed
+
+
 def _chunks(repeats: int, per_repeat: int, seed) -> list[tuple[int, tf.Tensor]]:
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    """Chunks of repeats (bounded memory), each with its seed ``derive_seed(seed,
+    "simulate", index)``: fresh entropy for ``seed=None``, reproducible for an int."""
+    check_repeats(repeats)
     chunk = max(1, min(repeats, MAX_CHUNK_ELEMENTS // max(per_repeat, 1)))
     sizes = [chunk] * (repeats // chunk) + ([repeats % chunk] if repeats % chunk else [])
-    seeds = split_seed(make_seed(seed), len(sizes))
-    return [(size, seeds[i]) for i, size in enumerate(sizes)]
+    return [(size, derive_seed(seed, SEED_KEY, i)) for i, size in enumerate(sizes)]
 
 
-def _collect(rocs: list[RocCurve | None], aucs: list[tf.Tensor], statement) -> SimulationResult:
-    """Concatenates the chunks; a mechanism that releases no curve gets ``[R, 0]`` ROC arrays."""
-    values = np.concatenate([a.numpy() for a in aucs]).astype(np.float64)
-    if any(r is None for r in rocs):
-        empty = np.zeros((values.size, 0))
-        return SimulationResult(aucs=values, fpr=empty, tpr=empty, statement=statement)
-    return SimulationResult(
-        aucs=values,
-        fpr=np.concatenate([r.fpr.numpy() for r in rocs]),
-        tpr=np.concatenate([r.tpr.numpy() for r in rocs]),
-        statement=statement,
+def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int) -> AUCResult:
+    """The chunks' summed reports, joined along the repeats axis, through
+    :func:`finish_release` (the one post-processing). Every client reported: the statement
+    is the one of the full noise."""
+    joined = {key: np.concatenate([part[key].numpy() for part in summed]) for key in summed[0]}
+    shares = getattr(mechanism, "num_clients", None) or num_clients
+    result = finish_release(
+        spec,
+        joined,
+        num_examples=num_examples,
+        num_clients=shares,
+        num_reporting=shares,
+        mechanism=mechanism,
     )
-
-
-def _roc(mechanism: CountMechanism, summed) -> RocCurve | None:
-    """The released ROC curve, or ``None`` for a mechanism that releases only the AUC."""
-    if mechanism.capabilities.releases != "curve":
-        return None
-    return roc_from_confusion(mechanism.to_confusion(summed))
+    clients = None if num_clients == 1 else int(num_clients)
+    return dataclasses.replace(result, num_clients=clients, num_reporting=clients)
 
 
 def simulate(
-    mechanism: CountMechanism,
+    release: ReleaseSpec | CountMechanism,
     pos: np.ndarray,
     neg: np.ndarray,
     *,
-    seed: int | tf.Tensor | None = None,
+    seed: int | None = None,
     repeats: int = 1,
-) -> SimulationResult:
+) -> AUCResult:
     """``repeats`` evaluations: every client of ``pos, neg [K, T + 1]`` releases, the server sums.
 
-    Returns the AUC and ROC of every repeat (``[R, 0]`` ROC arrays for a mechanism that
-    releases only the AUC, which also takes one client only). Secure mechanisms are simulated by their exact
+    ``release``: a :class:`~dpauc_tf.mechanisms.release.ReleaseSpec` (built here for the
+    ``K`` clients; its seed unless ``seed`` is given) or a mechanism already built.
+    Returns an :class:`~dpauc_tf.mechanisms.release.AUCResult`: the AUC and ROC of every
+    repeat (``[R, 0]`` ROC arrays for a mechanism that releases only the AUC, which also
+    takes one client only) and the cost. Secure mechanisms are simulated by their exact
     aggregate (see the module docstring). Mechanisms that transform the data before
     counting cannot be simulated from counts: use :func:`simulate_examples`.
     """
-    pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
+    pos = np.asarray(pos, np.float64)
+    spec, mechanism, seed = _set_up(release, seed, pos.shape[0] if pos.ndim == 2 else 1)
+    pos = tf.convert_to_tensor(pos)
     neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
     if pos.shape.rank != 2 or pos.shape != neg.shape:
         raise ValueError("pos and neg must both have shape [num_clients, T + 1]")
@@ -171,38 +191,38 @@ def simulate(
             f"{mechanism.name} releases one AUC from one data holder's counts; got "
             f"{pos.shape[0]} clients"
         )
-    statement = mechanism.statement()
+    num_clients = int(pos.shape[0])
+    num_examples = float(tf.reduce_sum(pos) + tf.reduce_sum(neg))
     aggregate = mechanism.aggregate()
     if aggregate is not mechanism:
         pos = tf.reduce_sum(pos, axis=0, keepdims=True)
         neg = tf.reduce_sum(neg, axis=0, keepdims=True)
     per_repeat = int(pos.shape[0]) * _released_values_per_client(mechanism)
-    rocs, aucs = [], []
+    summed = []
     for size, chunk_seed in _chunks(repeats, per_repeat, seed):
-        release = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
-        summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
-        rocs.append(_roc(aggregate, summed))
-        aucs.append(aggregate.estimate_auc(summed))
-    return _collect(rocs, aucs, statement)
+        reports = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
+        summed.append({key: tf.reduce_sum(value, axis=1) for key, value in reports.items()})
+    return _finish(spec, mechanism, summed, num_examples, num_clients)
 
 
 def simulate_examples(
-    mechanism: CountMechanism,
+    release: ReleaseSpec | CountMechanism,
     labels,
     scores,
     thresholds: Thresholds,
     client_ids=None,
     num_clients: int = 1,
     *,
-    seed: int | tf.Tensor | None = None,
+    seed: int | None = None,
     repeats: int = 1,
-) -> SimulationResult:
+) -> AUCResult:
     """``repeats`` evaluations of examples held by ``num_clients`` clients (any mechanism).
 
     Counts once and calls :func:`simulate` unless the mechanism transforms the data before
     counting; then every chunk of repeats transforms all examples (one independent draw per
     repeat and example) and counts them in one pass, grouped by (repeat, client).
     """
+    spec, mechanism, seed = _set_up(release, seed, num_clients)
     checked = ScoreSet.checked(labels, scores)  # one-line errors for bad labels or scores
     labels = checked.labels.astype(np.float64)
     scores = checked.scores
@@ -212,10 +232,9 @@ def simulate_examples(
     client_ids = np.asarray(client_ids, np.int64).ravel()
     if not mechanism.capabilities.transforms_data:
         pos, neg = client_histograms(labels, scores, grid, client_ids, num_clients)
-        return simulate(mechanism, pos, neg, seed=seed, repeats=repeats)
-    statement = mechanism.statement()
+        return simulate(spec or mechanism, pos, neg, seed=seed, repeats=repeats)
     aggregate = mechanism.aggregate()
-    rocs, aucs = [], []
+    summed = []
     for size, chunk_seed in _chunks(repeats, 4 * labels.size, seed):
         tiled_labels = np.tile(labels, size)
         _, noisy = mechanism.transform(tiled_labels, np.tile(scores, size), chunk_seed)
@@ -231,8 +250,6 @@ def simulate_examples(
         )
         pos = tf.reshape(pos, [size, num_clients, -1])
         neg = tf.reshape(neg, [size, num_clients, -1])
-        release = aggregate.release(pos, neg, seed=chunk_seed)
-        summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
-        rocs.append(roc_from_confusion(aggregate.to_confusion(summed)))
-        aucs.append(aggregate.estimate_auc(summed))
-    return _collect(rocs, aucs, statement)
+        reports = aggregate.release(pos, neg, seed=chunk_seed)
+        summed.append({key: tf.reduce_sum(value, axis=1) for key, value in reports.items()})
+    return _finish(spec, mechanism, summed, float(labels.size), num_clients)

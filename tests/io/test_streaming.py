@@ -8,16 +8,16 @@ from sklearn.metrics import roc_auc_score
 from dpauc_tf import get_mechanism
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.ground_truth import histogram_auc
-from dpauc_tf.experiments.score_files import ScoreFileError, read_score_file
-from dpauc_tf.experiments.score_sources import ScoreChunk, iter_score_chunks
-from dpauc_tf.experiments.simulation import client_histograms, simulate, simulate_examples
-from dpauc_tf.experiments.streaming import (
+from dpauc_tf.io.readers import ScoreChunk, iter_score_chunks
+from dpauc_tf.io.scores import ScoreFileError, read_score_file
+from dpauc_tf.io.streaming import (
     FINE_BUCKETS,
     ScoreCounter,
     count_chunks,
     count_score_file,
     fine_bucket_ids,
 )
+from dpauc_tf.simulation import client_histograms, simulate, simulate_examples
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -74,7 +74,7 @@ def write_tfrecord(path, frame):
 
 def whole_file(frame, scores=None):
     """The whole-file path: read_score_file's validation and client numbering."""
-    from dpauc_tf.experiments.score_files import ScoreSet
+    from dpauc_tf.io.scores import ScoreSet
 
     scores = frame["score"].to_numpy() if scores is None else scores
     return ScoreSet.checked(frame["label"].to_numpy(), scores, frame["client"].to_numpy())
@@ -120,7 +120,7 @@ def test_releases_equal_the_whole_file_path_with_the_same_seed(files, frame):
 
 
 def test_many_clients_in_a_chunk_use_the_sparse_path(monkeypatch):
-    import dpauc_tf.experiments.streaming as streaming
+    import dpauc_tf.io.streaming as streaming
 
     rng = np.random.default_rng(5)
     labels = rng.integers(0, 2, 5000).astype(np.int8)
@@ -250,7 +250,7 @@ def test_client_ids_changing_type_between_chunks_are_refused(tmp_path):
 def test_small_chunks_are_counted_together(monkeypatch, frame):
     """The library takes any chunk size; chunks of one row share one count (the fine
     histogram alone is 2^21 cells: per row it cost milliseconds)."""
-    import dpauc_tf.experiments.streaming as streaming
+    import dpauc_tf.io.streaming as streaming
 
     calls = []
     real = streaming.fine_bucket_ids

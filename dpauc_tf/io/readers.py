@@ -2,8 +2,8 @@
 
 :func:`iter_score_chunks` yields validated :class:`ScoreChunk` s of at most ``chunk_rows``
 examples, so that a file of any size is read in bounded memory. Validation is as strict as
-:func:`dpauc_tf.experiments.score_files.read_score_file`'s and every problem is a
-:class:`~dpauc_tf.experiments.score_files.ScoreFileError` with a one-line message that names
+:func:`dpauc_tf.io.scores.read_score_file`'s and every problem is a
+:class:`~dpauc_tf.io.scores.ScoreFileError` with a one-line message that names
 the file and the row (``row N``: the N-th example of that file, counted from 1, header not
 counted): a missing column, a missing value, a NaN or text score, a score outside [0, 1]
 (infinite included), a label other than 0/1, missing or mixed-type client ids.
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpauc_tf.experiments.score_files import ScoreFileError
+from dpauc_tf.io.scores import ScoreFileError
 
 DEFAULT_CHUNK_ROWS = 1 << 20
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -124,7 +124,7 @@ def iter_score_chunks(
 ) -> Iterator[ScoreChunk]:
     """Validated chunks of the score file(s) at ``path`` (see the module docstring).
 
-    Column arguments as in :func:`dpauc_tf.experiments.score_files.read_score_file`;
+    Column arguments as in :func:`dpauc_tf.io.scores.read_score_file`;
     ``from_logits``: a sigmoid (``scipy.special.expit``, as the whole-file reader) maps the
     scores. Empty chunks are skipped; a file of zero bytes is an error.
     """
@@ -139,7 +139,7 @@ def iter_score_chunks(
         for labels, scores, clients in readers[file_format(file)](file, columns, chunk_rows):
             if len(labels) == 0:
                 continue
-            chunk = _checked_chunk(labels, scores, clients, str(file), row, from_logits)
+            chunk = check_chunk(labels, scores, clients, str(file), row, from_logits)
             yield chunk
             row += chunk.num_examples
 
@@ -455,7 +455,10 @@ def _first_bad(ok: np.ndarray) -> int:
     return int(np.argmin(ok))
 
 
-def _checked_chunk(labels, scores, clients, source, first_row, from_logits) -> ScoreChunk:
+def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -> ScoreChunk:
+    """The one validation of examples (every reader and :meth:`ScoreSet.checked`): labels
+    0/1, scores in [0, 1] (after a sigmoid with ``from_logits``), client ids present and of
+    one type; a :class:`ScoreFileError` naming ``source`` and the row otherwise."""
     labels = _as_float(np.asarray(labels).ravel(), "labels", source, first_row)
     scores = _as_float(np.asarray(scores).ravel(), "scores", source, first_row)
     label_ok = (labels == 0) | (labels == 1)

@@ -1,0 +1,39 @@
+"""Score files: one reader for CSV, Parquet, TFRecord, compressed CSV, directories and globs.
+
+* :mod:`~dpauc_tf.io.scores`: :class:`~dpauc_tf.io.scores.ScoreSet` (validated examples),
+  :class:`~dpauc_tf.io.scores.ScoreFileError` (one-line errors), the whole-file
+  :func:`~dpauc_tf.io.scores.read_score_file` and the epoch files of a training run;
+* :mod:`~dpauc_tf.io.readers`: :func:`~dpauc_tf.io.readers.iter_score_chunks`, validated
+  chunks of any number of files (the one reader every path goes through);
+* :mod:`~dpauc_tf.io.streaming`: per-client bucket counts in one chunked pass, bounded memory.
+
+Names load on first use (``import dpauc_tf.io`` imports neither pandas nor TensorFlow).
+
+>>> from dpauc_tf.io import ScoreSet
+>>> ScoreSet.checked([0, 1], [0.2, 0.7]).num_examples
+2
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_NAMES = {
+    "ScoreFileError": "dpauc_tf.io.scores",
+    "ScoreSet": "dpauc_tf.io.scores",
+    "epoch_files": "dpauc_tf.io.scores",
+    "read_score_file": "dpauc_tf.io.scores",
+    "ScoreChunk": "dpauc_tf.io.readers",
+    "iter_score_chunks": "dpauc_tf.io.readers",
+    "score_files": "dpauc_tf.io.readers",
+    "CountedScores": "dpauc_tf.io.streaming",
+    "count_score_file": "dpauc_tf.io.streaming",
+}
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name in _NAMES:
+        return getattr(importlib.import_module(_NAMES[name]), name)
+    raise AttributeError(f"module 'dpauc_tf.io' has no attribute {name!r}")
