@@ -49,12 +49,8 @@ from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.ground_truth import exact_auc, tf_auc
 from dpauc_tf.io.scores import ScoreFileError, ScoreSet
 from dpauc_tf.mechanisms import get_mechanism, mechanism_spec
-from dpauc_tf.simulation import (
-    SimulationResult,
-    client_histograms,
-    simulate,
-    simulate_examples,
-)
+from dpauc_tf.mechanisms.release import AUCResult
+from dpauc_tf.simulation import client_histograms, simulate, simulate_examples
 
 TABLES = ("table1", "table2", "table3", "table4", "table5")
 PROJECT_MECHANISMS = ("histogram", "histogram-public-scores", "secure-histogram")
@@ -156,8 +152,8 @@ class TableRunner:
         self._client_ids: dict[tuple, np.ndarray] = {}
         self._exact: dict[int, float] = {}
         self._tf: dict[tuple[int, int], float] = {}
-        # Results kept for the plots: {(table, epoch, setting): SimulationResult}.
-        self.results: dict[tuple[int, int, Setting], SimulationResult] = {}
+        # Results kept for the plots: {(table, epoch, setting): AUCResult}.
+        self.results: dict[tuple[int, int, Setting], AUCResult] = {}
 
     # -- cached pieces --------------------------------------------------------------------
     def client_ids(self, epoch: int, partition: str, clients: int) -> np.ndarray:
@@ -220,7 +216,7 @@ class TableRunner:
         return roc.fpr.numpy(), roc.tpr.numpy()
 
     # -- running --------------------------------------------------------------------------
-    def run_setting(self, epoch: int, setting: Setting, seed: int) -> SimulationResult:
+    def run_setting(self, epoch: int, setting: Setting, seed: int) -> AUCResult:
         """``repeats`` releases of one setting on one epoch's scores."""
         mechanism = get_mechanism(
             setting.mechanism,
@@ -245,7 +241,7 @@ class TableRunner:
         pos, neg = self.histograms(epoch, setting)
         return simulate(mechanism, pos, neg, seed=seed, repeats=self.repeats)
 
-    def row(self, epoch: int, setting: Setting, result: SimulationResult) -> dict[str, Any]:
+    def row(self, epoch: int, setting: Setting, result: AUCResult) -> dict[str, Any]:
         own_grid = mechanism_spec(setting.mechanism).capabilities.transforms_data
         tf_thresholds = 1000 if own_grid else setting.num_thresholds
         return {

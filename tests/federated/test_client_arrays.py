@@ -13,8 +13,9 @@ import tensorflow as tf  # noqa: E402
 
 from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
 from dpauc_tf.federated import computations, evaluate  # noqa: E402
+from dpauc_tf.federated.evaluate import SEED_KEY  # noqa: E402
 from dpauc_tf.mechanisms.registry import get_mechanism  # noqa: E402
-from dpauc_tf.noise.seeds import make_seed, split_seed  # noqa: E402
+from dpauc_tf.mechanisms.release import ReleaseSpec  # noqa: E402
 
 pytestmark = pytest.mark.federated
 
@@ -57,7 +58,9 @@ def test_the_one_round_computation_is_evaluate_and_counts_datasets_alike(clients
     dataset of batches (the MapReduce form's input) as it counts the two vectors."""
     thresholds = Thresholds.make(T, "tf")
     mechanism = get_mechanism("histogram", epsilon=1.0, num_thresholds=T)
-    seeds = list(split_seed(make_seed(SEED), len(clients)).numpy())
+    # client k's seed, as evaluate derives it (the release protocol's seed_for)
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T, seed=SEED)
+    seeds = [spec.seed_for(SEED_KEY, 0, k).numpy() for k in range(len(clients))]
     arrays = [collections.OrderedDict(score=s, label=y) for s, y in clients]
     round_ = computations.build_federated_evaluation(mechanism, thresholds)
     out = round_(arrays, seeds)
