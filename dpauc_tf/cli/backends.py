@@ -17,12 +17,6 @@ from dpauc_tf.cli.main import CommandError
 from dpauc_tf.mechanisms.registry import mechanism_spec
 
 
-def _mechanism(args, num_clients: int):
-    from dpauc_tf.cli.evaluate import _mechanism as build
-
-    return build(args, num_clients)
-
-
 def release_settings(args) -> dict[str, Any]:
     from dpauc_tf.cli.evaluate import release_settings as settings
 

@@ -144,7 +144,7 @@ def test_noisy_auc_distribution_matches_the_simulation(frame, tmp_path):
     assert stats.ks_2samp(out[()].aucs, simulated).pvalue > 1e-3
     for wrong in (0.5, 2.0):  # a doubled or halved noise scale is told apart
         other = get_mechanism("histogram", epsilon=wrong, num_thresholds=T)
-        aucs = simulate(other, pos, neg, seed=5, repeats=300).aucs
+        aucs = simulate(other, pos, neg, seed=5, repeats=600).aucs
         assert stats.ks_2samp(out[()].aucs, aucs).pvalue < 1e-4, wrong
 
 
