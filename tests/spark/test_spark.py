@@ -82,14 +82,14 @@ def test_noisy_aucs_have_the_simulated_distribution(frame, data):
     settings = {"mechanism": "histogram", "epsilon": 0.5, "num_thresholds": 20}
     spec = ReleaseSpec.make(**settings)
     for client_col, num_clients in ((None, 1), ("client", K)):
-        mine = private_auc(frame, client_col=client_col, seed=3, repeats=200, **settings)
-        theirs = _simulated(data, spec, num_clients, seed=4, repeats=200)
-        assert mine.repeats == 200 and np.std(mine.aucs) > 0
+        mine = private_auc(frame, client_col=client_col, seed=3, repeats=400, **settings)
+        theirs = _simulated(data, spec, num_clients, seed=4, repeats=400)
+        assert mine.repeats == 400 and np.std(mine.aucs) > 0
         assert ks_2samp(mine.aucs, theirs.aucs).pvalue > 0.001, client_col
         # a wrong noise scale is caught: twice (or half) the noise is another distribution
         for wrong in (0.25, 1.0):
             other = ReleaseSpec.make(**{**settings, "epsilon": wrong})
-            theirs = _simulated(data, other, num_clients, 5, 200).aucs
+            theirs = _simulated(data, other, num_clients, 5, 800).aucs
             assert ks_2samp(mine.aucs, theirs).pvalue < 0.001, (client_col, wrong)
 
 
