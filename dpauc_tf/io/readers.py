@@ -445,7 +445,7 @@ def _as_float(values: np.ndarray, what: str, source: str, first_row: int) -> np.
     bad = np.flatnonzero(np.isnan(numbers) & text)
     if bad.size:
         raise ScoreFileError(
-            f"{source}: row {first_row + int(bad[0])}: {what} must be numbers "
+            f"{_where(source, first_row, int(bad[0]))}: {what} must be numbers "
             f"(got {values[bad[0]]!r})"
         )
     return numbers
@@ -455,10 +455,20 @@ def _first_bad(ok: np.ndarray) -> int:
     return int(np.argmin(ok))
 
 
+def _where(source: str, first_row: int | None, at: int | None, size: int = 0) -> str:
+    """``source: row N`` (``rows A-B`` for a chunk), or ``source`` for arrays (no rows)."""
+    if first_row is None:
+        return source
+    if at is None:
+        return f"{source}: rows {first_row}-{first_row + size - 1}"
+    return f"{source}: row {first_row + at}"
+
+
 def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -> ScoreChunk:
     """The one validation of examples (every reader and :meth:`ScoreSet.checked`): labels
     0/1, scores in [0, 1] (after a sigmoid with ``from_logits``), client ids present and of
-    one type; a :class:`ScoreFileError` naming ``source`` and the row otherwise."""
+    one type; a :class:`ScoreFileError` naming ``source`` and the row otherwise
+    (``first_row=None``: arrays, no row numbers)."""
     labels = _as_float(np.asarray(labels).ravel(), "labels", source, first_row)
     scores = _as_float(np.asarray(scores).ravel(), "scores", source, first_row)
     label_ok = (labels == 0) | (labels == 1)
@@ -466,7 +476,7 @@ def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -
         at = _first_bad(label_ok)
         what = "label is missing or NaN" if np.isnan(labels[at]) else "labels must be 0 or 1"
         raise ScoreFileError(
-            f"{source}: row {first_row + at}: {what} (got {labels[at]:g}; NaN means missing)"
+            f"{_where(source, first_row, at)}: {what} (got {labels[at]:g}; NaN means missing)"
         )
     if from_logits:
         from scipy.special import expit
@@ -479,10 +489,10 @@ def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -
             what = "score is NaN or missing"
         else:
             what = f"scores must be in [0, 1] (got {scores[at]:g}; use --from-logits for logits)"
-        raise ScoreFileError(f"{source}: row {first_row + at}: {what}")
+        raise ScoreFileError(f"{_where(source, first_row, at)}: {what}")
     if clients is not None:
         clients = _checked_clients(np.asarray(clients).ravel(), source, first_row)
-    return ScoreChunk(labels.astype(np.int8), scores, clients, source, first_row)
+    return ScoreChunk(labels.astype(np.int8), scores, clients, source, first_row or 1)
 
 
 def _checked_clients(clients: np.ndarray, source: str, first_row: int) -> np.ndarray:
@@ -490,7 +500,7 @@ def _checked_clients(clients: np.ndarray, source: str, first_row: int) -> np.nda
         nan = np.isnan(clients)
         if nan.any():
             at = int(np.argmax(nan))
-            raise ScoreFileError(f"{source}: row {first_row + at}: client id is missing (NaN)")
+            raise ScoreFileError(f"{_where(source, first_row, at)}: client id is missing (NaN)")
     if clients.dtype == object:
         missing = np.fromiter(
             (v is None or (isinstance(v, float) and v != v) for v in clients), bool, clients.size
@@ -498,12 +508,12 @@ def _checked_clients(clients: np.ndarray, source: str, first_row: int) -> np.nda
         if missing.any():
             at = int(np.argmax(missing))
             raise ScoreFileError(
-                f"{source}: row {first_row + at}: client id is missing (empty or NaN)"
+                f"{_where(source, first_row, at)}: client id is missing (empty or NaN)"
             )
         kinds = sorted({type(c).__name__ for c in clients})
         if len(kinds) > 1:
             raise ScoreFileError(
-                f"{source}: rows {first_row}-{first_row + clients.size - 1}: client ids mix "
+                f"{_where(source, first_row, None, clients.size)}: client ids mix "
                 f"types ({', '.join(kinds)}); use one type"
             )
     return clients

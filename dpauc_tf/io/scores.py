@@ -40,9 +40,9 @@ class ScoreSet:
 
     @classmethod
     def checked(cls, labels, scores, clients=None, *, source: str = "input") -> ScoreSet:
-        """Validates and converts; raises :class:`ScoreFileError` naming the problem (and
-        the row, from 1). The checks are the chunked reader's
-        (:func:`dpauc_tf.io.readers.check_chunk`): one set of rules for every path."""
+        """Validates and converts; raises :class:`ScoreFileError` naming the problem. The
+        checks are the chunked reader's (:func:`dpauc_tf.io.readers.check_chunk`): one set
+        of rules for every path."""
         from dpauc_tf.io.readers import check_chunk
 
         labels = np.asarray(labels).ravel()
@@ -58,7 +58,7 @@ class ScoreSet:
                     f"{source}: {clients.size} client ids for {labels.size} examples"
                 )
         try:
-            chunk = check_chunk(labels, scores, clients, source, 1)
+            chunk = check_chunk(labels, scores, clients, source, None)
         except (TypeError, ValueError) as error:
             if isinstance(error, ScoreFileError):
                 raise

@@ -88,7 +88,7 @@ def test_errors_name_the_row_as_the_chunked_reader_does(tmp_path):
 
 
 def test_score_sets_from_arrays_use_the_same_checks():
-    with pytest.raises(ScoreFileError, match=r"client 2: row 2: score is NaN"):
+    with pytest.raises(ScoreFileError, match=r"client 2: score is NaN"):
         ScoreSet.checked([0, 1], [0.5, np.nan], source="client 2")
     with pytest.raises(ScoreFileError, match="client ids mix types"):
         ScoreSet.checked([0, 1], [0.5, 0.2], np.array([1, "a"], dtype=object))
