@@ -195,15 +195,20 @@ def one_vs_rest_counts(
             raise ValueError("sample weights must be one per example, shape [N]")
         weights = np.repeat(weights, num_classes, axis=1).ravel()
     groups = np.tile(np.arange(num_classes), rows)
-    pos, neg = bucket_counts(
-        one_hot.ravel(),
-        scores.ravel(),
-        thresholds,
-        weights,
-        integer_weights=integer_weights,
-        group_ids=groups,
-        num_groups=num_classes,
-    )
+    import tensorflow as tf
+
+    try:
+        pos, neg = bucket_counts(
+            one_hot.ravel(),
+            scores.ravel(),
+            thresholds,
+            weights,
+            integer_weights=integer_weights,
+            group_ids=groups,
+            num_groups=num_classes,
+        )
+    except tf.errors.InvalidArgumentError as error:  # eager checks: one line, a ValueError
+        raise ValueError(error.message.split("Summarized data: ")[-1].strip("b'\"")) from None
     return pos.numpy(), neg.numpy()
 
 
