@@ -222,7 +222,9 @@ def class_budget(
 ) -> tuple[float | None, float | None]:
     """The ``(epsilon, delta)`` each class's release is built with, so that the composition
     of two class releases (a class change touches two classes) costs at most
-    ``(epsilon, delta)``: ``epsilon / 2`` for pure-DP mechanisms; for the others the largest
+    ``(epsilon, delta)``: ``epsilon / 2`` for pure-DP mechanisms whose statement is their
+    parameter (in general the rescaling that makes the two-fold cost ``epsilon``, checked);
+    for the others the largest
     class epsilon whose two-fold composition at ``delta`` (dp-accounting's best figure) is
     at most ``epsilon`` (bisection, to a relative ``1e-4`` below).
 
@@ -235,15 +237,22 @@ def class_budget(
     probe = get_mechanism(
         mechanism, epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, **opts
     )
-    if not probe.delta:
-        return epsilon / 2.0, None
+    pure = not probe.delta
 
     def two_fold(class_epsilon: float) -> float:
         built = get_mechanism(
             mechanism, epsilon=class_epsilon, num_thresholds=num_thresholds, delta=delta, **opts
         )
-        return float(built.privacy_spent(2, delta).best)
+        return float(built.privacy_spent(2, 0.0 if pure else delta).best)
 
+    if pure:
+        # a pure-DP release's epsilon is proportional to the mechanism's parameter (its
+        # noise scales as 1 / parameter), so one rescaling makes the two-fold cost epsilon:
+        # ``epsilon / 2`` where the statement is the parameter (``paper``: ``epsilon``)
+        spent = float(probe.privacy_spent(2, 0.0).best)
+        class_epsilon = epsilon / 2.0 if spent == 2.0 * epsilon else epsilon * epsilon / spent
+        if two_fold(class_epsilon) <= epsilon * (1.0 + 1e-12):
+            return class_epsilon, None
     low, high = epsilon / 4.0, epsilon
     while two_fold(low) > epsilon:  # pragma: no cover - every accountant gives 2x at most
         low /= 2.0
@@ -255,7 +264,7 @@ def class_budget(
             low = middle
         else:
             high = middle
-    return low, delta
+    return low, (None if pure else delta)
 
 
 class OneVsRest:

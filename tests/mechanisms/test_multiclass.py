@@ -321,3 +321,27 @@ def test_bad_arguments_are_refused():
             mechanism="secure-histogram",
             sample_weight=[0.5, 1.0],
         )
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "delta", "options"),
+    [
+        ("histogram", None, {}),
+        ("histogram-public-scores", None, {}),
+        ("tree-histogram", None, {}),
+        ("secure-histogram", None, {}),
+        ("secure-tree-histogram", None, {}),
+        ("paper", None, {}),
+        ("paper-gaussian", 1e-6, {}),
+        ("histogram", None, {"positive_share": 0.7}),
+    ],
+)
+def test_every_curve_mechanism_spends_the_target_on_a_class_change(mechanism, delta, options):
+    """The two-fold composition of the class release is the stated epsilon, and it is the
+    target (not less: noise is not wasted; not more: the guarantee holds)."""
+    m = OneVsRest(
+        mechanism, epsilon=1.0, delta=delta, num_classes=4, num_thresholds=15, options=options
+    )
+    two = m.class_mechanism.privacy_spent(2, delta or 0.0).best
+    assert two == pytest.approx(m.statement().epsilon)
+    assert 0.999 <= m.statement().epsilon <= 1.0 + 1e-9
