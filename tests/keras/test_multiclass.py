@@ -79,7 +79,10 @@ def test_the_noise_drawn_is_laplace_of_scale_four_over_epsilon():
     assert 0.5 < value < 1.0 and metric.releases_drawn == 1
 
 
-def test_fit_and_evaluate_with_sparse_labels_and_a_softmax_model():
+def test_fit_and_evaluate_charge_the_whole_release_to_the_budget_callback():
+    from dpauc_tf.keras.callbacks import DPAUCBudgetCallback
+    from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
+
     labels, _, _ = _data(n=512, classes=3)
     features = np.random.default_rng(2).normal(size=(512, 5)).astype(np.float32)
     features[:, 0] += labels
@@ -89,13 +92,21 @@ def test_fit_and_evaluate_with_sparse_labels_and_a_softmax_model():
     model.compile(
         optimizer="adam",
         loss="sparse_categorical_crossentropy",
-        metrics=[DPMultiClassAUC(num_classes=3, epsilon=1.0, num_thresholds=20, seed=0)],
+        metrics=[DPMultiClassAUC(num_classes=3, epsilon=0.5, num_thresholds=20, seed=0)],
     )
-    history = model.fit(features, labels, epochs=2, batch_size=64, verbose=0)
+    ledger = PrivacyLedger()
+    callback = DPAUCBudgetCallback(ledger)
+    history = model.fit(features, labels, epochs=2, batch_size=64, verbose=0, callbacks=[callback])
     values = history.history["dp_multiclass_auc"]
     assert len(values) == 2 and all(0.0 <= v <= 1.0 for v in values)
-    out = model.evaluate(features, labels, verbose=0, return_dict=True)
+    assert ledger.releases("train") == 2
+    assert ledger.spent("train").basic == pytest.approx(1.0)  # 2 releases x epsilon 0.5
+    out = model.evaluate(features, labels, verbose=0, return_dict=True, callbacks=[callback])
     assert 0.0 <= out["dp_multiclass_auc"] <= 1.0
+    assert ledger.spent("evaluation").basic == pytest.approx(0.5)
+    tight = PrivacyLedger(budget=0.4)  # less than one release of all classes
+    with pytest.raises(BudgetExceededError):
+        model.evaluate(features, labels, verbose=0, callbacks=[DPAUCBudgetCallback(tight)])
 
 
 def test_config_round_trip():
