@@ -10,8 +10,8 @@ the two classes one example's class change touches cost ``epsilon`` together
 ``micro`` one-vs-rest average, all post-processing of the same release.
 
 Releases, guards, the budget callback and the last-release display work as for ``DPAUC``
-(its module docstring). The TensorFlow backend (Keras 2 and 3) is supported; Keras 3's JAX
-backend is refused for now.
+(its module docstring), on Keras 2 and 3, with the TensorFlow and the JAX backends (on JAX
+the labels are converted with ``keras.ops`` and the release runs on the host).
 """
 
 from __future__ import annotations
@@ -119,11 +119,6 @@ class DPMultiClassAUC(DPAUC):
             name=name,
             dtype=dtype,
         )
-        if self._on_jax:
-            raise ValueError(
-                "DPMultiClassAUC supports Keras' TensorFlow backend only for now; use "
-                "KERAS_BACKEND=tensorflow"
-            )
         object.__setattr__(self, "_ovr", ovr)
         object.__setattr__(
             self,
@@ -177,6 +172,8 @@ class DPMultiClassAUC(DPAUC):
         super().update_state(one_hot, probabilities, sample_weight)
 
     def _inputs(self, y_true, y_pred):
+        if self._on_jax:
+            return self._jax_inputs(y_true, y_pred)
         classes = self.num_classes
         y_pred = tf.convert_to_tensor(y_pred)
         if y_pred.shape.rank != 2 or y_pred.shape[-1] not in (None, classes):
@@ -214,6 +211,47 @@ class DPMultiClassAUC(DPAUC):
         check = tf.debugging.Assert(all_ok, [f"DPMultiClassAUC: {message}"])
         with tf.control_dependencies([check]):  # XLA drops the assertion: NaN, not a number
             return tf.where(all_ok, one_hot, tf.constant(np.nan, tf.float64)), tf.identity(y_pred)
+
+    def _jax_inputs(self, y_true, y_pred):
+        """The same conversion in ``keras.ops`` (inside ``jax.jit`` bad rows become NaN
+        labels, which poison the batch's counts: the value is NaN, never a wrong number)."""
+        from keras import ops
+
+        from dpauc_tf.keras import ops_counts
+
+        classes = self.num_classes
+        y_pred = ops.convert_to_tensor(y_pred)
+        if len(y_pred.shape) != 2 or y_pred.shape[-1] != classes:
+            raise ValueError(
+                f"DPMultiClassAUC(num_classes={classes}): predictions must have shape "
+                f"[N, {classes}], got {tuple(y_pred.shape)}"
+            )
+        if self._multiclass_config["from_logits"]:
+            y_pred = ops.softmax(ops.cast(y_pred, "float32"), axis=-1)
+        y_true = ops.cast(ops.convert_to_tensor(y_true), "float32")
+        shape = tuple(y_true.shape)
+        if len(shape) == 2 and shape[-1] == classes:
+            one_hot = y_true
+            binary = ops.all(ops.logical_or(y_true == 0.0, y_true == 1.0), axis=-1)
+            ok = ops.logical_and(binary, ops.sum(y_true, axis=-1) == 1.0)
+            message = "one-hot labels need exactly one 1 (and zeros) per row"
+        elif len(shape) == 1 or (len(shape) == 2 and shape[-1] == 1):
+            ids = ops.reshape(y_true, [-1])
+            ok = ops.logical_and(ids == ops.round(ids), ops.logical_and(ids >= 0.0, ids < classes))
+            safe = ops.cast(ops.where(ok, ids, 0.0), "int32")
+            one_hot = ops.one_hot(safe, classes, dtype="float32")
+            message = f"class ids must be integers in [0, {classes})"
+        else:
+            raise ValueError(
+                f"DPMultiClassAUC(num_classes={classes}): labels must be class ids [N] or "
+                f"one-hot [N, {classes}], got shape {shape}"
+            )
+        if not ops_counts.is_traced(ok):
+            bad = np.flatnonzero(~np.asarray(ok))
+            if bad.size:
+                raise ValueError(f"DPMultiClassAUC: {message}; row {int(bad[0])} is not")
+            return one_hot, y_pred
+        return ops.where(ops.all(ok), one_hot, float("nan")), y_pred
 
     def value_from_release(self, release, mechanism: CountMechanism | None = None) -> tf.Tensor:
         """The chosen average of a release (or of the sum of clients' releases):
