@@ -22,13 +22,16 @@ import dp_accounting
 import numpy as np
 import tensorflow as tf
 
-from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.core.summation import keras_auc
 from dpauc_tf.keras import checks
 from dpauc_tf.keras.metric import DPAUC
 from dpauc_tf.mechanisms import CountMechanism
-from dpauc_tf.mechanisms.multiclass import OneVsRest, check_average, check_num_classes
+from dpauc_tf.mechanisms.multiclass import (
+    OneVsRest,
+    averages,
+    check_average,
+    check_num_classes,
+)
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -264,22 +267,8 @@ class DPMultiClassAUC(DPAUC):
         0.75
         """
         mechanism = self._mechanism if mechanism is None else mechanism
-        release = {key: tf.cast(value, tf.float64) for key, value in release.items()}
-        summed = {key: tf.reduce_sum(value, axis=-2) for key, value in release.items()}
-        if self.epsilon is None:
-            aucs = keras_auc(confusion_from_histogram(release["pos"], release["neg"]))
-            micro = keras_auc(confusion_from_histogram(summed["pos"], summed["neg"]))
-            support = tf.reduce_sum(release["pos"], axis=-1)
-        else:
-            aucs = mechanism.estimate_auc(release)
-            micro = mechanism.estimate_auc(summed)
-            confusion = mechanism.released_confusion(release)
-            support = tf.maximum(confusion.tp[..., 0] + confusion.fn[..., 0], 0.0)
-        if self.average == "micro":
-            return micro
-        if self.average == "weighted":
-            return tf.reduce_sum(aucs * support, axis=-1) / tf.reduce_sum(support, axis=-1)
-        return tf.reduce_mean(aucs, axis=-1)
+        out = averages(mechanism, release, keras_exact=self.epsilon is None)
+        return out[self.average]
 
     def get_config(self):
         base = tf.keras.metrics.Metric.get_config(self)

@@ -367,29 +367,12 @@ class OneVsRest:
 
         from dpauc_tf.core.curve import roc_from_confusion
 
-        mech = self.class_mechanism
         tensors = {
             key: tf.constant(np.asarray(value), tf.float64) for key, value in release.items()
         }
-        class_aucs = np.asarray(mech.estimate_auc(tensors).numpy(), np.float64)
-        roc = roc_from_confusion(mech.to_confusion(tensors))
-        confusion = mech.released_confusion(tensors)
-        support = np.maximum((confusion.tp[..., 0] + confusion.fn[..., 0]).numpy(), 0.0)
-        summed = {key: tf.reduce_sum(value, axis=-2) for key, value in tensors.items()}
-        micro = np.asarray(mech.estimate_auc(summed).numpy(), np.float64)
-        macro = class_aucs.mean(axis=-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            weighted = (class_aucs * support).sum(axis=-1) / support.sum(axis=-1)
-        weighted = np.where(np.isnan(class_aucs).any(axis=-1), np.nan, weighted)
-        return {
-            "class_aucs": class_aucs,
-            "fpr": roc.fpr.numpy(),
-            "tpr": roc.tpr.numpy(),
-            "support": support,
-            "macro": macro,
-            "weighted": weighted,
-            "micro": micro,
-        }
+        out = {key: value.numpy() for key, value in averages(self.class_mechanism, tensors).items()}
+        roc = roc_from_confusion(self.class_mechanism.to_confusion(tensors))
+        return {**out, "fpr": roc.fpr.numpy(), "tpr": roc.tpr.numpy()}
 
     # -- the guarantee -----------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
@@ -441,3 +424,47 @@ class OneVsRest:
             f"OneVsRest({self.base_name!r}, epsilon={self.epsilon!r}, "
             f"num_classes={self.num_classes}, num_thresholds={self.num_thresholds})"
         )
+
+
+def averages(mechanism, release: Mapping[str, Any], *, keras_exact: bool = False) -> dict:
+    """Per-class AUCs ``[..., C]``, released supports ``[..., C]`` and the ``macro``,
+    ``weighted`` and ``micro`` averages ``[...]`` of a (summed) one-vs-rest release of
+    ``mechanism`` (the class mechanism), as float64 tensors: the one place this math lives
+    (:class:`OneVsRest` and the Keras metric call it). ``keras_exact``: exact counts
+    ``{"pos", "neg"}`` with Keras' trapezoid rule (noise off, as ``tf.keras.metrics.AUC``).
+    A class whose AUC is undefined makes every average NaN.
+
+    >>> import tensorflow as tf
+    >>> from dpauc_tf.mechanisms import get_mechanism
+    >>> none = get_mechanism("none", epsilon=None, num_thresholds=3)
+    >>> pos = tf.constant([[0., 0., 2., 0.], [0., 1., 1., 0.]])
+    >>> neg = tf.constant([[0., 2., 0., 0.], [0., 1., 1., 0.]])
+    >>> out = averages(none, {"pos": pos, "neg": neg})
+    >>> out["class_aucs"].numpy().tolist(), float(out["macro"]), float(out["micro"])
+    ([1.0, 0.5], 0.75, 0.75)
+    """
+    import tensorflow as tf
+
+    from dpauc_tf.core.curve import confusion_from_histogram
+    from dpauc_tf.core.summation import keras_auc
+
+    release = {key: tf.cast(value, tf.float64) for key, value in release.items()}
+    summed = {key: tf.reduce_sum(value, axis=-2) for key, value in release.items()}
+    if keras_exact:
+        class_aucs = keras_auc(confusion_from_histogram(release["pos"], release["neg"]))
+        micro = keras_auc(confusion_from_histogram(summed["pos"], summed["neg"]))
+        support = tf.reduce_sum(release["pos"], axis=-1)
+    else:
+        class_aucs = tf.cast(mechanism.estimate_auc(release), tf.float64)
+        micro = tf.cast(mechanism.estimate_auc(summed), tf.float64)
+        confusion = mechanism.released_confusion(release)
+        support = tf.maximum(confusion.tp[..., 0] + confusion.fn[..., 0], 0.0)
+    support = tf.cast(support, tf.float64)
+    weighted = tf.reduce_sum(class_aucs * support, axis=-1) / tf.reduce_sum(support, axis=-1)
+    return {
+        "class_aucs": class_aucs,
+        "support": support,
+        "macro": tf.reduce_mean(class_aucs, axis=-1),
+        "weighted": weighted,
+        "micro": micro,
+    }
