@@ -346,3 +346,27 @@ def test_every_curve_mechanism_spends_the_target_on_a_class_change(mechanism, de
     two = m.class_mechanism.privacy_spent(2, delta or 0.0).best
     assert two == pytest.approx(m.statement().epsilon)
     assert 0.999 <= m.statement().epsilon <= 1.0 + 1e-9
+
+
+def test_skellam_shares_sum_to_the_calibrated_variance(counts):
+    """Approximate DP: the summed shares' variance is ``2 mu`` of the calibrated class
+    release; half or twice ``mu`` is rejected (a z-test on 54,000 draws)."""
+    pos, neg = counts
+    m = OneVsRest(
+        "secure-histogram",
+        epsilon=1.0,
+        delta=1e-6,
+        num_classes=3,
+        num_thresholds=5,
+        num_clients=3,
+        options={"family": "skellam"},
+    )
+    mu = m.class_mechanism.noise_scale
+    noise = _noise(m, pos, neg, 1500, seed=13, clients=3).ravel()
+    assert np.all(noise == np.round(noise))
+    variance = noise.var()
+    stderr = 2.0 * mu * np.sqrt(2.0 / noise.size) * 2.0  # generous: Skellam's kurtosis is small
+    assert abs(variance - 2.0 * mu) < 4.0 * stderr
+    for wrong in (mu / 2.0, mu * 2.0):
+        assert abs(variance - 2.0 * wrong) > 10.0 * stderr
+    assert m.privacy_spent(1).best <= 1.0
