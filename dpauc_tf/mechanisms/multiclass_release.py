@@ -280,7 +280,10 @@ def evaluate_multiclass(
       labels: class ids ``[N]`` or one-hot ``[N, C]``.
       scores: ``[N, C]`` class probabilities (logits with ``from_logits``).
       epsilon: of one release of all classes (``None``: no noise, NOT private).
-      mechanism, num_thresholds, delta, options: the binary mechanism of every class.
+      mechanism: the binary curve mechanism of every class.
+      num_thresholds: the grid's thresholds.
+      delta: for mechanisms with a delta (of the whole release).
+      options: the mechanism's options.
       average: the headline average.
       num_clients: simulated clients (``None``: central).
       client_ids: each example's client (default: IID, drawn from ``seed``).
