@@ -58,7 +58,6 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         dest="mechanism_options",
         type=cli_main._mechanism_option,
         action="append",
-        default=[],
         metavar="KEY=VALUE",
         help="an option of the mechanism, repeatable",
     )
@@ -148,7 +147,7 @@ def run_multiclass(args: argparse.Namespace) -> int:
         num_thresholds=args.num_thresholds,
         delta=args.delta,
         average=args.average,
-        options=dict(args.mechanism_options),
+        options=dict(args.mechanism_options or []),
         num_clients=args.clients,
         client_ids=frame[args.client_column].to_numpy() if args.client_column else None,
         repeats=args.repeats,
