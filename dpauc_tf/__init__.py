@@ -24,6 +24,7 @@ __version__ = "0.2.0"
 _PUBLIC = {
     "DPAUC": "dpauc_tf.keras.metric",
     "DPAUCBudgetCallback": "dpauc_tf.keras.callbacks",
+    "DPMultiClassAUC": "dpauc_tf.keras.multiclass",
     "PrivacyLedger": "dpauc_tf.privacy.ledger",
     "BudgetExceededError": "dpauc_tf.privacy.ledger",
     "get_mechanism": "dpauc_tf.mechanisms.registry",

@@ -122,7 +122,60 @@ def auc_worst_case_pair(thresholds: Thresholds, flip_weight: float = 1.0) -> Nei
 def pair_for(mechanism: CountMechanism, flip_weight: float = 1.0) -> NeighbouringPair:
     """The audit's neighbours for ``mechanism``: :func:`worst_case_pair` for curve releases,
     :func:`auc_worst_case_pair` for AUC-only releases."""
+    if getattr(mechanism, "num_classes", None) is not None:  # one-vs-rest (multi-class)
+        return multiclass_worst_case_pair(
+            mechanism.num_classes, mechanism.num_thresholds, flip_weight
+        )
     if mechanism.capabilities.releases == "auc":
         grid = mechanism.count_thresholds(Thresholds.make(DEFAULT_AUDIT_NUM_THRESHOLDS))
         return auc_worst_case_pair(grid, flip_weight)
     return worst_case_pair(mechanism.num_thresholds, flip_weight)
+
+
+def multiclass_worst_case_pair(
+    num_classes: int, num_thresholds: int = DEFAULT_AUDIT_NUM_THRESHOLDS, flip_weight: float = 1.0
+) -> NeighbouringPair:
+    """The neighbours of a one-vs-rest release: one example of every class plus the target,
+    whose class is 0 in ``D`` and 1 in ``D'`` (its scores fixed, ``s_0`` and ``s_1`` on
+    thresholds): four counts move, ``pos/neg[0, b_0]`` and ``pos/neg[1, b_1]``. Counts are
+    ``[C, T + 1]``; ``flip_weight > 1`` is the negative control.
+
+    >>> pair = multiclass_worst_case_pair(3, 5)
+    >>> int(np.abs(pair.pos - pair.pos_prime).sum() + np.abs(pair.neg - pair.neg_prime).sum())
+    4
+    """
+    thresholds = Thresholds.make(num_thresholds)
+    values = thresholds.as_array()
+    s0 = float(values[num_thresholds // 2]) if num_thresholds > 2 else 0.5
+    s1 = float(values[max(num_thresholds // 4, 1)]) if num_thresholds > 2 else 0.25
+    rest = max(1.0 - s0 - s1, 0.0) / max(num_classes - 2, 1)
+    target = np.full(num_classes, rest)
+    target[:2] = s0, s1
+    others = np.full((num_classes, num_classes), 0.1 / max(num_classes - 1, 1))
+    np.fill_diagonal(others, 0.9)
+    scores = np.vstack([target[None, :], others])
+    buckets = thresholds.bucketize_numpy(scores.ravel()).reshape(scores.shape)
+    weights = np.concatenate([[flip_weight], np.ones(num_classes)])
+
+    def counts(target_class: int) -> tuple[np.ndarray, np.ndarray]:
+        classes = np.concatenate([[target_class], np.arange(num_classes)])
+        pos = np.zeros((num_classes, thresholds.num_buckets))
+        neg = np.zeros_like(pos)
+        for row, label in enumerate(classes):
+            for c in range(num_classes):
+                target_counts = pos if c == label else neg
+                target_counts[c, buckets[row, c]] += weights[row]
+        return pos, neg
+
+    pos, neg = counts(0)
+    pos_prime, neg_prime = counts(1)
+    return NeighbouringPair(
+        pos,
+        neg,
+        pos_prime,
+        neg_prime,
+        int(buckets[0, 0]),
+        f"{num_classes + 1} examples, C={num_classes}, T={num_thresholds}; the example at "
+        f"scores ({s0:.4g}, {s1:.4g}, ...) (weight {flip_weight:g}) is of class 0 in D, class "
+        "1 in D'",
+    )

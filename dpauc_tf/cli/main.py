@@ -367,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpauc_tf.cli import audit as audit_cli
 
     audit_cli.register_cli(sub, common=_common)
+    from dpauc_tf.cli import multiclass as multiclass_cli
+
+    multiclass_cli.register_cli(sub, common=_common)
     return parser
 
 

@@ -1,0 +1,181 @@
+"""``dpauc multiclass``: the one-vs-rest private AUC of a file with a class column and score columns.
+
+``dpauc multiclass --scores FILE --class-column y --score-columns p0,p1,p2 --epsilon 1``
+reads a CSV or Parquet file (one row per example: the class, as an id in ``[0, C)`` or as
+the name of its score column, and one score column per class), counts every class's
+one-vs-rest histogram and releases them once
+(:func:`dpauc_tf.mechanisms.multiclass_release.evaluate_multiclass`): centrally, or with
+``--clients K`` as ``K`` simulated clients (IID, or by ``--client-column``) that each release
+their own counts (``--mechanism secure-histogram``: noise shares summed by secure
+aggregation). The output is one row per class plus the three averages; ``--format json``
+prints the whole result (curves, guarantee, cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+AVERAGE_CHOICES = ("macro", "weighted", "micro")
+
+
+def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
+    """Adds ``multiclass`` to ``dpauc``'s sub-commands (``common`` adds --format/--debug)."""
+    import importlib
+
+    cli_main = importlib.import_module("dpauc_tf.cli.main")
+
+    parser = subparsers.add_parser(
+        "multiclass",
+        help="private one-vs-rest AUC of a file with a class column and score columns",
+        description="The one-vs-rest private AUC (macro, weighted and micro averages, and "
+        "every class's AUC and ROC) of a file with a class column and one score column per "
+        "class; a class change moves counts in two classes, and the noise is sized for that "
+        "(docs/multiclass.md).",
+    )
+    parser.add_argument("--scores", required=True, help="CSV or Parquet file, one row per example")
+    parser.add_argument(
+        "--class-column",
+        default="label",
+        help="column of classes: ids in [0, C) or names of score columns",
+    )
+    parser.add_argument(
+        "--score-columns",
+        required=True,
+        help="comma-separated score columns, one per class, in class order",
+    )
+    parser.add_argument(
+        "--from-logits", action="store_true", help="the scores are logits (a softmax maps them)"
+    )
+    parser.add_argument(
+        "--epsilon", type=cli_main._finite_float, help="total epsilon of one release of all classes"
+    )
+    parser.add_argument("--delta", type=cli_main._finite_float, help="for mechanisms with a delta")
+    parser.add_argument(
+        "--mechanism", default="histogram", help="the binary curve mechanism of every class"
+    )
+    parser.add_argument(
+        "--mechanism-option",
+        dest="mechanism_options",
+        type=cli_main._mechanism_option,
+        action="append",
+        metavar="KEY=VALUE",
+        help="an option of the mechanism, repeatable",
+    )
+    parser.add_argument(
+        "--num-thresholds",
+        type=cli_main._num_thresholds_int,
+        default=cli_main.DEFAULT_NUM_THRESHOLDS,
+        help="thresholds of the grid",
+    )
+    parser.add_argument(
+        "--average", choices=AVERAGE_CHOICES, default="macro", help="the headline average"
+    )
+    parser.add_argument(
+        "--clients",
+        type=cli_main._positive_int,
+        help="simulate K clients that each release their own counts (default: central)",
+    )
+    parser.add_argument(
+        "--client-column", help="column of client ids in [0, K) (with --clients; default IID)"
+    )
+    parser.add_argument(
+        "--repeats", type=cli_main._positive_int, default=1, help="independent releases"
+    )
+    parser.add_argument(
+        "--seed", type=cli_main._seed_int, help="integer seed (reproducible); default: OS entropy"
+    )
+    if common is not None:
+        common(parser)
+    parser.set_defaults(func=run_multiclass)
+    return parser
+
+
+def read_table(path: str, columns: list[str]):
+    """The named columns of a CSV or Parquet file, as a pandas DataFrame."""
+    import pandas as pd
+
+    if path.endswith((".parquet", ".pq")):
+        frame = pd.read_parquet(path)
+    else:
+        frame = pd.read_csv(path)
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: no column(s) {missing}; columns are {list(frame.columns)}")
+    return frame[columns]
+
+
+def class_ids(values, score_columns: list[str]):
+    """Class ids in ``[0, C)`` from ids or from score-column names."""
+    import numpy as np
+
+    values = np.asarray(values)
+    if values.dtype.kind in "OUS":  # names of score columns
+        index = {name: i for i, name in enumerate(score_columns)}
+        unknown = sorted({str(v) for v in values if str(v) not in index})
+        if unknown:
+            raise ValueError(
+                f"classes {unknown[:5]} are neither ids in [0, {len(score_columns)}) nor score "
+                f"columns {score_columns}"
+            )
+        return np.array([index[str(v)] for v in values])
+    return values
+
+
+def run_multiclass(args: argparse.Namespace) -> int:
+    """Runs ``dpauc multiclass``; prints the result in ``--format``."""
+    import numpy as np
+
+    from dpauc_tf.cli.formats import format_rows, json_safe
+    from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
+
+    score_columns = [c.strip() for c in args.score_columns.split(",") if c.strip()]
+    if len(score_columns) < 2:
+        raise ValueError("--score-columns needs at least two columns (one per class)")
+    if args.client_column and args.clients is None:
+        raise ValueError("--client-column needs --clients K (the number of clients)")
+    columns = [args.class_column, *score_columns]
+    if args.client_column:
+        columns.append(args.client_column)
+    frame = read_table(args.scores, columns)
+    if frame[columns].isna().to_numpy().any():
+        raise ValueError(f"{args.scores}: empty cells in {columns}")
+    result = evaluate_multiclass(
+        class_ids(frame[args.class_column].to_numpy(), score_columns),
+        frame[score_columns].to_numpy(np.float64),
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        num_thresholds=args.num_thresholds,
+        delta=args.delta,
+        average=args.average,
+        options=dict(args.mechanism_options or []),
+        num_clients=args.clients,
+        client_ids=frame[args.client_column].to_numpy() if args.client_column else None,
+        repeats=args.repeats,
+        seed=args.seed,
+        from_logits=args.from_logits,
+    )
+    if args.format == "json":
+        import json
+
+        print(json.dumps(json_safe(result.to_dict()), indent=2))
+        return 0
+    rows = [
+        {"class": name, "auc": _value(result.class_aucs[0, i]), "support": result.support[0, i]}
+        for i, name in enumerate(score_columns)
+    ]
+    rows += [
+        {"class": f"{avg} average", "auc": _value(getattr(result, avg)[0]), "support": None}
+        for avg in AVERAGE_CHOICES
+    ]
+    print(format_rows(rows, args.format))
+    if args.format == "table":
+        if result.epsilon is None:
+            cost = "not private (no noise)"
+        else:
+            cost = f"epsilon {result.epsilon:g} per release, {result.epsilon_total:g} for all {result.aucs.size}"
+        print(f"\ncost: {cost}\nguarantee: {result.statement}")
+    return 0
+
+
+def _value(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN: undefined

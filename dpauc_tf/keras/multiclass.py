@@ -1,0 +1,275 @@
+"""``DPMultiClassAUC``: one-vs-rest multi-class AUC with label DP, as a Keras metric.
+
+The metric counts, per class ``c``, the examples of class ``c`` (positives) and all others
+(negatives) per bucket of the score ``y_pred[:, c]``, in the same float64 weights as
+:class:`~dpauc_tf.keras.metric.DPAUC` with ``multi_label=True`` (it is one, with one label
+per class), and releases the ``C x 2 x (T + 1)`` counts through
+:class:`dpauc_tf.mechanisms.multiclass.OneVsRest`: every class at the class budget, so that
+the two classes one example's class change touches cost ``epsilon`` together
+(``docs/multiclass.md``). ``average`` picks scikit-learn's ``macro``, ``weighted`` or
+``micro`` one-vs-rest average, all post-processing of the same release.
+
+Releases, guards, the budget callback and the last-release display work as for ``DPAUC``
+(its module docstring), on Keras 2 and 3, with the TensorFlow and the JAX backends (on JAX
+the labels are converted with ``keras.ops`` and the release runs on the host).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import dp_accounting
+import numpy as np
+import tensorflow as tf
+
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.keras import checks
+from dpauc_tf.keras.metric import DPAUC
+from dpauc_tf.mechanisms import CountMechanism
+from dpauc_tf.mechanisms.multiclass import (
+    OneVsRest,
+    averages,
+    check_average,
+    check_num_classes,
+)
+from dpauc_tf.privacy.statement import PrivacyStatement
+
+
+@tf.keras.utils.register_keras_serializable(package="dpauc_tf")
+class DPMultiClassAUC(DPAUC):
+    """One-vs-rest multi-class ROC AUC with label differential privacy.
+
+    ``y_true``: class ids ``[N]`` (or ``[N, 1]``) or one-hot ``[N, num_classes]``;
+    ``y_pred``: class probabilities ``[N, num_classes]`` (softmax outputs), or logits with
+    ``from_logits=True`` (a softmax maps them). With ``epsilon=None`` and
+    ``average="macro"`` the value equals ``tf.keras.metrics.AUC(multi_label=True,
+    num_labels=num_classes)`` on one-hot labels (NOT private).
+
+    Args:
+      num_classes: the number of classes ``C >= 2`` (required).
+      average: ``"macro"`` (default; the mean of the per-class AUCs), ``"weighted"`` (by the
+        released class supports) or ``"micro"`` (the AUC of the counts summed over the
+        classes), as ``sklearn.metrics.roc_auc_score(multi_class="ovr", average=...)``.
+      epsilon: budget of **one** release of all classes (``None``: no noise, NOT private).
+        A class change moves counts in two classes: every class is released at the class
+        budget (``epsilon / 2`` for pure-DP mechanisms), ``privacy_statement()`` and
+        ``dp_event()`` state the whole release.
+      num_thresholds: thresholds of the grid (as ``tf.keras.metrics.AUC``).
+      mechanism: the binary curve mechanism of every class (default ``"histogram"``:
+        ``Laplace(4 / epsilon)`` on each of the ``2 C (T + 1)`` counts;
+        ``"histogram-public-scores"``: ``Laplace(2 / epsilon)`` on the positives, the score
+        histograms published).
+      delta: for mechanisms that take one (the whole release's).
+      from_logits: the predictions are logits (softmax first).
+      seed: ``None`` (OS entropy) or an int (reproducible; experiments only).
+      mechanism_options: further options of the mechanism.
+      name: metric name. dtype: the dtype of ``result()``.
+
+    >>> m = DPMultiClassAUC(num_classes=3, epsilon=None, num_thresholds=50)
+    >>> m.update_state([0, 1, 2, 1], [[.8, .1, .1], [.2, .7, .1], [.3, .3, .4], [.6, .3, .1]])
+    >>> round(float(m.result()), 4)
+    0.9583
+    >>> noisy = DPMultiClassAUC(num_classes=3, epsilon=1.0, seed=0)
+    >>> noisy.privacy_statement().epsilon, noisy.mechanism.noise_scale
+    (1.0, 4.0)
+
+    With ``compile()``:
+
+    ```python
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=[DPMultiClassAUC(num_classes=10, epsilon=1.0)])
+    ```
+    """
+
+    def __init__(
+        self,
+        num_classes: int | None = None,
+        average: str = "macro",
+        epsilon: float | None = 1.0,
+        num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+        mechanism: str = "histogram",
+        delta: float | None = None,
+        from_logits: bool = False,
+        seed: int | None = None,
+        mechanism_options: Mapping | None = None,
+        name: str = "dp_multiclass_auc",
+        dtype=None,
+    ):
+        if num_classes is None:
+            raise ValueError(
+                "DPMultiClassAUC needs num_classes (the number of score columns, >= 2): "
+                "the metric's counts and its privacy statement depend on it"
+            )
+        num_classes = check_num_classes(num_classes)
+        average = check_average(average)
+        ovr = OneVsRest(
+            mechanism,
+            epsilon=epsilon,
+            num_classes=num_classes,
+            num_thresholds=num_thresholds,
+            delta=delta,
+            options=mechanism_options,
+        )
+        super().__init__(
+            epsilon=ovr.class_epsilon,
+            num_thresholds=num_thresholds,
+            mechanism=mechanism,
+            delta=ovr.class_delta,
+            multi_label=True,
+            num_labels=num_classes,
+            seed=seed,
+            mechanism_options=dict(mechanism_options) if mechanism_options else None,
+            name=name,
+            dtype=dtype,
+        )
+        object.__setattr__(self, "_ovr", ovr)
+        object.__setattr__(
+            self,
+            "_multiclass_config",
+            {
+                "num_classes": num_classes,
+                "average": average,
+                "epsilon": epsilon,
+                "num_thresholds": self.num_thresholds,
+                "mechanism": mechanism,
+                "delta": delta,
+                "from_logits": bool(from_logits),
+                "seed": seed,
+                "mechanism_options": dict(mechanism_options) if mechanism_options else None,
+            },
+        )
+
+    # -- what differs from DPAUC --------------------------------------------------------
+    @property
+    def epsilon(self) -> float | None:
+        """Epsilon of one release of all classes (``None``: no noise)."""
+        config = getattr(self, "_multiclass_config", None)
+        return self._config["epsilon"] if config is None else config["epsilon"]
+
+    @property
+    def num_classes(self) -> int:
+        return self._multiclass_config["num_classes"]
+
+    @property
+    def average(self) -> str:
+        return self._multiclass_config["average"]
+
+    @property
+    def one_vs_rest(self) -> OneVsRest:
+        """The release's :class:`~dpauc_tf.mechanisms.multiclass.OneVsRest`."""
+        return self._ovr
+
+    def privacy_statement(self) -> PrivacyStatement:
+        """The guarantee of one release of all classes (a class change; L1 = 4)."""
+        return self._ovr.statement()
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """One release: two classes' events composed (the two a class change touches)."""
+        return self._ovr.dp_event()
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        try:
+            one_hot, probabilities = self._inputs(y_true, y_pred)
+        except ValueError as error:
+            raise checks.as_it_is(error) from None
+        super().update_state(one_hot, probabilities, sample_weight)
+
+    def _inputs(self, y_true, y_pred):
+        if self._on_jax:
+            return self._jax_inputs(y_true, y_pred)
+        classes = self.num_classes
+        y_pred = tf.convert_to_tensor(y_pred)
+        if y_pred.shape.rank != 2 or y_pred.shape[-1] not in (None, classes):
+            raise ValueError(
+                f"DPMultiClassAUC(num_classes={classes}): predictions must have shape "
+                f"[N, {classes}], got {y_pred.shape}"
+            )
+        if self._multiclass_config["from_logits"]:
+            y_pred = tf.nn.softmax(tf.cast(y_pred, tf.float64), axis=-1)
+        y_true = tf.cast(tf.convert_to_tensor(y_true), tf.float64)
+        rank = y_true.shape.rank
+        if rank == 2 and y_true.shape[-1] == classes:  # one-hot
+            one_hot = y_true
+            binary = tf.reduce_all((y_true == 0.0) | (y_true == 1.0), axis=-1)
+            ok = binary & tf.equal(tf.reduce_sum(y_true, axis=-1), 1.0)
+            message = "one-hot labels need exactly one 1 (and zeros) per row"
+        elif rank == 1 or (rank == 2 and y_true.shape[-1] == 1):  # class ids
+            ids = tf.reshape(y_true, [-1])
+            ok = (ids == tf.round(ids)) & (ids >= 0.0) & (ids < classes)
+            one_hot = tf.one_hot(
+                tf.cast(tf.where(ok, ids, 0.0), tf.int32), classes, dtype=tf.float64
+            )
+            message = f"class ids must be integers in [0, {classes})"
+        else:
+            raise ValueError(
+                f"DPMultiClassAUC(num_classes={classes}): labels must be class ids [N] or "
+                f"one-hot [N, {classes}], got shape {y_true.shape}"
+            )
+        all_ok = tf.reduce_all(ok)
+        if tf.executing_eagerly():
+            if not bool(all_ok):
+                row = int(np.flatnonzero(~ok.numpy())[0])
+                raise ValueError(f"DPMultiClassAUC: {message}; row {row} is not")
+            return one_hot, y_pred
+        check = tf.debugging.Assert(all_ok, [f"DPMultiClassAUC: {message}"])
+        with tf.control_dependencies([check]):  # XLA drops the assertion: NaN, not a number
+            return tf.where(all_ok, one_hot, tf.constant(np.nan, tf.float64)), tf.identity(y_pred)
+
+    def _jax_inputs(self, y_true, y_pred):
+        """The same conversion in ``keras.ops`` (inside ``jax.jit`` bad rows become NaN
+        labels, which poison the batch's counts: the value is NaN, never a wrong number)."""
+        from keras import ops
+
+        from dpauc_tf.keras import ops_counts
+
+        classes = self.num_classes
+        y_pred = ops.convert_to_tensor(y_pred)
+        if len(y_pred.shape) != 2 or y_pred.shape[-1] != classes:
+            raise ValueError(
+                f"DPMultiClassAUC(num_classes={classes}): predictions must have shape "
+                f"[N, {classes}], got {tuple(y_pred.shape)}"
+            )
+        if self._multiclass_config["from_logits"]:
+            y_pred = ops.softmax(ops.cast(y_pred, "float32"), axis=-1)
+        y_true = ops.cast(ops.convert_to_tensor(y_true), "float32")
+        shape = tuple(y_true.shape)
+        if len(shape) == 2 and shape[-1] == classes:
+            one_hot = y_true
+            binary = ops.all(ops.logical_or(y_true == 0.0, y_true == 1.0), axis=-1)
+            ok = ops.logical_and(binary, ops.sum(y_true, axis=-1) == 1.0)
+            message = "one-hot labels need exactly one 1 (and zeros) per row"
+        elif len(shape) == 1 or (len(shape) == 2 and shape[-1] == 1):
+            ids = ops.reshape(y_true, [-1])
+            ok = ops.logical_and(ids == ops.round(ids), ops.logical_and(ids >= 0.0, ids < classes))
+            safe = ops.cast(ops.where(ok, ids, 0.0), "int32")
+            one_hot = ops.one_hot(safe, classes, dtype="float32")
+            message = f"class ids must be integers in [0, {classes})"
+        else:
+            raise ValueError(
+                f"DPMultiClassAUC(num_classes={classes}): labels must be class ids [N] or "
+                f"one-hot [N, {classes}], got shape {shape}"
+            )
+        if not ops_counts.is_traced(ok):
+            bad = np.flatnonzero(~np.asarray(ok))
+            if bad.size:
+                raise ValueError(f"DPMultiClassAUC: {message}; row {int(bad[0])} is not")
+            return one_hot, y_pred
+        return ops.where(ops.all(ok), one_hot, float("nan")), y_pred
+
+    def value_from_release(self, release, mechanism: CountMechanism | None = None) -> tf.Tensor:
+        """The chosen average of a release (or of the sum of clients' releases):
+        post-processing, no noise, no release counted.
+
+        >>> m = DPMultiClassAUC(num_classes=2, epsilon=None, num_thresholds=3, average="micro")
+        >>> pos = [[0., 0., 2., 0.], [0., 1., 1., 0.]]  # [C, T + 1]: class 0, class 1
+        >>> neg = [[0., 2., 0., 0.], [0., 1., 1., 0.]]
+        >>> float(m.value_from_release({"pos": pos, "neg": neg}))
+        0.75
+        """
+        mechanism = self._mechanism if mechanism is None else mechanism
+        out = averages(mechanism, release, keras_exact=self.epsilon is None)
+        return out[self.average]
+
+    def get_config(self):
+        base = tf.keras.metrics.Metric.get_config(self)
+        return {**base, **self._multiclass_config}

@@ -1,0 +1,147 @@
+"""``dpauc multiclass``: scikit-learn's averages with noise off, the guarantee with noise, the
+simulated clients, class names, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from dpauc_tf.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(0)
+    n, classes = 1500, 3
+    logits = rng.normal(size=(n, classes))
+    labels = rng.integers(0, classes, n)
+    logits[np.arange(n), labels] += 1.0
+    scores = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    out = pd.DataFrame(scores, columns=["p0", "p1", "p2"])
+    out["y"] = labels
+    out["client"] = np.arange(n) % 4
+    return out
+
+
+@pytest.fixture()
+def csv_path(frame, tmp_path):
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _json(capsys, *argv):
+    assert main(["multiclass", *map(str, argv), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_noise_off_gives_scikit_learns_averages(capsys, csv_path, frame):
+    out = _json(
+        capsys,
+        "--scores",
+        csv_path,
+        "--class-column",
+        "y",
+        "--score-columns",
+        "p0,p1,p2",
+        "--num-thresholds",
+        "2000",
+    )
+    scores, labels = frame[["p0", "p1", "p2"]].to_numpy(), frame["y"].to_numpy()
+    for average in ("macro", "weighted", "micro"):
+        exact = roc_auc_score(labels, scores, multi_class="ovr", average=average)
+        assert abs(out[average] - exact) < 2e-3
+    assert out["epsilon"] is None and out["num_classes"] == 3 and len(out["roc"]) == 3
+
+
+def test_noise_states_the_two_class_guarantee(capsys, csv_path):
+    out = _json(
+        capsys,
+        "--scores",
+        csv_path,
+        "--class-column",
+        "y",
+        "--score-columns",
+        "p0,p1,p2",
+        "--epsilon",
+        "1",
+        "--seed",
+        "0",
+        "--repeats",
+        "3",
+        "--average",
+        "weighted",
+    )
+    assert out["epsilon"] == pytest.approx(1.0) and out["epsilon_total"] == pytest.approx(3.0)
+    assert "L1 = 4" in out["privacy"] and "Laplace(scale=4)" in out["privacy"]
+    assert out["auc"] == out["weighted"] and len(out["aucs"]) == 3
+
+
+def test_clients_by_column_with_secure_shares(capsys, csv_path):
+    out = _json(
+        capsys,
+        "--scores",
+        csv_path,
+        "--class-column",
+        "y",
+        "--score-columns",
+        "p0,p1,p2",
+        "--epsilon",
+        "1",
+        "--seed",
+        "0",
+        "--clients",
+        "4",
+        "--client-column",
+        "client",
+        "--mechanism",
+        "secure-histogram",
+    )
+    assert out["num_clients"] == 4 and "4 client shares" in out["privacy"]
+    assert all(value == int(value) for value in out["class_support"])
+
+
+def test_class_names_parquet_and_the_table(capsys, frame, tmp_path):
+    named = frame.assign(y=frame["y"].map({0: "p0", 1: "p1", 2: "p2"}))
+    path = tmp_path / "scores.parquet"
+    named.to_parquet(path)
+    base = [
+        "multiclass",
+        "--scores",
+        str(path),
+        "--class-column",
+        "y",
+        "--score-columns",
+        "p0,p1,p2",
+    ]
+    assert main([*base, "--format", "json"]) == 0
+    by_name = json.loads(capsys.readouterr().out)
+    assert main(base) == 0
+    table = capsys.readouterr().out
+    assert "macro average" in table and "not private" in table
+    frame.to_csv(tmp_path / "ids.csv", index=False)
+    assert main([*base[:2], str(tmp_path / "ids.csv"), *base[3:], "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["class_aucs"] == by_name["class_aucs"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--score-columns", "p0"], "at least two columns"),
+        (["--score-columns", "p0,p1,nope"], "no column"),
+        (["--score-columns", "p0,p1"], r"class ids must be integers in \[0, 2\)"),
+        (["--score-columns", "p0,p1,p2", "--client-column", "client"], "needs --clients"),
+        (["--score-columns", "p0,p1,p2", "--mechanism", "rr", "--epsilon", "1"], "one-vs-rest"),
+        (["--score-columns", "p0,p1,p2", "--average", "samples"], "invalid choice"),
+    ],
+)
+def test_errors_are_one_line(capsys, csv_path, extra, message):
+    assert main(["multiclass", "--scores", str(csv_path), "--class-column", "y", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dpauc: error:") and len(err.splitlines()) == 1
+    assert re.search(message, err), err

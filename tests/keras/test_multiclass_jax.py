@@ -1,0 +1,66 @@
+"""DPMultiClassAUC on Keras 3's JAX backend (one subprocess runs multiclass_jax_checks.py).
+Skipped without jax or Keras 3."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+if importlib.util.find_spec("jax") is None:
+    pytest.skip('jax is not installed (pip install "dpauc-tf[jax]")', allow_module_level=True)
+if int(importlib.metadata.version("keras").split(".")[0]) < 3:
+    pytest.skip("the JAX backend needs Keras 3", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).with_name("multiclass_jax_checks.py")
+
+
+@pytest.fixture(scope="module")
+def checks() -> dict:
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": "jax",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["backend"] == "jax"
+    return out
+
+
+def _check(checks, name):
+    result = checks[name]
+    assert not (isinstance(result, dict) and "error" in result), result
+    return result
+
+
+def test_eager_macro_equals_keras_multi_label_auc(checks):
+    run = _check(checks, "eager")
+    assert abs(run["one_hot"] - run["keras"]) < 1e-6
+    assert abs(run["ids"] - run["keras"]) < 1e-6
+    assert "class ids must be integers" in run["refused"]
+
+
+@pytest.mark.parametrize("name", ["fit_jit", "fit_no_jit"])
+def test_fit_noise_off_equals_keras_and_noisy_is_a_release(checks, name):
+    history = _check(checks, name)
+    for prefix in ("", "val_"):
+        for ours, keras_value in zip(history[prefix + "mc"], history[prefix + "auc"], strict=True):
+            assert abs(ours - keras_value) < 1e-6
+        assert all(0.0 <= value <= 1.0 for value in history[prefix + "noisy"])
