@@ -12,6 +12,8 @@ Subcommands:
   tables with the paper's settings, plus rows for the project's mechanisms
   (:mod:`dpauc_tf.experiments.tables`).
 * ``dpauc audit ...``: the empirical privacy audit (:mod:`dpauc_tf.analysis.audit`).
+* ``dpauc compare --scores A --scores-b B --epsilon E``: private paired comparison of two
+  models (:mod:`dpauc_tf.cli.compare`).
 
 Bad input (a missing file or column, a ``--client-column`` given but absent, mixed-type or
 missing client ids, labels other than 0/1, scores outside [0, 1], NaN, an empty file, more
@@ -367,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpauc_tf.cli import audit as audit_cli
 
     audit_cli.register_cli(sub, common=_common)
+    from dpauc_tf.cli import compare as compare_cli
+
+    compare_cli.register_cli(sub, common=_common)
     return parser
 
 
