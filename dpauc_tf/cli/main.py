@@ -107,6 +107,12 @@ _seed_int = _int_at_least(0, MAX_SEED)
 _num_thresholds_int = _int_at_least(1, MAX_NUM_THRESHOLDS)
 
 
+def _num_thresholds_or_auto(text: str):
+    """``--num-thresholds``: an integer, or ``auto`` (a grid that suits the number of
+    examples: dpauc_tf.mechanisms.auto_grid)."""
+    return "auto" if text.strip().lower() == "auto" else _num_thresholds_int(text)
+
+
 def _positive_seconds(text: str) -> float:
     value = _finite_float(text)
     if value <= 0:
@@ -252,9 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--num-thresholds",
-        type=_num_thresholds_int,
+        type=_num_thresholds_or_auto,
         default=DEFAULT_NUM_THRESHOLDS,
-        help=f"T, at most {MAX_NUM_THRESHOLDS}",
+        help=f"T, at most {MAX_NUM_THRESHOLDS}, or 'auto': a grid that suits the number of "
+        "examples (docs/small_test_sets.md)",
     )
     ev.add_argument(
         "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
