@@ -80,7 +80,7 @@ def sampling_std(auc: float, num_pos: float, num_neg: float) -> float:
     negatives (binormal-free approximation).
 
     >>> round(sampling_std(0.81, 604, 1396), 4)
-    0.0107
+    0.0115
     """
     if not (num_pos >= 1 and num_neg >= 1 and 0.0 < auc < 1.0):
         return math.nan
