@@ -260,8 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--num-thresholds",
         type=_num_thresholds_or_auto,
         default=DEFAULT_NUM_THRESHOLDS,
-        help=f"T, at most {MAX_NUM_THRESHOLDS}, or 'auto': a grid that suits the number of "
-        "examples (docs/small_test_sets.md)",
+        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md)",
     )
     ev.add_argument(
         "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
