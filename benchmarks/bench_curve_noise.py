@@ -23,6 +23,7 @@ Usage::
     python benchmarks/bench_curve_noise.py --design   # linearised std: grid x fan-out x split
     python benchmarks/bench_curve_noise.py --shares   # the best secure row, every share drawn
     python benchmarks/bench_curve_noise.py --ramp     # design study: tree + a ramp per class
+    python benchmarks/bench_curve_noise.py --rows cliff   # 61 / 63 / 65 quantiles, K = 10
 """
 
 from __future__ import annotations
@@ -88,6 +89,18 @@ def _secure_rows(clients: int):
             "q",
             {**split, "estimator": "mann-whitney-smooth"},
         ),
+    ]
+
+
+def _cliff_rows():
+    """63 and 65 thresholds (61 and 63 inner quantiles plus the two ends: 64 and 66
+    buckets), the best secure configuration: 66 buckets once paid a whole 5th tree level."""
+    smooth = {"positive_rate": PRIOR, "budget": "uniform", "estimator": "mann-whitney-smooth"}
+    tree = "secure-tree-histogram"
+    return [
+        ("secure tree, T=63 (61 quantiles) uniform, split, smooth", tree, 63, "q", smooth),
+        ("secure tree, T=65 (63 quantiles) uniform, split, smooth", tree, 65, "q", smooth),
+        ("secure tree, T=67 (65 quantiles) uniform, split, smooth", tree, 67, "q", smooth),
     ]
 
 
@@ -295,7 +308,7 @@ def main() -> None:
     parser.add_argument("--design", action="store_true")
     parser.add_argument("--shares", action="store_true")
     parser.add_argument("--ramp", action="store_true")
-    parser.add_argument("--rows", choices=("all", "secure", "local"), default="all")
+    parser.add_argument("--rows", choices=("all", "secure", "local", "cliff"), default="all")
     args = parser.parse_args()
     if args.design:
         design()
@@ -315,6 +328,8 @@ def main() -> None:
         plan += [(1000, r, args.secure_repeats) for r in _secure_rows(1000)]
     if args.rows in ("all", "local"):
         plan += [(1000, r, args.local_repeats) for r in _local_rows()]
+    if args.rows == "cliff":
+        plan += [(10, r, args.secure_repeats) for r in _cliff_rows()]
     lines = []
     for clients, (label, name, num_thresholds, kind, options), repeats in plan:
         options = dict(options)

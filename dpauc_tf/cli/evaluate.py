@@ -205,6 +205,7 @@ def evaluate_scores(args) -> dict[str, Any]:
     if getattr(args, "thresholds", None):
         args.threshold_grid = read_thresholds(args.thresholds)  # as Keras takes them
         args.num_thresholds = Thresholds.make(threshold_grid=args.threshold_grid).num_thresholds
+    auto_rule = _resolve_auto_thresholds(args)
     if args.repeats * args.num_thresholds > MAX_CURVE_VALUES:
         raise CommandError(
             f"--repeats {args.repeats} x --num-thresholds {args.num_thresholds} keeps "
@@ -279,6 +280,10 @@ def evaluate_scores(args) -> dict[str, Any]:
         if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
     }
+    if auto_rule is not None:
+        output["num_thresholds_rule"] = auto_rule
+    if private and result is not None:
+        _warn_if_noise_dominates(mechanism, thresholds, counted.num_examples)
     if pld[1] is not None:
         output["pld_note"] = pld[1]
     if undefined is not None:
@@ -309,6 +314,44 @@ def evaluate_scores(args) -> dict[str, Any]:
 
 # AUCResult.to_dict()'s fields that the command adds to its own (the cost of the whole output).
 RESULT_FIELDS = ("epsilon_total", "delta_total", "num_reporting", "slices_per_example")
+
+
+def _resolve_auto_thresholds(args) -> str | None:
+    """``--num-thresholds auto``: one quick pass counts the examples (public under label
+    DP: the same for every labelling), then the grid that suits them
+    (:func:`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`)."""
+    if args.num_thresholds != "auto":
+        return None
+    from dpauc_tf.core.thresholds import Thresholds
+    from dpauc_tf.mechanisms.auto_grid import auto_num_thresholds
+
+    plot, args.plot, args.num_thresholds = args.plot, None, 2
+    try:
+        counted = count_scores(args, Thresholds.make(2))
+    finally:
+        args.plot = plot
+    n = counted.num_examples
+    args.num_thresholds = auto_num_thresholds(n, args.epsilon, args.mechanism)
+    return (
+        f"auto: {args.num_thresholds} thresholds for n = {n} examples at epsilon "
+        f"{args.epsilon} (n is public under label DP: no budget is spent on it)"
+    )
+
+
+def _warn_if_noise_dominates(mechanism, thresholds, num_examples) -> None:
+    """One warning line when the release's noise would exceed the sampling error of a
+    typical test set of ``num_examples`` (public: the warning reads no label)."""
+    from dpauc_tf.mechanisms.auto_grid import noise_dominates_warning, predicted_noise_std
+
+    try:
+        privacy, sampling = predicted_noise_std(mechanism, thresholds, num_examples)
+    except (ValueError, TypeError, NotImplementedError):
+        return
+    message = noise_dominates_warning(privacy, sampling)
+    if message is not None:
+        print(f"dpauc: warning: {message}", file=sys.stderr)
+
+
 # Fields with exact label statistics (NOT private): in the output only with --show-exact.
 REFERENCE_FIELDS = ("exact_auc", "exact_auc_method", "exact_auc_max_error", "tf_auc")
 EXACT_EXTRA_FIELDS = ("num_positives", "auc_undefined")

@@ -12,6 +12,8 @@ Subcommands:
   tables with the paper's settings, plus rows for the project's mechanisms
   (:mod:`dpauc_tf.experiments.tables`).
 * ``dpauc audit ...``: the empirical privacy audit (:mod:`dpauc_tf.analysis.audit`).
+* ``dpauc compare --scores A --scores-b B --epsilon E``: private paired comparison of two
+  models (:mod:`dpauc_tf.cli.compare`).
 
 Bad input (a missing file or column, a ``--client-column`` given but absent, mixed-type or
 missing client ids, labels other than 0/1, scores outside [0, 1], NaN, an empty file, more
@@ -103,6 +105,12 @@ def _chunk_rows(text: str) -> int:
 
 _seed_int = _int_at_least(0, MAX_SEED)
 _num_thresholds_int = _int_at_least(1, MAX_NUM_THRESHOLDS)
+
+
+def _num_thresholds_or_auto(text: str):
+    """``--num-thresholds``: an integer, or ``auto`` (a grid that suits the number of
+    examples: dpauc_tf.mechanisms.auto_grid)."""
+    return "auto" if text.strip().lower() == "auto" else _num_thresholds_int(text)
 
 
 def _positive_seconds(text: str) -> float:
@@ -250,9 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--num-thresholds",
-        type=_num_thresholds_int,
+        type=_num_thresholds_or_auto,
         default=DEFAULT_NUM_THRESHOLDS,
-        help=f"T, at most {MAX_NUM_THRESHOLDS}",
+        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md)",
     )
     ev.add_argument(
         "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
@@ -370,6 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpauc_tf.cli import multiclass as multiclass_cli
 
     multiclass_cli.register_cli(sub, common=_common)
+    from dpauc_tf.cli import compare as compare_cli
+
+    compare_cli.register_cli(sub, common=_common)
     return parser
 
 

@@ -1,7 +1,9 @@
 """Tree layout over score buckets and the least-squares (BLUE) leaf estimator.
 
-The ``T + 1`` score buckets are the leaves of a complete ``b``-ary tree of depth
-``h = ceil(log_b(T + 1))`` (padded on the right with empty leaves when ``T + 1 < b^h``);
+The ``T + 1`` score buckets are the leaves of a ``b``-ary tree of depth
+``h = ceil(log_b(T + 1))`` (padded on the right with empty leaves when ``T + 1 < b^h``;
+one level less, with up to ``2 b - 1`` children per node on the last level, where that
+covers the buckets: :class:`TreeLayout`);
 every node counts the leaves below it. :func:`least_squares_leaves` computes the best linear
 unbiased estimate of the leaves from all noisy nodes (Hay et al. 2010; Honaker 2015): one
 upward and one downward pass over the levels, closed form for a complete tree with one noise
@@ -29,20 +31,35 @@ BUDGET_RATIO = 0.8
 
 @dataclasses.dataclass(frozen=True)
 class TreeLayout:
-    """Shape of a complete ``branching``-ary tree over ``num_buckets`` leaves.
+    """Shape of a ``branching``-ary tree over ``num_buckets`` leaves.
 
-    Nodes are stored level by level, root first (breadth-first order), ``level_sizes[l] =
-    branching ** l`` nodes at level ``l``. Leaves beyond ``num_buckets`` are padding: always
-    empty and public, so nodes whose leaves are all padding are released as exact zeros.
+    Nodes are stored level by level, root first (breadth-first order). Every node of level
+    ``l`` has ``arities[l]`` children: ``branching`` at every level, except that the last
+    level may take up to ``2 branching - 1`` children per node when that saves a whole
+    level (66 buckets at branching 4: arities ``(4, 4, 5)``, 3 levels below the root,
+    instead of a fourth level for two buckets). Leaves beyond ``num_buckets`` are padding:
+    always empty and public, so nodes whose leaves are all padding are released as exact
+    zeros. The sensitivity (one node per level) depends only on the number of levels.
 
     >>> layout = TreeLayout.for_buckets(10, branching=2)
-    >>> layout.depth, layout.num_nodes, int(layout.real_nodes.sum())
-    (4, 31, 21)
+    >>> layout.depth, layout.arities, layout.num_nodes, int(layout.real_nodes.sum())
+    (3, (2, 2, 3), 19, 17)
+    >>> TreeLayout.for_buckets(66, branching=4).level_sizes
+    (1, 4, 16, 80)
+    >>> TreeLayout.for_buckets(64, branching=4).arities
+    (4, 4, 4)
     """
 
     num_buckets: int
     branching: int
     depth: int
+    arities: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        if not self.arities:
+            object.__setattr__(self, "arities", (self.branching,) * self.depth)
+        if len(self.arities) != self.depth:
+            raise ValueError(f"need {self.depth} arities, got {self.arities}")
 
     @classmethod
     def for_buckets(cls, num_buckets: int, branching: int = DEFAULT_BRANCHING) -> TreeLayout:
@@ -55,15 +72,25 @@ class TreeLayout:
         depth = 0
         while branching**depth < num_buckets:
             depth += 1
-        return cls(int(num_buckets), int(branching), depth)
+        arities = (int(branching),) * depth
+        if depth >= 2 and branching ** (depth - 1) < num_buckets:
+            # a wider last level instead of a level for a few buckets
+            last = -(-num_buckets // branching ** (depth - 2))  # ceil
+            if last <= 2 * branching - 1:
+                depth -= 1
+                arities = (int(branching),) * (depth - 1) + (int(last),)
+        return cls(int(num_buckets), int(branching), depth, arities)
 
     @property
     def num_leaves(self) -> int:
-        return self.branching**self.depth
+        return int(np.prod(self.arities, dtype=np.int64))
 
     @property
     def level_sizes(self) -> tuple[int, ...]:
-        return tuple(self.branching**level for level in range(self.depth + 1))
+        sizes = [1]
+        for arity in self.arities:
+            sizes.append(sizes[-1] * arity)
+        return tuple(sizes)
 
     @property
     def num_nodes(self) -> int:
@@ -73,13 +100,16 @@ class TreeLayout:
     def offsets(self) -> tuple[int, ...]:
         return tuple(int(x) for x in np.cumsum((0, *self.level_sizes)))
 
+    def leaves_under(self, level: int) -> int:
+        """Leaves under one node of ``level``."""
+        return int(np.prod(self.arities[level:], dtype=np.int64))
+
     @property
     def real_nodes(self) -> np.ndarray:
         """Bool ``[num_nodes]``: True for nodes with at least one real (non-padding) leaf."""
         parts = []
         for level, size in enumerate(self.level_sizes):
-            width = self.branching ** (self.depth - level)  # leaves under one node
-            parts.append(np.arange(size) * width < self.num_buckets)
+            parts.append(np.arange(size) * self.leaves_under(level) < self.num_buckets)
         return np.concatenate(parts)
 
     def node_levels(self) -> np.ndarray:
@@ -96,10 +126,8 @@ class TreeLayout:
             level = tf.concat([leaves, zeros], axis=-1)
         levels = [level]
         batch = tf.shape(leaves)[:-1]
-        for size in reversed(self.level_sizes[:-1]):
-            level = tf.reduce_sum(
-                tf.reshape(level, tf.concat([batch, [size, self.branching]], 0)), axis=-1
-            )
+        for size, arity in reversed(list(zip(self.level_sizes[:-1], self.arities, strict=True))):
+            level = tf.reduce_sum(tf.reshape(level, tf.concat([batch, [size, arity]], 0)), axis=-1)
             levels.append(level)
         return tf.concat(levels[::-1], axis=-1)
 
@@ -143,7 +171,6 @@ class _Smoother:
 def _smoother(layout: TreeLayout, level_variances: np.ndarray) -> _Smoother:
     real = layout.real_nodes
     offsets = layout.offsets
-    b = layout.branching
     # Upward: variance of the subtree estimate of every node (0 for padding: known exactly).
     subtree_var = [None] * (layout.depth + 1)
     own_weight = [None] * (layout.depth + 1)
@@ -152,7 +179,7 @@ def _smoother(layout: TreeLayout, level_variances: np.ndarray) -> _Smoother:
     own_weight[-1] = leaf_real.astype(np.float64)
     for level in range(layout.depth - 1, -1, -1):
         node_real = real[offsets[level] : offsets[level + 1]]
-        children_var = subtree_var[level + 1].reshape(-1, b).sum(axis=1)
+        children_var = subtree_var[level + 1].reshape(-1, layout.arities[level]).sum(axis=1)
         var = level_variances[level]
         with np.errstate(divide="ignore", invalid="ignore"):
             # z = a y + (1 - a) s with a = Vs / (Vs + var), the inverse-variance weighting.
@@ -163,7 +190,7 @@ def _smoother(layout: TreeLayout, level_variances: np.ndarray) -> _Smoother:
     # Downward: a parent's correction is shared among children in proportion to their variance.
     child_share = [np.ones(1)]
     for level in range(1, layout.depth + 1):
-        var = subtree_var[level].reshape(-1, b)
+        var = subtree_var[level].reshape(-1, layout.arities[level - 1])
         total = var.sum(axis=1, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(total > 0, var / total, 0.0)
@@ -196,21 +223,21 @@ def least_squares_leaves(
     smoother = _smoother(layout, variances)
     dtype = nodes.dtype
     batch = tf.shape(nodes)[:-1]
-    b = layout.branching
     offsets = layout.offsets
     observed = [
         nodes[..., offsets[level] : offsets[level + 1]] for level in range(len(offsets) - 1)
     ]
 
-    def group(x, size):  # [..., size * b] -> [..., size, b]
-        return tf.reshape(x, tf.concat([batch, [size, b]], 0))
+    def group(x, size, arity):  # [..., size * arity] -> [..., size, arity]
+        return tf.reshape(x, tf.concat([batch, [size, arity]], 0))
 
     subtree = [None] * (layout.depth + 1)
     children_sum = [None] * (layout.depth + 1)
     subtree[-1] = observed[-1] * tf.constant(smoother.own_weight[-1], dtype)
     for level in range(layout.depth - 1, -1, -1):
         size = layout.level_sizes[level]
-        children_sum[level] = tf.reduce_sum(group(subtree[level + 1], size), axis=-1)
+        arity = layout.arities[level]
+        children_sum[level] = tf.reduce_sum(group(subtree[level + 1], size, arity), axis=-1)
         weight = tf.constant(smoother.own_weight[level], dtype)
         subtree[level] = weight * observed[level] + (1.0 - weight) * children_sum[level]
         # padding-only nodes: weight 0 and an exact-zero children sum, so 0 as they must be
@@ -218,9 +245,10 @@ def least_squares_leaves(
     for level in range(1, layout.depth + 1):
         size = layout.level_sizes[level - 1]
         correction = estimate - children_sum[level - 1]  # [..., size]
-        share = tf.reshape(tf.constant(smoother.child_share[level], dtype), [size, b])
+        arity = layout.arities[level - 1]
+        share = tf.reshape(tf.constant(smoother.child_share[level], dtype), [size, arity])
         estimate = subtree[level] + tf.reshape(
-            correction[..., None] * share, tf.concat([batch, [size * b]], 0)
+            correction[..., None] * share, tf.concat([batch, [size * arity]], 0)
         )
     return estimate[..., : layout.num_buckets]
 

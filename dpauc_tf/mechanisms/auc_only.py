@@ -20,9 +20,18 @@ private, so the bound is itself estimated privately:
 (epsilon, delta)-label DP for one release (propose-test-release: the noise of step 2 is
 calibrated whenever the bound holds, which fails with probability at most ``delta``).
 
+**The share suits n** (default, ``count_share=None``): the number of examples ``n`` (the
+counts' total, the same for every labelling: public under label DP) sets
+``count_share = clip(sqrt(ln(1 / (2 delta)) / (epsilon n / 4)), 0.05, 0.5)``, the share that
+minimises the AUC's noise scale ``1 / ((m - margin) (1 - c) epsilon)`` when ``min(P, N) =
+m = n / 4`` (a guess: a wrong one costs accuracy, never privacy). At epsilon 1 and delta
+1e-6 that is 0.05 (as a fixed share) from n = 21,000 up and 0.32 at n = 500, where the
+margin falls from 262 to 41 and 127 positives release a number (docs/auc_only.md). A given
+``count_share`` is used as it is.
+
 >>> m = AucOnly(epsilon=1.0, num_thresholds=200, delta=1e-6)
->>> m.num_thresholds, round(m.margin, 1)
-(131073, 262.4)
+>>> m.num_thresholds, round(m.margin_for(100_000), 1), round(m.margin_for(500), 1)
+(131073, 262.4, 40.5)
 >>> m.capabilities.releases
 'auc'
 """
@@ -50,7 +59,9 @@ from dpauc_tf.privacy.statement import PrivacyStatement
 # Mann-Whitney value by at most half the within-bucket share of pairs (see
 # ``grid_error_bound``): about 5e-6 on the paper-like score sets (docs/auc_only.md).
 COUNT_RESOLUTION = 2**17 + 1
-DEFAULT_COUNT_SHARE = 0.05
+DEFAULT_COUNT_SHARE = 0.05  # the smallest share the n-dependent default uses
+MAX_AUTO_COUNT_SHARE = 0.5
+AUTO_CLASS_FRACTION = 0.25  # the guess of min(P, N) / n behind the n-dependent share
 # Below this lower bound of min(P, N) the release is NaN (an AUC of 1 or 2 examples per class
 # under noise of scale >= 1/(2 eps) says nothing, and a neighbour may lose its last example).
 MIN_BOUND = 2.0
@@ -98,8 +109,9 @@ class AucOnly(CountMechanism):
       num_thresholds: ignored (the counts are kept on a grid of ``resolution`` thresholds).
       delta: delta of one release: the probability that the lower bound of ``min(P, N)`` is
         too high (required).
-      count_share: share of ``epsilon`` spent on the lower bound (default 0.05;
-        ``docs/auc_only.md`` shows why).
+      count_share: share of ``epsilon`` spent on the lower bound; ``None`` (default): from
+        the public number of examples of each release (:meth:`count_share_for`; 0.05 from
+        about 21,000 examples up at epsilon 1, delta 1e-6; ``docs/auc_only.md``).
       resolution: thresholds of the counting grid (TensorFlow's grid).
 
     >>> m = AucOnly(epsilon=1.0, num_thresholds=10, delta=1e-6, resolution=11)
@@ -119,56 +131,106 @@ class AucOnly(CountMechanism):
         epsilon: float,
         num_thresholds: int = COUNT_RESOLUTION,
         delta: float | None = None,
-        count_share: float = DEFAULT_COUNT_SHARE,
+        count_share: float | None = None,
         resolution: int = COUNT_RESOLUTION,
     ):
         del num_thresholds  # the caller's grid does not apply: the counts need a fine one
         if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)):
             raise TypeError(f"resolution must be an int, got {resolution!r}")
         super().__init__(epsilon=epsilon, num_thresholds=int(resolution), delta=delta)
-        if isinstance(count_share, bool) or not isinstance(count_share, (int, float)):
-            raise TypeError(f"count_share must be a number, got {count_share!r}")
-        if not MIN_FRACTION <= count_share <= MAX_FRACTION:
-            raise ValueError(
-                f"count_share must be in [{MIN_FRACTION:g}, {MAX_FRACTION:g}], got {count_share:g}"
-            )
-        self.count_share = float(count_share)
+        if count_share is not None:
+            if isinstance(count_share, bool) or not isinstance(count_share, (int, float)):
+                raise TypeError(f"count_share must be a number or None, got {count_share!r}")
+            if not MIN_FRACTION <= count_share <= MAX_FRACTION:
+                raise ValueError(
+                    f"count_share must be in [{MIN_FRACTION:g}, {MAX_FRACTION:g}], "
+                    f"got {count_share:g}"
+                )
+            count_share = float(count_share)
+        self.count_share = count_share
         self.resolution = int(resolution)
 
     # -- the budget split and the bound ---------------------------------------------------
+    def count_share_for(self, num_examples: float) -> float:
+        """The share of ``epsilon`` on the count for a release of ``num_examples`` (public)."""
+        if self.count_share is not None:
+            return self.count_share
+        log_term = math.log(1.0 / (2.0 * self.delta))
+        guess = self.epsilon * AUTO_CLASS_FRACTION * max(float(num_examples), 1.0)
+        share = math.sqrt(log_term / guess)
+        return float(min(max(share, DEFAULT_COUNT_SHARE), MAX_AUTO_COUNT_SHARE))
+
+    def _share_tensor(self, total: tf.Tensor) -> tf.Tensor:
+        dtype = total.dtype
+        if self.count_share is not None:
+            return tf.fill(tf.shape(total), tf.constant(self.count_share, dtype))
+        log_term = math.log(1.0 / (2.0 * self.delta))
+        guess = self.epsilon * AUTO_CLASS_FRACTION * tf.maximum(total, tf.ones_like(total))
+        share = tf.sqrt(tf.constant(log_term, dtype) / guess)
+        return tf.clip_by_value(share, DEFAULT_COUNT_SHARE, MAX_AUTO_COUNT_SHARE)
+
+    def _fixed(self, what: str) -> float:
+        if self.count_share is None:
+            raise ValueError(
+                f"{what} depends on the number of examples with count_share=None: use "
+                f"{what}_for(num_examples)"
+            )
+        return self.count_share
+
     @property
     def count_epsilon(self) -> float:
-        """Epsilon of the noisy count ``min(P, N)``."""
-        return self.count_share * self.epsilon
+        """Epsilon of the noisy count ``min(P, N)`` (a fixed ``count_share`` only)."""
+        return self._fixed("count_epsilon") * self.epsilon
 
     @property
     def auc_epsilon(self) -> float:
-        """Epsilon of the noisy AUC."""
-        return self.epsilon - self.count_epsilon
+        """Epsilon of the noisy AUC (a fixed ``count_share`` only)."""
+        return self.epsilon - self._fixed("auc_epsilon") * self.epsilon
 
     @property
     def count_scale(self) -> float:
-        """Laplace scale of the count (sensitivity 1)."""
-        return 1.0 / self.count_epsilon
+        """Laplace scale of the count (sensitivity 1; a fixed ``count_share`` only)."""
+        return 1.0 / (self._fixed("count_scale") * self.epsilon)
 
     @property
     def margin(self) -> float:
         """Subtracted from the noisy count: ``P(Laplace(count_scale) > margin) = delta``."""
-        return math.log(1.0 / (2.0 * self.delta)) * self.count_scale
+        return self.margin_for(0.0) if self.count_share is not None else self._fixed("margin")
 
-    def noise_scale_for(self, min_count_bound: float) -> float:
-        """Laplace scale of the AUC given the released lower bound of ``min(P, N)``."""
-        return float(self._auc_scale(tf.constant(float(min_count_bound), tf.float64)))
+    def count_epsilon_for(self, num_examples: float) -> float:
+        return self.count_share_for(num_examples) * self.epsilon
+
+    def auc_epsilon_for(self, num_examples: float) -> float:
+        return self.epsilon - self.count_epsilon_for(num_examples)
+
+    def count_scale_for(self, num_examples: float) -> float:
+        return 1.0 / self.count_epsilon_for(num_examples)
+
+    def margin_for(self, num_examples: float) -> float:
+        """The margin of a release of ``num_examples``: ``P(Laplace(count_scale) > margin)
+        = delta``."""
+        return math.log(1.0 / (2.0 * self.delta)) * self.count_scale_for(num_examples)
+
+    def noise_scale_for(self, min_count_bound: float, num_examples: float | None = None) -> float:
+        """Laplace scale of the AUC given the released lower bound of ``min(P, N)`` (and the
+        number of examples, with the n-dependent share)."""
+        if num_examples is None:
+            self._fixed("noise_scale")
+            num_examples = 0.0
+        return 1.0 / (float(min_count_bound) * self.auc_epsilon_for(num_examples))
 
     def _auc_scale(self, bound: tf.Tensor) -> tf.Tensor:
-        """Laplace scale of the AUC: sensitivity ``1 / bound`` over ``auc_epsilon``."""
-        return 1.0 / (bound * self.auc_epsilon)
+        """Sensitivity ``1 / bound`` over the whole ``epsilon``; the release divides it by
+        the AUC's share ``1 - c``."""
+        return 1.0 / (bound * self.epsilon)
 
     @property
     def noise_stddev(self) -> float:
         """The largest standard deviation of the AUC's noise (at the smallest bound that
-        releases, :data:`MIN_BOUND`); a release's is ``sqrt(2) noise_scale_for(m)``."""
-        return math.sqrt(2.0) * self.noise_scale_for(MIN_BOUND)
+        releases, :data:`MIN_BOUND`, and the largest share on the count); a release's is
+        ``sqrt(2) noise_scale_for(m, n)``."""
+        share = self.count_share if self.count_share is not None else MAX_AUTO_COUNT_SHARE
+        return math.sqrt(2.0) / (MIN_BOUND * (1.0 - share) * self.epsilon)
 
     # -- the client-side step -------------------------------------------------------------
     def count_thresholds(self, thresholds: Thresholds) -> Thresholds:
@@ -183,29 +245,33 @@ class AucOnly(CountMechanism):
         if not pos.dtype.is_floating:
             pos = tf.cast(pos, tf.float64)
         neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
-        exact, smaller = self._exact(pos, neg)
+        exact, smaller, total = self._exact(pos, neg)
         if repeats is not None:
             if repeats < 1:
                 raise ValueError(f"repeats must be >= 1, got {repeats}")
             shape = tf.concat([[repeats], tf.shape(exact)], 0)
-            exact, smaller = tf.broadcast_to(exact, shape), tf.broadcast_to(smaller, shape)
-        return self._noisy_auc(exact, smaller, make_seed(seed))
+            exact, smaller, total = (tf.broadcast_to(x, shape) for x in (exact, smaller, total))
+        return self._noisy_auc(exact, smaller, total, make_seed(seed))
 
     @staticmethod
     def _exact(pos, neg):
-        smaller = tf.minimum(tf.reduce_sum(pos, -1), tf.reduce_sum(neg, -1))
-        return mann_whitney_auc(confusion_from_histogram(pos, neg)), smaller
+        num_pos, num_neg = tf.reduce_sum(pos, -1), tf.reduce_sum(neg, -1)
+        smaller = tf.minimum(num_pos, num_neg)
+        return mann_whitney_auc(confusion_from_histogram(pos, neg)), smaller, num_pos + num_neg
 
     def _noisy_release(self, pos, neg, seed):
         return self._noisy_auc(*self._exact(pos, neg), seed)
 
-    def _noisy_auc(self, exact, smaller, seed):
+    def _noisy_auc(self, exact, smaller, total, seed):
         seeds = split_seed(seed, 2)
         dtype = exact.dtype
-        count_noise = samplers.laplace(tf.shape(smaller), self.count_scale, seeds[0], dtype)
-        bound = smaller + count_noise - tf.cast(self.margin, dtype)
+        count_epsilon = self._share_tensor(total) * self.epsilon  # n is public
+        log_term = tf.constant(math.log(1.0 / (2.0 * self.delta)), dtype)
+        count_noise = samplers.laplace(tf.shape(smaller), 1.0, seeds[0], dtype) / count_epsilon
+        bound = smaller + count_noise - log_term / count_epsilon
         usable = bound >= MIN_BOUND
-        scale = self._auc_scale(tf.where(usable, bound, tf.ones_like(bound)))
+        auc_share = 1.0 - count_epsilon / self.epsilon
+        scale = self._auc_scale(tf.where(usable, bound, tf.ones_like(bound))) / auc_share
         noisy = exact + scale * samplers.laplace(tf.shape(smaller), 1.0, seeds[1], dtype)
         auc = tf.where(usable, noisy, tf.constant(math.nan, dtype))
         return {"auc": auc, "min_count_bound": bound}
@@ -224,7 +290,17 @@ class AucOnly(CountMechanism):
     # -- the guarantee --------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
         """The count's and the AUC's Laplace events (noise multiplier = scale / sensitivity)
-        and the delta of the bound (basic composition)."""
+        and the delta of the bound (basic composition). With the n-dependent share the two
+        epsilons still add up to ``epsilon`` whatever n; the event is then one Laplace of
+        ``epsilon`` and the bound's delta (the same basic figure: a bound failure composes by
+        the basic sum only)."""
+        if self.count_share is None:
+            return dp_accounting.ComposedDpEvent(
+                [
+                    dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / self.epsilon),
+                    BoundFailureDpEvent(self.delta),
+                ]
+            )
         return dp_accounting.ComposedDpEvent(
             [
                 dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / self.count_epsilon),
@@ -234,16 +310,29 @@ class AucOnly(CountMechanism):
         )
 
     def statement(self) -> PrivacyStatement:
+        if self.count_share is None:
+            noise = (
+                f"with c = clip(sqrt(ln(1/(2 delta)) / ({self.epsilon:g} n / 4)), "
+                f"{DEFAULT_COUNT_SHARE:g}, {MAX_AUTO_COUNT_SHARE:g}) from the public number of "
+                f"examples n: m = min(P, N) + Laplace(1 / (c {self.epsilon:g})) - "
+                f"ln(1/(2 delta)) / (c {self.epsilon:g}); AUC + Laplace(1 / ((1 - c) "
+                f"{self.epsilon:g} m)), NaN if m < {MIN_BOUND:g}"
+            )
+        else:
+            noise = (
+                f"m = min(P, N) + Laplace({self.count_scale:g}) - {self.margin:.6g}; "
+                f"AUC + Laplace(1 / ({self.auc_epsilon:g} m)), NaN if m < {MIN_BOUND:g}"
+            )
         return PrivacyStatement(
             mechanism=self.name,
             neighbouring=self.neighbouring,
             sensitivity="min(P, N): 1; AUC: 1/min(P, N) (docs/auc_only.md), used with a noisy "
             f"lower bound m of min(P, N) that is too high with probability delta={self.delta:g}",
-            noise=f"m = min(P, N) + Laplace({self.count_scale:g}) - {self.margin:.6g}; "
-            f"AUC + Laplace(1 / ({self.auc_epsilon:g} m)), NaN if m < {MIN_BOUND:g}",
+            noise=noise,
             epsilon=self.epsilon,
             delta=self.delta,
         )
 
     def options(self) -> dict:
-        return {"count_share": self.count_share, "resolution": self.resolution}
+        shared = {} if self.count_share is None else {"count_share": self.count_share}
+        return {**shared, "resolution": self.resolution}

@@ -88,14 +88,23 @@ class ReleaseSpec:
         mechanism: str = "histogram",
         *,
         epsilon: float | None,
-        num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+        num_thresholds: int | str = DEFAULT_NUM_THRESHOLDS,
         threshold_grid: str | Sequence[float] = "tf",
         delta: float | None = None,
         options: Mapping[str, Any] | None = None,
         seed: int | None = None,
+        num_examples: float | None = None,
     ) -> ReleaseSpec:
         """A checked spec: the mechanism is built once here, so that a bad name, epsilon,
-        delta or option fails before any work, with the registry's one-line message."""
+        delta or option fails before any work, with the registry's one-line message.
+        ``num_thresholds="auto"`` picks the grid from ``num_examples`` (public under label
+        DP: :mod:`dpauc_tf.mechanisms.auto_grid`)."""
+        if num_thresholds == "auto":
+            from dpauc_tf.mechanisms.auto_grid import resolve_num_thresholds
+
+            num_thresholds = resolve_num_thresholds(
+                num_thresholds, num_examples=num_examples, epsilon=epsilon, mechanism=mechanism
+            )
         if seed is not None:
             from dpauc_tf.noise.seeds import make_seed
 

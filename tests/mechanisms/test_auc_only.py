@@ -149,17 +149,25 @@ def _exact_auc():
     return float(_mann_whitney(pos[None], neg[None])[0])
 
 
-def _mechanism(cls=AucOnly):
-    return cls(epsilon=1.0, num_thresholds=RESOLUTION, delta=DELTA, resolution=RESOLUTION)
+def _mechanism(cls=AucOnly, count_share=None):
+    return cls(
+        epsilon=1.0,
+        num_thresholds=RESOLUTION,
+        delta=DELTA,
+        resolution=RESOLUTION,
+        count_share=count_share,
+    )
 
 
 def released_auc_cdf(x, mechanism, exact, min_count, nodes=2_000):
     """CDF of the released AUC given the counts: Laplace(1 / (m eps_auc)) around the exact
     AUC, mixed over m = min_count - margin + Laplace(count_scale) (m >= MIN_BOUND)."""
     u = (np.arange(nodes) + 0.5) / nodes
-    bound = min_count - mechanism.margin + stats.laplace.ppf(u, scale=mechanism.count_scale)
+    n = NUM_POS + NUM_NEG
+    laplace = stats.laplace.ppf(u, scale=mechanism.count_scale_for(n))
+    bound = min_count - mechanism.margin_for(n) + laplace
     assert bound.min() >= MIN_BOUND  # the NaN branch has negligible mass at these counts
-    scale = 1.0 / (bound * mechanism.auc_epsilon)
+    scale = 1.0 / (bound * mechanism.auc_epsilon_for(n))
     return stats.laplace.cdf((np.asarray(x)[:, None] - exact) / scale[None]).mean(axis=1)
 
 
@@ -194,21 +202,31 @@ def _ks(values, mechanism):
     return stats.kstest(values, cdf).pvalue
 
 
-@pytest.mark.parametrize("mode", ["eager", "function", "xla"])
-def test_released_auc_has_the_stated_law_and_a_wrong_scale_fails(mode):
-    """Eagerly, in tf.function and under XLA; a halved or doubled AUC scale fails (eager)."""
+@pytest.mark.parametrize(
+    "mode, count_share",
+    [("eager", None), ("function", None), ("xla", None), ("eager", 0.05)],
+)
+def test_released_auc_has_the_stated_law_and_a_wrong_scale_fails(mode, count_share):
+    """Eagerly, in tf.function and under XLA, with the n-dependent share (0.145 at these
+    2,500 examples) and a fixed one; a halved or doubled AUC or count scale fails (eager)."""
     assert get_mechanism("auc-only", epsilon=1.0, num_thresholds=5, delta=DELTA).capabilities.xla
-    honest = _mechanism()
+    honest = _mechanism(count_share=count_share)
+    n = NUM_POS + NUM_NEG
+    if count_share is None:
+        assert honest.count_share_for(n) == pytest.approx(math.sqrt(math.log(5e5) / (n / 4)))
     release = _release(honest, mode)
     bound = release["min_count_bound"].numpy()
     # the bound: min(P, N) - margin + Laplace(1 / eps_count)
-    centred = bound - (min(NUM_POS, NUM_NEG) - honest.margin)
-    assert stats.kstest(centred, stats.laplace(scale=honest.count_scale).cdf).pvalue > 1e-3
+    centred = bound - (min(NUM_POS, NUM_NEG) - honest.margin_for(n))
+    scale = honest.count_scale_for(n)
+    assert stats.kstest(centred, stats.laplace(scale=scale).cdf).pvalue > 1e-3
     assert _ks(release["auc"].numpy(), honest) > 1e-3
     if mode != "eager":
         return  # the broken variants run the same code: checked once, eagerly
+    for wrong in (scale / 2, scale * 2):
+        assert stats.kstest(centred, stats.laplace(scale=wrong).cdf).pvalue < 1e-6
     for broken in (_Halved, _Doubled):
-        values = _release(_mechanism(broken), mode)["auc"].numpy()
+        values = _release(_mechanism(broken, count_share), mode)["auc"].numpy()
         assert _ks(values, honest) < 1e-6, broken.__name__
 
 
@@ -231,7 +249,7 @@ def test_released_auc_through_the_keras_metric_has_the_stated_law():
 
 # -- behaviour at the edges ----------------------------------------------------------------
 def test_small_or_one_class_data_release_nan():
-    mechanism = _mechanism()
+    mechanism = _mechanism(count_share=0.05)
     pos, neg = _counts()
     small = mechanism.release(pos / 10, neg / 10, seed=0, repeats=200)  # min(P, N) = 100
     assert np.all(np.isnan(small["auc"].numpy()))
@@ -249,8 +267,30 @@ def test_parameters_are_checked():
         get_mechanism("auc-only", epsilon=1.0, num_thresholds=5, delta=DELTA, num_clients=3)
 
 
+def test_small_test_sets_release_a_number_with_the_default_share():
+    """n = 500 with 127 positives: the fixed 0.05 share's margin (262) always gave NaN; the
+    share that suits n (0.32, margin 41) releases every time, with the stated noise."""
+    pos, neg = np.zeros(RESOLUTION + 1), np.zeros(RESOLUTION + 1)
+    pos[[5, 7, 9]], neg[[3, 5, 7]] = [27, 50, 50], [200, 100, 73]
+    fixed = _mechanism(count_share=0.05).release(pos, neg, seed=0, repeats=500)
+    assert np.all(np.isnan(fixed["auc"].numpy()))
+    default = _mechanism()
+    assert default.margin_for(500) == pytest.approx(40.5, abs=0.1)
+    release = default.release(pos, neg, seed=0, repeats=500)
+    assert not np.any(np.isnan(release["auc"].numpy()))
+    centred = release["min_count_bound"].numpy() - (127 - default.margin_for(500))
+    assert (
+        stats.kstest(centred, stats.laplace(scale=default.count_scale_for(500)).cdf).pvalue > 1e-3
+    )
+    # the statement says how the share is chosen; the whole epsilon is charged once
+    assert "public number of examples" in default.statement().noise
+    assert default.privacy_spent(1).best == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="margin_for"):
+        _ = default.margin
+
+
 def test_guarantee_and_accounting():
-    mechanism = _mechanism()
+    mechanism = _mechanism(count_share=0.05)
     statement = mechanism.statement()
     assert (statement.epsilon, statement.delta) == (1.0, DELTA)
     assert mechanism.count_epsilon + mechanism.auc_epsilon == pytest.approx(1.0)

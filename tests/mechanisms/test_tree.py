@@ -28,10 +28,17 @@ def _counts(num_buckets=T + 1):
 
 @pytest.mark.parametrize(
     "num_buckets, branching, variances",
-    [(10, 2, [1.0, 2.0, 3.0, 4.0, 5.0]), (16, 4, [1.0, 5.0, 9.0]), (7, 3, [2.0, 1.0, 3.0])],
+    [
+        (10, 2, [1.0, 2.0, 3.0, 4.0]),  # arities (2, 2, 3): a wider last level
+        (16, 4, [1.0, 5.0, 9.0]),
+        (7, 3, [2.0, 1.0, 3.0]),
+        (66, 4, [1.0, 2.0, 4.0, 3.0]),  # (4, 4, 5)
+        (40, 2, [1.0, 2.0, 2.0, 3.0, 5.0, 4.0]),  # (2, 2, 2, 2, 3), 8 padding leaves
+    ],
 )
 def test_least_squares_equals_dense_generalised_least_squares(num_buckets, branching, variances):
     layout = TreeLayout.for_buckets(num_buckets, branching)
+    assert layout.depth + 1 == len(variances)
     real = layout.real_nodes
     design = layout.node_counts(tf.eye(num_buckets, dtype=tf.float64)).numpy().T[real]
     node_var = np.asarray(variances)[layout.node_levels()][real]
@@ -51,7 +58,9 @@ def test_least_squares_equals_dense_generalised_least_squares(num_buckets, branc
 def test_layout_and_budget():
     layout = TreeLayout.for_buckets(1024, 4)
     assert (layout.depth, layout.num_nodes, int(layout.real_nodes.sum())) == (5, 1365, 1365)
-    assert TreeLayout.for_buckets(101, 4).depth == 4
+    assert TreeLayout.for_buckets(101, 4).arities == (4, 4, 7)  # was a 4th level
+    assert TreeLayout.for_buckets(113, 4).arities == (4, 4, 4, 4)
+    assert TreeLayout.for_buckets(256, 4).arities == (4, 4, 4, 4)
     np.testing.assert_allclose(level_weights(3, "auc").sum(), 1.0)
     assert level_weights(3, "auc")[0] > level_weights(3, "auc")[-1]
     np.testing.assert_allclose(level_weights(2, [1, 1, 2]), [0.25, 0.25, 0.5])
@@ -95,13 +104,14 @@ def test_tree_histogram_statement_and_laplace_noise_per_level():
 
 def test_padding_only_nodes_are_exact_zeros_and_budget_is_configurable():
     m = TreeHistogram(epsilon=2.0, num_thresholds=9, branching=2, budget="uniform")
-    assert m.layout.num_leaves == 16
+    assert m.layout.arities == (2, 2, 3) and m.layout.num_leaves == 12  # not 16: no 5th level
     pos, neg = _counts(10)
     release = m.release(pos, neg, seed=0, repeats=5)
     padding = ~m.layout.real_nodes
+    assert padding.sum() == 2
     assert np.all(release["pos_tree"].numpy()[:, padding] == 0.0)
-    np.testing.assert_allclose(m.level_epsilons, [0.4] * 5)
-    assert m.layout.num_nodes == 31
+    np.testing.assert_allclose(m.level_epsilons, [0.5] * 4)
+    assert m.layout.num_nodes == 19
 
 
 def test_public_scores_tree_releases_exact_totals_with_half_the_scale():
@@ -198,3 +208,29 @@ def _gradient(pos, neg):
     from dpauc_tf.core.tree import auc_gradient
 
     return auc_gradient(pos, neg)
+
+
+def test_two_buckets_more_do_not_cost_a_level():
+    """docs/epsilon_split.md's cliff: 61 quantiles + the two ends (64 buckets) and 63
+    quantiles (66 buckets) get trees of the same depth (4 levels, sensitivity 8), and the
+    linearised std at 66 buckets is within 10 % of 64's (a whole 5th level cost 30 %)."""
+    from dpauc_tf.analysis.tree_design import mechanism_auc_variance
+
+    rng = np.random.default_rng(0)
+    stds = {}
+    for buckets in (64, 66):
+        m = get_mechanism(
+            "tree-histogram", epsilon=1.0, num_thresholds=buckets - 1, budget="uniform"
+        )
+        assert m.layout.depth == 3 and "x 4 levels = 8" in m.statement().sensitivity
+        pos = np.sort(rng.random(buckets)) * 2000 + 100
+        neg = np.sort(rng.random(buckets))[::-1] * 6000 + 300
+        stds[buckets] = mechanism_auc_variance(pos, neg, m) ** 0.5
+        # a flip moves one node per level: the released trees of neighbours differ by 1 in
+        # depth + 1 nodes of each class
+        leaves = rng.integers(0, 9, size=buckets).astype(np.float64)
+        moved = leaves.copy()
+        moved[buckets - 1] += 1
+        diff = m.layout.node_counts(tf.constant(moved)) - m.layout.node_counts(tf.constant(leaves))
+        assert float(tf.reduce_sum(tf.abs(diff))) == m.layout.depth + 1
+    assert stds[66] < 1.1 * stds[64]

@@ -1,0 +1,182 @@
+"""``dpauc compare``: private paired comparison of two models on one labelled test set.
+
+``dpauc compare --scores a.csv --scores-b b.csv --epsilon 1`` (the two files hold the same
+examples in the same order, with the same labels), or ``--score-column-b`` for a second score
+column of the one ``--scores`` file. One release of the joint class histograms
+(:func:`dpauc_tf.mechanisms.comparison.compare_models`): the difference ``AUC_B - AUC_A``,
+its interval and a two-sided p-value, paired as DeLong's test. Building the parser imports
+neither TensorFlow nor NumPy.
+
+>>> import argparse
+>>> parser = argparse.ArgumentParser()
+>>> _ = register_cli(parser.add_subparsers(dest="command"))
+>>> args = parser.parse_args(["compare", "--scores", "a.csv", "--score-column-b", "s2",
+...                           "--epsilon", "1"])
+>>> args.num_buckets, args.confidence
+(6, 0.95)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from dpauc_tf.cli.formats import FORMATS, format_rows
+
+DEFAULT_BUCKETS = 6  # mirror of dpauc_tf.mechanisms.comparison.DEFAULT_COMPARISON_BUCKETS
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
+    return value
+
+
+def _buckets(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 2 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"must be in [2, 64], got {text}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value <= 2**64 - 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2^64 - 1], got {text}")
+    return value
+
+
+def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
+    """Adds ``compare`` to an ``argparse`` sub-command set; the handler is ``args.func(args)``."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="private paired comparison of two models' AUCs on one test set",
+        description="Is model B's AUC different from model A's? One label-DP release of the "
+        "joint class histograms of the two models' score buckets: the difference AUC_B - "
+        "AUC_A, its interval and a two-sided p-value, paired as DeLong's test "
+        "(docs/comparison.md).",
+    )
+    parser.add_argument("--scores", required=True, help="model A's score file (CSV or Parquet)")
+    parser.add_argument(
+        "--scores-b", help="model B's score file: the same examples in the same order"
+    )
+    parser.add_argument("--score-column", default="score", help="model A's score column")
+    parser.add_argument(
+        "--score-column-b",
+        help="model B's score column (in --scores-b, or in --scores without --scores-b)",
+    )
+    parser.add_argument("--label-column", default="label", help="the label column")
+    parser.add_argument("--epsilon", type=_positive_float, required=True, help="of the release")
+    parser.add_argument(
+        "--num-buckets",
+        type=_buckets,
+        default=DEFAULT_BUCKETS,
+        help="buckets per model, at quantiles of its scores",
+    )
+    parser.add_argument(
+        "--confidence", type=_fraction, default=0.95, help="confidence of the interval"
+    )
+    parser.add_argument(
+        "--positive-rate",
+        type=_fraction,
+        default=None,
+        help="a PUBLIC prior of the fraction of positives (splits the budget between the "
+        "classes; never the test set's own rate)",
+    )
+    parser.add_argument("--seed", type=_seed, default=None, help="default: OS entropy")
+    if common is not None:
+        common(parser)
+    else:
+        parser.add_argument("--format", choices=FORMATS, default="table")
+        parser.add_argument("--debug", action="store_true")
+    parser.set_defaults(func=run_compare)
+    return parser
+
+
+def _read(path, score_column, label_column):
+    from dpauc_tf.io.scores import read_score_file
+
+    return read_score_file(path, score_column=score_column, label_column=label_column)
+
+
+def read_pair(args):
+    """Labels and the two models' scores from the command line's files and columns."""
+    import numpy as np
+
+    from dpauc_tf.cli.main import CommandError
+
+    if args.scores_b is None and args.score_column_b is None:
+        raise CommandError("give model B's scores: --scores-b FILE or --score-column-b COLUMN")
+    data_a = _read(args.scores, args.score_column, args.label_column)
+    if args.scores_b is None:
+        if args.score_column_b == args.score_column:
+            raise CommandError("--score-column-b names model A's own column")
+        data_b = _read(args.scores, args.score_column_b, args.label_column)
+    else:
+        column_b = args.score_column_b or args.score_column
+        data_b = _read(args.scores_b, column_b, args.label_column)
+        if data_b.num_examples != data_a.num_examples:
+            raise CommandError(
+                f"{args.scores_b} has {data_b.num_examples} examples, {args.scores} has "
+                f"{data_a.num_examples}: the two files must hold the same examples in order"
+            )
+        if not np.array_equal(data_a.labels, data_b.labels):
+            mismatches = int(np.sum(data_a.labels != data_b.labels))
+            raise CommandError(
+                f"the labels of {args.scores} and {args.scores_b} differ in {mismatches} "
+                "rows: the two files must hold the same examples in the same order"
+            )
+    return data_a.labels, data_a.scores, data_b.scores
+
+
+def run_compare(args) -> int:
+    from dpauc_tf.mechanisms.comparison import compare_models
+
+    labels, scores_a, scores_b = read_pair(args)
+    result = compare_models(
+        labels,
+        scores_a,
+        scores_b,
+        args.epsilon,
+        num_buckets=args.num_buckets,
+        confidence=args.confidence,
+        positive_rate=args.positive_rate,
+        seed=args.seed,
+    )
+    out = result.to_dict()
+    if args.format == "json":
+        print(json.dumps(out, indent=2))
+    else:
+        keys = ("auc_a", "auc_b", "difference", "ci_low", "ci_high", "p_value", "privacy_share")
+        rows = [{key: out[key] for key in keys} | {"epsilon": out["epsilon"]}]
+        print(format_rows(rows, args.format), end="")
+        if args.format == "table":
+            print(f"\nprivacy: {out['privacy']}", file=sys.stdout)
+    if math.isnan(result.difference):
+        print(
+            "dpauc: warning: the comparison is undefined (a noisy class count below 2)",
+            file=sys.stderr,
+        )
+    return 0

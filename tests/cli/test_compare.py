@@ -1,0 +1,83 @@
+"""``dpauc compare``: two files or two columns, every format, one-line refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpauc_tf.cli.main import main
+from dpauc_tf.mechanisms.comparison import compare_models
+
+
+@pytest.fixture
+def pair(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 3000
+    labels = (rng.random(n) < 0.3).astype(int)
+    a = rng.normal(size=n) + 1.0 * labels
+    b = 0.8 * a + 0.6 * rng.normal(size=n) + 0.4 * labels
+    sa, sb = (1 / (1 + np.exp(-a))).tolist(), (1 / (1 + np.exp(-b))).tolist()
+    one = tmp_path / "both.csv"
+    one.write_text(
+        "score,score_b,label\n"
+        + "".join(f"{x!r},{y!r},{z}\n" for x, y, z in zip(sa, sb, labels, strict=True))
+    )
+    file_a, file_b = tmp_path / "a.csv", tmp_path / "b.csv"
+    file_a.write_text(
+        "score,label\n" + "".join(f"{x!r},{z}\n" for x, z in zip(sa, labels, strict=True))
+    )
+    file_b.write_text(
+        "score,label\n" + "".join(f"{y!r},{z}\n" for y, z in zip(sb, labels, strict=True))
+    )
+    return labels, sa, sb, one, file_a, file_b
+
+
+def test_two_files_and_two_columns_give_the_api_result(capsys, pair):
+    labels, sa, sb, one, file_a, file_b = pair
+    expected = compare_models(labels, np.array(sa), np.array(sb), 1.0, seed=5).to_dict()
+    runs = [
+        ["--scores", file_a, "--scores-b", file_b],
+        ["--scores", one, "--score-column-b", "score_b"],
+    ]
+    for argv in runs:
+        assert main(["compare", *map(str, argv), "--epsilon", "1", "--seed", "5",
+                     "--format", "json"]) == 0  # fmt: skip
+        out = json.loads(capsys.readouterr().out)
+        assert out["difference"] == pytest.approx(expected["difference"])
+        assert out["p_value"] == pytest.approx(expected["p_value"])
+        assert out["ci_low"] < out["difference"] < out["ci_high"]
+        assert "paired-comparison" in out["privacy"] and out["epsilon"] == 1.0
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv"])
+def test_every_format(capsys, pair, fmt):
+    *_, one, _, _ = pair
+    argv = ["compare", "--scores", str(one), "--score-column-b", "score_b", "--epsilon", "1"]
+    assert main([*argv, "--seed", "1", "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    assert "p_value" in out and "difference" in out
+
+
+def test_refusals_are_one_line(capsys, pair, tmp_path):
+    labels, _, sb, one, file_a, _ = pair
+    other = tmp_path / "other.csv"
+    flipped = labels.copy()
+    flipped[:3] = 1 - flipped[:3]
+    other.write_text(
+        "score,label\n" + "".join(f"{y!r},{z}\n" for y, z in zip(sb, flipped, strict=True))
+    )
+    short = tmp_path / "short.csv"
+    short.write_text("score,label\n0.5,1\n0.2,0\n")
+    cases = [
+        (["--scores", str(one), "--epsilon", "1"], "--scores-b FILE or --score-column-b"),
+        (["--scores", str(file_a), "--scores-b", str(other), "--epsilon", "1"], "differ in 3"),
+        (["--scores", str(file_a), "--scores-b", str(short), "--epsilon", "1"], "2 examples"),
+        (["--scores", str(one), "--score-column-b", "nope", "--epsilon", "1"], "nope"),
+        (["--scores", str(one), "--score-column-b", "score_b", "--epsilon", "0"], "epsilon"),
+    ]
+    for argv, message in cases:
+        assert main(["compare", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("dpauc: error:") and message in err and "\n" not in err
