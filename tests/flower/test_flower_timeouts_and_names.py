@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("flwr")
 
+import dpauc_tf.flower.client as flower_client
 from dpauc_tf.cli.main import main
 from dpauc_tf.flower import evaluate as flower_evaluate_function
-import dpauc_tf.flower.client as flower_client
 
 flower_evaluate = __import__("sys").modules["dpauc_tf.flower.evaluate"]
 # Long enough for the honest clients on a loaded machine, short for a test.

@@ -1,0 +1,195 @@
+"""The template app (examples/flower-app) run as a Flower user runs it: ``flwr run``.
+
+A SuperLink in simulation mode is started for this module (loopback only, its own
+``FLWR_HOME`` and port, stopped at the end); ``flwr run examples/flower-app <connection>``
+then trains with FedAvg on 3 simulated SuperNodes and evaluates the global model's private
+AUC with the library's pieces. The app's dependencies are those of this environment
+(``FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1``, docs/flower.md).
+
+Flower's runtime gives a launched app process 30 s to report after it is claimed (a
+constant, ``HEARTBEAT_DEFAULT_INTERVAL``); on a machine so loaded that Python cannot start in
+30 s the SuperLink keeps relaunching it with "Runtime task-token authentication failed".
+Only then, with that message of Flower's, is a test skipped; any other failure fails it.
+``DPAUC_TEST_FLWR_RUN=0`` skips the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+pytest.importorskip("ray")
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "examples" / "flower-app"
+BIN = Path(sys.executable).parent
+NUM_NODES = 3
+RUN_TIMEOUT = 900  # seconds for one flwr run (Ray start-up, TensorFlow in every actor)
+STARTUP_FAILURE = "Runtime task-token authentication failed"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.environ.get("DPAUC_TEST_FLWR_RUN") == "0", reason="DPAUC_TEST_FLWR_RUN=0"),
+    pytest.mark.skipif(not (BIN / "flwr").exists(), reason="no flwr command beside Python"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def superlink(tmp_path_factory):
+    home = tmp_path_factory.mktemp("flwr-home")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "FLWR_HOME": str(home),
+        "FLWR_TELEMETRY_ENABLED": "0",
+        "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
+    }
+    (home / "config.toml").write_text(
+        f'[superlink]\ndefault = "test"\n\n[superlink.test]\naddress = "127.0.0.1:{port}"\n'
+        "insecure = true\n"
+    )
+    log_file = home / "superlink.log"
+    command = [str(BIN / "flower-superlink"), "--insecure", "--simulation"]
+    command += ["--isolation", "subprocess", "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--database", ":flwr-in-memory-state:", "--log-file", str(log_file)]
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its runtime processes go with it at the end
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    tail = log_file.read_text()[-2000:] if log_file.exists() else ""
+                    pytest.fail(f"flower-superlink did not start: {tail}")
+                time.sleep(1)
+        yield env, log_file
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _flwr_run(superlink, tmp_path, **config) -> tuple[str, dict]:
+    """``flwr run examples/flower-app test --stream`` with ``config`` (run-config overrides);
+    returns the streamed output and the result file the server app wrote."""
+    env, log_file = superlink
+    result_file = tmp_path / "result.json"
+    config = {"num-server-rounds": 1, "result-file": str(result_file), **config}
+    overrides = " ".join(f"{key}={json.dumps(value)}" for key, value in config.items())
+    command = [str(BIN / "flwr"), "run", str(APP), "test", "--stream"]
+    command += ["--federation-config", f"num-supernodes={NUM_NODES}", "--run-config", overrides]
+    try:
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=tmp_path
+        )
+        output = done.stdout + done.stderr
+    except subprocess.TimeoutExpired as error:
+        output = (error.stdout or b"").decode() + (error.stderr or b"").decode()
+    if not result_file.exists():
+        log = log_file.read_text() if log_file.exists() else ""
+        if STARTUP_FAILURE in log:
+            line = next(x for x in log.splitlines() if STARTUP_FAILURE in x)
+            pytest.skip(f"Flower's runtime could not start the app in time: {line.strip()}")
+        pytest.fail(f"flwr run gave no result:\n{output[-4000:]}\n{log[-2000:]}")
+    return output, json.loads(result_file.read_text())
+
+
+def test_flwr_run_local_dp_histogram(superlink, tmp_path):
+    output, result = _flwr_run(superlink, tmp_path, mechanism="histogram", epsilon=1.0)
+    release = result["rounds"]["1"]
+    assert release["mechanism"] == "histogram"
+    assert release["epsilon"] == pytest.approx(1.0)
+    assert release["num_reporting"] == NUM_NODES == release["num_clients"]
+    assert release["num_examples"] == NUM_NODES * 300
+    assert 0.0 <= release["aucs"][0] <= 1.0
+    assert f"epsilon 1, {NUM_NODES} of {NUM_NODES} clients reported" in output
+
+
+def test_flwr_run_secure_histogram_through_secagg_in_an_evaluate_round(superlink, tmp_path):
+    output, result = _flwr_run(superlink, tmp_path, mechanism="secure-histogram", epsilon=1.0)
+    release = result["rounds"]["1"]
+    assert release["mechanism"] == "secure-histogram"
+    assert release["epsilon"] == pytest.approx(1.0)
+    assert release["num_reporting"] == NUM_NODES
+    assert release["num_examples"] == NUM_NODES * 300  # the sum only, through SecAgg+
+    assert "Secure aggregation completed" in output
+    assert f"{NUM_NODES} of {NUM_NODES} clients reported" in output
+
+
+def test_flwr_run_noise_off_equals_backend_simulate(superlink, tmp_path, capsys):
+    """The app's AUC without noise is ``dpauc evaluate --backend simulate`` on the same
+    partitions: scores of the final global model on each node's own data."""
+    _, result = _flwr_run(superlink, tmp_path, mechanism="none", epsilon="none")
+    release = result["rounds"]["1"]
+    assert release["epsilon"] is None and release["num_reporting"] == NUM_NODES
+    sys.path.insert(0, str(APP))
+    try:
+        from dpauc_app.task import load_data, load_model
+    finally:
+        sys.path.remove(str(APP))
+    model = load_model()
+    model.set_weights([np.asarray(w, np.float32) for w in result["final_weights"]])
+    rows = ["score,label,client"]
+    for node in range(NUM_NODES):
+        features, labels = load_data(node, NUM_NODES, 300, 0)
+        scores = model.predict(features, batch_size=1024, verbose=0).reshape(-1)
+        rows += [f"{float(s)!r},{int(y)},{node}" for s, y in zip(scores, labels, strict=True)]
+    path = tmp_path / "scores.csv"
+    path.write_text("\n".join(rows) + "\n")
+    from dpauc_tf.cli.main import main
+
+    status = main(
+        ["evaluate", "--scores", str(path), "--mechanism", "none", "--num-thresholds", "50"]
+        + ["--format", "json"]
+    )
+    simulated = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert simulated["backend"] == "simulate"
+    assert release["aucs"] == simulated["aucs"]
+    assert release["roc"] == simulated["roc"]
+
+
+def test_the_app_needs_no_private_name():
+    """Everything the template app imports from dpauc_tf is public (in ``__all__``)."""
+    import ast
+
+    import dpauc_tf.flower as flower
+
+    for source in (APP / "dpauc_app").glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpauc_tf"):
+                for alias in node.names:
+                    assert not alias.name.startswith("_"), (source.name, alias.name)
+                    if node.module == "dpauc_tf.flower":
+                        assert alias.name in flower.__all__, (source.name, alias.name)
+    assert shutil.which("flwr", path=str(BIN))
