@@ -41,7 +41,9 @@ STARTUP_FAILURE = "Runtime task-token authentication failed"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("DPAUC_TEST_FLWR_RUN") == "0", reason="DPAUC_TEST_FLWR_RUN=0"),
+    pytest.mark.skipif(
+        os.environ.get("DPAUC_TEST_FLWR_RUN") == "0", reason="DPAUC_TEST_FLWR_RUN=0"
+    ),
     pytest.mark.skipif(not (BIN / "flwr").exists(), reason="no flwr command beside Python"),
 ]
 
