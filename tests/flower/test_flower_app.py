@@ -48,6 +48,40 @@ pytestmark = [
 ]
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (the SuperLink starts its SuperExec in a session of its
+    own, and that one the app processes), parents before their children."""
+    table = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in table.splitlines():
+        child, parent = (int(x) for x in line.split())
+        children.setdefault(parent, []).append(child)
+    out, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Stops the SuperLink and every process it started, by their ids (parents first, so
+    that nothing is relaunched)."""
+    for pid in [process.pid, *_descendants(process.pid)]:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        for pid in [*_descendants(process.pid), process.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -79,7 +113,7 @@ def superlink(tmp_path_factory):
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
-        start_new_session=True,  # its runtime processes go with it at the end
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 180
@@ -94,11 +128,7 @@ def superlink(tmp_path_factory):
                 time.sleep(1)
         yield env, log_file
     finally:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(process.pid, signal.SIGKILL)
+        _stop(process)
 
 
 def _flwr_run(superlink, tmp_path, **config) -> tuple[str, dict]:
@@ -171,8 +201,10 @@ def test_flwr_run_noise_off_equals_backend_simulate(superlink, tmp_path, capsys)
     from dpauc_tf.cli.main import main
 
     status = main(
-        ["evaluate", "--scores", str(path), "--mechanism", "none", "--num-thresholds", "50"]
-        + ["--format", "json"]
+        [
+            *("evaluate", "--scores", str(path), "--mechanism", "none"),
+            *("--num-thresholds", "50", "--format", "json"),
+        ]
     )
     simulated = json.loads(capsys.readouterr().out)
     assert status == 0
