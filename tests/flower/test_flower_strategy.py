@@ -161,3 +161,13 @@ def test_spec_from_run_config():
         spec_from_run_config({"epsilon": "lots"})
     with pytest.raises(ValueError, match="JSON"):
         spec_from_run_config({"epsilon": 1.0, "mechanism-options": "{"})
+
+
+def test_client_seeds_are_the_release_paths_derivation():
+    from dpauc_tf.flower import client_seed
+
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, seed=5)
+    for client, server_round in [(0, 1), (3, 1), (3, 2)]:
+        expected = spec.seed_for("flower-client", client, server_round).numpy().tolist()
+        assert client_seed(5, client, server_round).numpy().tolist() == expected
+    assert client_seed(5, 1, 1).numpy().tolist() != client_seed(5, 2, 1).numpy().tolist()
