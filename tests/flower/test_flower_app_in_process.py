@@ -84,3 +84,21 @@ def test_the_template_app_noise_off_equals_backend_simulate(template, tmp_path, 
     assert release["aucs"] == simulated["aucs"]
     assert release["roc"] == simulated["roc"]
     assert release["num_examples"] == simulated["num_examples"]
+
+
+def test_the_app_needs_no_private_name():
+    """Everything the template app imports from dpauc_tf is public (in ``__all__``), and
+    the server app never loads a node's data."""
+    import ast
+
+    import dpauc_tf.flower as flower
+
+    for source in (APP / "dpauc_app").glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpauc_tf"):
+                for alias in node.names:
+                    assert not alias.name.startswith("_"), (source.name, alias.name)
+                    if node.module == "dpauc_tf.flower":
+                        assert alias.name in flower.__all__, (source.name, alias.name)
+    server = (APP / "dpauc_app" / "server_app.py").read_text()
+    assert "load_data" not in server
