@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpauc_tf.flower.records import (
     ARRAYS_RECORD,
@@ -128,10 +129,10 @@ def client_seeds(seed: int | None, num_clients: int, server_round: int = 1) -> l
 
 def evaluate_reply(
     message: Message,
-    labels,
-    scores,
+    labels: ArrayLike,
+    scores: ArrayLike,
     *,
-    seed=None,
+    seed: Any = None,
 ) -> Message:
     """The reply to a private-AUC evaluate message, from this client's own labels and scores.
 
@@ -169,11 +170,11 @@ def evaluate_reply(
 
 def model_evaluate_reply(
     message: Message,
-    model,
-    features,
-    labels,
+    model: Any,
+    features: ArrayLike,
+    labels: ArrayLike,
     *,
-    seed=None,
+    seed: Any = None,
     batch_size: int = 1024,
 ) -> Message:
     """:func:`evaluate_reply` for a Keras model: loads the global weights the message
@@ -190,7 +191,9 @@ def model_evaluate_reply(
     return evaluate_reply(message, labels, scores, seed=seed)
 
 
-def checked_examples(labels, scores, source: str = "this client") -> tuple[np.ndarray, np.ndarray]:
+def checked_examples(
+    labels: ArrayLike, scores: ArrayLike, source: str = "this client"
+) -> tuple[np.ndarray, np.ndarray]:
     """Labels and scores as float64 vectors, checked (0/1 labels, finite scores in [0, 1],
     equal lengths; none is fine: an empty client reports zeros); one-line ``ValueError``."""
     from dpauc_tf.experiments.score_files import ScoreSet

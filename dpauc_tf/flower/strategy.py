@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -56,6 +56,10 @@ from dpauc_tf.flower.server import (
     make_secagg_workflow,
 )
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
+
+if TYPE_CHECKING:  # pragma: no cover - names for the type hints only
+    from flwr.app import ArrayRecord, Message
+    from flwr.serverapp import Grid
 
 DEFAULT_TIMEOUT = 600.0  # seconds the server waits for each exchange of a round
 
@@ -111,10 +115,10 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
 
 
 def evaluate_round(
-    grid,
+    grid: Grid,
     spec: ReleaseSpec,
     *,
-    arrays=None,
+    arrays: ArrayRecord | None = None,
     server_round: int = 1,
     repeats: int = 1,
     node_ids: Iterable[int] | None = None,
@@ -175,7 +179,9 @@ def evaluate_round(
         grid = ObservedGrid(grid, observe_replies)
     arrays = ArrayRecord() if arrays is None else arrays
     if secure:
-        summed, graphs = _secure_sum(grid, settings, config, arrays, nodes, server_round, secagg)
+        summed, graphs = _secure_sum(
+            grid, settings, config, arrays, nodes, server_round, secagg, timeout
+        )
     else:
         summed, graphs = _plain_sum(grid, settings, config, arrays, nodes, server_round), []
     if summed is None:
@@ -192,7 +198,7 @@ def evaluate_round(
     return _split_groups(result, spec, len(nodes), groups)
 
 
-def _messages(content_for, nodes, server_round):
+def _messages(content_for, nodes, server_round) -> list[Message]:
     from flwr.app import Message, MessageType
 
     return [
@@ -244,7 +250,7 @@ class _EvaluateGrid:
         return getattr(self._grid, name)
 
 
-def _secure_sum(grid, settings, config, arrays, nodes, server_round, secagg):
+def _secure_sum(grid, settings, config, arrays, nodes, server_round, secagg, timeout):
     from flwr.app import ConfigRecord, Context, RecordDict
     from flwr.server import ServerConfig
     from flwr.server.client_manager import SimpleClientManager
@@ -275,7 +281,7 @@ def _secure_sum(grid, settings, config, arrays, nodes, server_round, secagg):
         settings.layout,
         secagg,
         on_graph=lambda neighbours, active: graphs.append((neighbours, active)),
-        timeout=grid._log.timeout if isinstance(grid, TimedGrid) else None,
+        timeout=timeout,
     )
     workflow(_EvaluateGrid(grid), legacy)
     return (outcome[0] if outcome else None), graphs
