@@ -37,7 +37,7 @@ BIN = Path(sys.executable).parent
 NUM_NODES = 3
 RUN_TIMEOUT = 900  # seconds for one flwr run (Ray start-up, TensorFlow in every actor)
 STARTUP_FAILURE = "Runtime task-token authentication failed"
-MAX_RELAUNCHES = 3  # app processes Flower relaunched before the test gives up (and skips)
+MAX_RELAUNCHES = 3  # app processes Flower (re)launched before the test gives up (and skips)
 
 pytestmark = [
     pytest.mark.slow,
@@ -134,6 +134,18 @@ def superlink(tmp_path_factory):
 _CANNOT_START: list[str] = []  # Flower's line, once its runtime could not start an app
 
 
+def _app_processes(process: subprocess.Popen) -> list[int]:
+    """The app processes (``flwr-simulation``) the SuperLink's SuperExec has launched."""
+    out = []
+    for pid in _descendants(process.pid):
+        try:
+            if b"flwr-simulation" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
 def _refusals(log_file: Path) -> int:
     if not log_file.exists():
         return 0
@@ -160,16 +172,30 @@ def _flwr_run(superlink, tmp_path, **config) -> tuple[str, dict]:
     )
     before = _refusals(log_file)
     deadline = time.monotonic() + RUN_TIMEOUT
+    launched: set[int] = set()
     while runner.poll() is None:
-        if time.monotonic() > deadline or _refusals(log_file) - before >= MAX_RELAUNCHES:
+        launched.update(_app_processes(superlink[2]))
+        if (
+            time.monotonic() > deadline
+            or _refusals(log_file) - before >= MAX_RELAUNCHES
+            or len(launched) > MAX_RELAUNCHES
+        ):
             runner.kill()
             break
         time.sleep(2)
     output = runner.communicate()[0] or ""
     if not result_file.exists():
         log = log_file.read_text() if log_file.exists() else ""
-        if _refusals(log_file) > before:  # this run's app process was refused
-            line = [x for x in log.splitlines() if STARTUP_FAILURE in x][-1]
+        if _refusals(log_file) > before or len(launched) > MAX_RELAUNCHES:
+            # this run's app process was refused, or relaunched before it could report
+            refused = [x for x in log.splitlines() if STARTUP_FAILURE in x]
+            line = (
+                refused[-1]
+                if refused
+                else f"Flower's SuperExec launched {len(launched)} app processes for one run "
+                f"(each claimed task expires after 30 s unreported); load average "
+                f"{os.getloadavg()[0]:.1f}"
+            )
             _CANNOT_START.append(line.strip())
             _stop(superlink[2])  # Flower would keep relaunching the app: the later tests skip
             pytest.skip(f"Flower's runtime could not start the app in time: {line.strip()}")
