@@ -5,7 +5,9 @@
         [--engine in-process|simulation] [--repeats 3] [--num-shares K] [--threshold T]
 
 Every (mechanism, K) setting runs in a fresh Python process: ``--repeats`` evaluations of
-``dpauc_tf.flower.evaluate`` (one Flower round each; secure mechanisms through SecAgg+
+``dpauc_tf.flower.evaluate`` (one Flower evaluate round each, through the same
+``evaluate_round`` that ``DPAUCStrategy`` runs every round of a ``flwr run`` app, and the
+clients' ``evaluate_reply`` / ``secagg_evaluate_mod``; secure mechanisms through SecAgg+
 with the neighbourhoods of ``SecAggSettings.for_clients(K)``, or ``--num-shares`` and
 ``--threshold``, e.g. ``--num-shares 1.0`` for every client a neighbour of every other),
 after a first evaluation timed apart (imports, TensorFlow tracing, Ray start-up for

@@ -1,6 +1,10 @@
-"""``dpauc evaluate --backend flower``: one Flower round for all ``--repeats``.
+"""``dpauc evaluate --backend flower``: one Flower evaluate round for all ``--repeats``, on
+the same client and server pieces as a ``flwr run`` app (:func:`dpauc_tf.flower.evaluate`).
 
-The engine is Flower's simulation engine (``run_simulation`` on local Ray) unless the
+The engine is Flower's simulation engine (``run_simulation`` on local Ray: the only
+in-process entry Flower 1.42 has, which it marks deprecated in favour of ``flwr run``, whose
+input is an app directory, not the file's scores held here; its warning is left as Flower
+prints it) unless the
 environment variable ``DPAUC_FLOWER_ENGINE=in-process`` selects the in-process grid
 (:mod:`dpauc_tf.flower.local`; no Ray, for small or busy machines and tests).
 ``--round-timeout SECONDS`` bounds each exchange of the round
@@ -26,7 +30,6 @@ def evaluate_with_flower(args, data, client_ids, num_clients):
     from dpauc_tf.cli.evaluate import release_settings
     from dpauc_tf.cli.main import CommandError
     from dpauc_tf.core.partitions import client_data_from_partition
-    from dpauc_tf.simulation import SimulationResult
 
     flower_evaluate = sys.modules["dpauc_tf.flower.evaluate"]
 
@@ -59,4 +62,4 @@ def evaluate_with_flower(args, data, client_ids, num_clients):
             "reports achieve",
             file=sys.stderr,
         )
-    return SimulationResult(out.aucs, out.fpr, out.tpr, out.statement)
+    return out.result

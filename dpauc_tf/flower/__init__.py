@@ -1,28 +1,62 @@
-"""Federated DP-AUC on Flower (``pip install "dpauc-tf[flower]"``): client reports, a
-summing server strategy, secure mechanisms through SecAgg+, and :func:`evaluate` on
-Flower's simulation engine. Flower is imported only when a function needs it.
+"""Federated DP-AUC on Flower (``pip install "dpauc-tf[flower]"``), in Flower's own idiom.
+
+A Flower app (``flwr run``) uses three pieces: on the client, :func:`evaluate_reply` (or
+:func:`model_evaluate_reply`) answers an evaluate message with the mechanism's report of
+the client's own data, and :func:`secagg_evaluate_mod` runs SecAgg+ for the secure
+mechanisms in that evaluate round; on the server, :class:`DPAUCStrategy` wraps any training
+strategy (``FedAvg``, ...) and turns every evaluate round into a private AUC
+(:func:`evaluate_round`, an :class:`~dpauc_tf.mechanisms.release.AUCResult`), with the
+release from the app's config (:func:`spec_from_run_config`). :func:`evaluate` runs the
+same pieces on precomputed scores of every client in one process (``dpauc evaluate
+--backend flower``). ``examples/flower-app`` is a template app. Flower is imported only
+when a function needs it.
 
 >>> from dpauc_tf.flower import LimbLayout
 >>> LimbLayout.for_clients(100).bits
 25
 """
 
-from dpauc_tf.flower.client import client_report, make_client_app, model_client_report
+from dpauc_tf.flower.client import (
+    client_report,
+    client_seed,
+    evaluate_reply,
+    make_client_app,
+    model_client_report,
+    model_evaluate_reply,
+    secagg_evaluate_mod,
+)
 from dpauc_tf.flower.encoding import LimbLayout
 from dpauc_tf.flower.evaluate import FlowerEvaluation, evaluate, require_flower
+from dpauc_tf.flower.records import ReleaseSettings, release_config, release_from_config
 from dpauc_tf.flower.secagg import SecAggSettings
-from dpauc_tf.flower.server import SummedReports, make_server_app, make_strategy
+from dpauc_tf.flower.server import RoundLog, SummedReports
+from dpauc_tf.flower.strategy import (
+    DPAUCStrategy,
+    RoundDetails,
+    evaluate_round,
+    spec_from_run_config,
+)
 
 __all__ = [
+    "DPAUCStrategy",
     "FlowerEvaluation",
     "LimbLayout",
+    "ReleaseSettings",
+    "RoundDetails",
+    "RoundLog",
     "SecAggSettings",
     "SummedReports",
     "client_report",
+    "client_seed",
     "evaluate",
+    "evaluate_reply",
+    "evaluate_round",
     "make_client_app",
-    "make_server_app",
-    "make_strategy",
     "model_client_report",
+    "model_evaluate_reply",
+    "release_config",
+    "release_from_config",
     "require_flower",
+    "secagg_evaluate_mod",
+    "spec_from_run_config",
 ]

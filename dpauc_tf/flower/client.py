@@ -1,15 +1,30 @@
-"""The client side on Flower: a client's scores and labels (or a Keras model and its data)
--> the mechanism's report, and the Flower ``ClientApp`` that sends it.
+"""The client side on Flower: what a ``ClientApp``'s ``@app.evaluate()`` returns.
 
-A report is exactly :meth:`~dpauc_tf.mechanisms.base.CountMechanism.release` of the client's
-bucket counts (:func:`dpauc_tf.core.counts.bucket_counts`): a noisy histogram (or noisy
-cumulative counts, for ``paper``) for the local-DP mechanisms, integer counts plus one
-noise share for the secure ones (whose reports only make sense summed by SecAgg+). No
-mechanism math lives here.
+A Flower user's client holds its own model and data. To answer a private-AUC evaluation
+it calls :func:`evaluate_reply` with its own labels and scores (or
+:func:`model_evaluate_reply` with its Keras model and local data); the settings of the
+release come from the server's message (:mod:`dpauc_tf.flower.records`), never a pickled
+blob of other clients' data. The reply holds the mechanism's report
+(:meth:`~dpauc_tf.mechanisms.base.CountMechanism.release` of the client's bucket counts):
+a noisy histogram for the local-DP mechanisms; integer counts plus one noise share for
+the secure ones, which :func:`secagg_evaluate_mod` masks with Flower's SecAgg+ before the
+reply leaves the client::
 
-Randomness is the client's own: its seed is held by the client (``None``: drawn from the
-operating system), never sent by the server; a server that chose the clients' seeds could
-subtract their noise.
+    from flwr.app import Context, Message
+    from flwr.clientapp import ClientApp
+    from dpauc_tf.flower import evaluate_reply, secagg_evaluate_mod
+
+    app = ClientApp()
+
+    @app.evaluate(mods=[secagg_evaluate_mod])
+    def evaluate(msg: Message, context: Context) -> Message:
+        labels, scores = my_local_labels_and_scores(context)
+        return evaluate_reply(msg, labels, scores)
+
+Randomness is the client's own: ``seed=None`` draws from the operating system. A server
+that chose the clients' seeds could subtract their noise, so the server never sends one;
+:func:`client_seed` derives a reproducible seed for experiments from a seed the client
+holds.
 
 >>> from dpauc_tf import get_mechanism
 >>> from dpauc_tf.core.thresholds import Thresholds
@@ -21,16 +36,25 @@ subtract their noise.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from dpauc_tf.flower.encoding import LimbLayout
+from dpauc_tf.flower.records import (
+    ARRAYS_RECORD,
+    CONFIG_RECORD,
+    REPORT_KEY,
+    flatten_report,
+    release_from_config,
+    report_arrays,
+    report_record,
+)
 
-# The FitIns config key that carries SecAgg+'s limb width (set by the server).
-LIMB_BITS_KEY = "dpauc-limb-bits"
+if TYPE_CHECKING:  # pragma: no cover - names for the type hints only
+    from flwr.app import Context, Message
+
 # The reply record that names the client (its partition-id, public): the server names the
 # clients that did not answer by elimination (dpauc_tf.flower.server.RoundLog).
 CLIENT_RECORD_KEY = "dpauc-client"
@@ -86,96 +110,211 @@ def model_client_report(
     return client_report(mechanism, thresholds, labels, scores, seed=seed, repeats=repeats)
 
 
-def flatten_report(report: dict[str, np.ndarray]) -> np.ndarray:
-    """The report's arrays (sorted keys) as one float64 vector."""
-    return np.concatenate([np.asarray(report[key], np.float64).ravel() for key in sorted(report)])
+def client_seed(seed: int | None, client: Any, server_round: int = 1):
+    """A client's ``[2]`` seed for one round, derived from a seed the *client* holds
+    (``None``: fresh operating-system entropy; an int: reproducible, for experiments), through
+    the one derivation of the release path: ``ReleaseSpec(seed=seed).seed_for("flower-client",
+    client, server_round)`` (:func:`dpauc_tf.noise.seeds.derive_seed`)."""
+    from dpauc_tf.noise.seeds import derive_seed
+
+    return derive_seed(seed, "flower-client", client, int(server_round))
 
 
-def unflatten_report(vector: np.ndarray, like: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Inverse of :func:`flatten_report`, shapes taken from ``like`` (key -> shape)."""
-    out, start = {}, 0
-    for key in sorted(like):
-        shape = tuple(like[key])
-        size = int(np.prod(shape, dtype=np.int64))
-        out[key] = np.asarray(vector[start : start + size], np.float64).reshape(shape)
-        start += size
-    if start != vector.size:
-        raise ValueError(f"report has {vector.size} values, expected {start}")
-    return out
+def client_seeds(seed: int | None, num_clients: int, server_round: int = 1) -> list | None:
+    """:func:`client_seed` of clients ``0..num_clients-1`` (``None`` when ``seed`` is)."""
+    if seed is None:
+        return None
+    return [client_seed(seed, k, server_round).numpy().tolist() for k in range(num_clients)]
 
 
-@dataclasses.dataclass(frozen=True)
-class ClientSetup:
-    """What every simulated client holds (pickled to Flower's workers): the mechanism's
-    registry name and options, the threshold grid, and per-client data and seeds."""
+def evaluate_reply(
+    message: Message,
+    labels: ArrayLike,
+    scores: ArrayLike,
+    *,
+    seed: Any = None,
+) -> Message:
+    """The reply to a private-AUC evaluate message, from this client's own labels and scores.
 
-    mechanism: str
-    mechanism_options: dict
-    num_thresholds: int
-    threshold_grid: Any
-    client_data: Sequence
-    seeds: Sequence | None
-    repeats: int | None
-    vanishing_clients: frozenset = frozenset()
+    Args:
+      message: the evaluate message the server (:class:`~dpauc_tf.flower.DPAUCStrategy`)
+        sent; its ``"config"`` ConfigRecord describes the release.
+      labels: this client's 0/1 labels.
+      scores: this client's scores in [0, 1] (same length).
+      seed: this client's own seed (``None``: the operating system's entropy; a ``[2]``
+        seed, e.g. :func:`client_seed`, for reproducible experiments).
 
-    def build_mechanism(self):
-        from dpauc_tf.mechanisms.registry import get_mechanism
+    Returns:
+      A ``Message`` replying to ``message`` with one ``ArrayRecord`` (the report). For the
+      secure mechanisms it must pass :func:`secagg_evaluate_mod` (registered with
+      ``@app.evaluate(mods=[secagg_evaluate_mod])``), which masks it.
 
-        return get_mechanism(self.mechanism, **self.mechanism_options)
-
-    def report(self, index: int) -> dict[str, np.ndarray]:
-        from dpauc_tf.core.thresholds import Thresholds
-
-        mechanism = self.build_mechanism()
-        thresholds = Thresholds.make(self.num_thresholds, self.threshold_grid)
-        scores, labels = self.client_data[index]
-        seed = None if self.seeds is None else np.asarray(self.seeds[index], np.int64)
-        return client_report(mechanism, thresholds, labels, scores, seed=seed, repeats=self.repeats)
-
-
-def make_client_app(setup: ClientSetup, *, secure: bool):
-    """Flower ``ClientApp`` whose client ``k`` (``partition-id``) reports ``setup.report(k)``.
-
-    With ``secure`` the report is cut into exact limbs (:mod:`dpauc_tf.flower.encoding`) and
-    sent through ``secaggplus_mod``; clients in ``setup.vanishing_clients`` take part in
-    SecAgg+'s key sharing, then vanish before sending their masked vector (a dropout).
+    Raises:
+      ValueError: the message carries no release, or bad labels or scores (one line).
     """
-    from flwr.client import ClientApp, NumPyClient
+    from flwr.app import Message
+
+    settings = release_from_config(_config_of(message))
+    labels, scores = checked_examples(labels, scores)
+    report = client_report(
+        settings.mechanism(),
+        settings.spec.thresholds,
+        labels,
+        scores,
+        seed=seed,
+        repeats=settings.repeats,
+    )
+    vector = flatten_report(report, num_examples=float(labels.size))
+    return Message(report_record(vector, settings.layout), reply_to=message)
+
+
+def model_evaluate_reply(
+    message: Message,
+    model: Any,
+    features: ArrayLike,
+    labels: ArrayLike,
+    *,
+    seed: Any = None,
+    batch_size: int = 1024,
+) -> Message:
+    """:func:`evaluate_reply` for a Keras model: loads the global weights the message
+    carries (its ``"arrays"`` ArrayRecord, as ``FedAvg`` sends them) into ``model``, scores
+    the client's own ``features`` and replies with the report of ``labels``.
+
+    The model must output probabilities in [0, 1] (one per example, e.g. a sigmoid unit).
+    """
+    if ARRAYS_RECORD in message.content.array_records:
+        arrays = message.content.array_records[ARRAYS_RECORD].to_numpy_ndarrays()
+        if arrays:
+            model.set_weights(arrays)
+    scores = np.asarray(model.predict(features, batch_size=batch_size, verbose=0)).reshape(-1)
+    return evaluate_reply(message, labels, scores, seed=seed)
+
+
+def checked_examples(
+    labels: ArrayLike, scores: ArrayLike, source: str = "this client"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and scores as float64 vectors, checked (0/1 labels, finite scores in [0, 1],
+    equal lengths; none is fine: an empty client reports zeros); one-line ``ValueError``."""
+    from dpauc_tf.io.scores import ScoreSet
+
+    labels = np.asarray(labels, np.float64).ravel()
+    scores = np.asarray(scores, np.float64).ravel()
+    if labels.size != scores.size:
+        raise ValueError(f"{source}: {scores.size} scores but {labels.size} labels")
+    if labels.size:
+        ScoreSet.checked(labels, scores, source=source)
+    return labels, scores
+
+
+def _config_of(message) -> dict:
+    content = message.content
+    if CONFIG_RECORD in content.config_records:
+        return dict(content.config_records[CONFIG_RECORD])
+    if "fitins.config" in content.config_records:  # as SecAgg+'s workflow forwards it
+        return dict(content.config_records["fitins.config"])
+    return {}
+
+
+def secagg_evaluate_mod(message: Message, context: Context, call_next: Callable) -> Message:
+    """A client mod: Flower's ``secaggplus_mod`` for *evaluate* messages.
+
+    ``secaggplus_mod`` acts on training messages only. The server's SecAgg+ evaluation
+    (:func:`dpauc_tf.flower.evaluate_round`) sends its four stages (setup, key sharing,
+    masked vectors, unmasking) as evaluate messages; this mod runs each through
+    ``secaggplus_mod``: in the masked-vector stage the client's ``@app.evaluate()`` function
+    answers with its report (:func:`evaluate_reply`), and what leaves the client is the
+    masked vector only (the report's arrays are cleared). Evaluate messages without SecAgg+
+    settings (the local-DP mechanisms) pass through unchanged.
+    """
+    from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
     from flwr.client.mod import secaggplus_mod
+    from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
+    from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS
+    from flwr.compat.common import recorddict_compat as compat
 
-    class ReportingClient(NumPyClient):
-        def __init__(self, index: int):
-            self.index = index
+    kind = str(message.metadata.message_type).split(".")[0]
+    if kind != MessageType.EVALUATE or RECORD_KEY_CONFIGS not in message.content.config_records:
+        return call_next(message, context)
 
-        def fit(self, parameters, config):
-            del parameters
-            vector = flatten_report(setup.report(self.index))
-            if secure:
-                layout = LimbLayout.for_bits(int(config[LIMB_BITS_KEY]))
-                arrays = layout.encode(vector)
-            else:
-                arrays = [vector]
-            # SecAgg+ weighs each report by num_examples / max_weight: 1 / 1, no rescaling.
-            return arrays, 1, {}
+    def report_as_fit_result(inner: Message, ctxt: Context) -> Message:
+        # the evaluate function sees an evaluate message with "arrays" and "config"
+        content = inner.content
+        forwarded = RecordDict(
+            {
+                ARRAYS_RECORD: content.array_records.get("fitins.parameters", ArrayRecord()),
+                CONFIG_RECORD: ConfigRecord(dict(_config_of(inner))),
+            }
+        )
+        inner.metadata.message_type = MessageType.EVALUATE
+        original, inner.content = inner.content, forwarded
+        try:
+            reply = call_next(inner, ctxt)
+        finally:
+            inner.content = original
+            inner.metadata.message_type = MessageType.TRAIN
+        if reply.has_error():
+            return reply
+        limbs = report_arrays(reply.content)
+        # SecAgg+ weighs each report by num_examples / max_weight: 1 / 1, no rescaling
+        fit_res = FitRes(Status(Code.OK, ""), ndarrays_to_parameters(limbs), 1, {})
+        return Message(compat.fitres_to_recorddict(fit_res, False), reply_to=inner)
 
-    def client_fn(context):
-        return ReportingClient(int(context.node_config["partition-id"])).to_client()
+    message.metadata.message_type = MessageType.TRAIN
+    try:
+        reply = secaggplus_mod(message, context, report_as_fit_result)
+    finally:
+        message.metadata.message_type = MessageType.EVALUATE
+    reply.metadata.message_type = MessageType.EVALUATE
+    return reply
 
-    mods = [_vanish_mod(setup.vanishing_clients), secaggplus_mod] if secure else []
-    return ClientApp(client_fn=client_fn, mods=[_identify_mod, *mods])
 
-
-def _identify_mod(msg, ctxt, call_next):
+def identify_mod(message: Message, context: Context, call_next: Callable) -> Message:
     """A client mod: every reply names the client's ``partition-id`` (public: which client
     answered, never what it holds), so the server can say which clients did not answer."""
     from flwr.app import ConfigRecord
 
-    reply = call_next(msg, ctxt)
-    if reply.has_content():
+    reply = call_next(message, context)
+    if reply.has_content() and "partition-id" in context.node_config:
         reply.content.config_records[CLIENT_RECORD_KEY] = ConfigRecord(
-            {"partition-id": int(ctxt.node_config["partition-id"])}
+            {"partition-id": int(context.node_config["partition-id"])}
         )
     return reply
+
+
+def make_client_app(
+    client_data,
+    *,
+    seed: int | None = None,
+    vanishing_clients: frozenset = frozenset(),
+):
+    """The ``ClientApp`` of :func:`dpauc_tf.flower.evaluate`: node ``k`` (``partition-id``)
+    answers with :func:`evaluate_reply` of ``client_data[k]`` (its ``(scores, labels)``),
+    seeded by :func:`client_seed` of ``seed`` when one is given.
+
+    Clients in ``vanishing_clients`` take part in SecAgg+'s key sharing, then fail before
+    sending their masked vector (a dropout, for tests and audits).
+    """
+    from flwr.clientapp import ClientApp
+
+    app = ClientApp()
+
+    @app.evaluate(mods=[identify_mod, _vanish_mod(vanishing_clients), secagg_evaluate_mod])
+    def evaluate(message, context):
+        index = int(context.node_config["partition-id"])
+        scores, labels = client_data[index]
+        server_round = _server_round(message)
+        local_seed = None if seed is None else client_seed(seed, index, server_round)
+        return evaluate_reply(message, labels, scores, seed=local_seed)
+
+    return app
+
+
+def _server_round(message) -> int:
+    try:
+        return int(message.metadata.group_id or 1)
+    except ValueError:
+        return 1
 
 
 def _vanish_mod(vanishing: frozenset) -> Callable:
@@ -196,3 +335,17 @@ def _vanish_mod(vanishing: frozenset) -> Callable:
         return call_next(msg, ctxt)
 
     return vanish_after_share_keys
+
+
+__all__ = [
+    "REPORT_KEY",
+    "client_report",
+    "client_seed",
+    "client_seeds",
+    "evaluate_reply",
+    "identify_mod",
+    "make_client_app",
+    "model_client_report",
+    "model_evaluate_reply",
+    "secagg_evaluate_mod",
+]

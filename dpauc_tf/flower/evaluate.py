@@ -16,16 +16,11 @@ from typing import Any
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.flower.client import ClientSetup, make_client_app
-from dpauc_tf.flower.encoding import LimbLayout
-from dpauc_tf.flower.secagg import SecAggSettings, unmasked_groups
-from dpauc_tf.flower.server import (
-    RoundLog,
-    SummedReports,
-    make_secagg_workflow,
-    make_server_app,
-    make_strategy,
-)
+from dpauc_tf.flower.client import make_client_app
+from dpauc_tf.flower.secagg import SecAggSettings
+from dpauc_tf.flower.server import RoundLog
+from dpauc_tf.flower.strategy import RoundDetails, evaluate_round, wait_for_nodes
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
 
 ENGINES = ("simulation", "in-process")
 # Seconds the server waits for the clients' replies in each exchange of the round (the fit,
@@ -51,43 +46,36 @@ def require_flower() -> None:
 
 @dataclasses.dataclass(frozen=True)
 class FlowerEvaluation:
-    """What the server learns from one Flower evaluation (``R`` repeated releases).
+    """A thin view of the release path's :class:`~dpauc_tf.mechanisms.release.AUCResult`
+    (``result``) with what the server saw of the Flower round. Every attribute of the
+    result reads through (``aucs``, ``fpr``, ``tpr``, ``epsilon``, ``statement``,
+    ``num_clients``, ``num_reporting``, ``to_dict()``, ...).
 
     Attributes:
-      aucs: the AUC estimate of every repeat ``[R]`` (NaN where undefined).
-      fpr, tpr: the ROC curve of every repeat ``[R, T]`` (sorted by FPR, then TPR).
-      mechanism: the mechanism's name.
-      epsilon, delta: the guarantee of one release, achieved by the reports that arrived.
-      statement: its :class:`~dpauc_tf.privacy.statement.PrivacyStatement`.
-      num_clients: clients asked to report. num_reporting: reports in the sum.
-      release: the server's summed release (NumPy arrays with the leading ``R`` axis).
+      result: the :class:`~dpauc_tf.mechanisms.release.AUCResult`.
       secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
-      unanswered: clients (indices) that did not answer within ``round_timeout``.
-      failed: clients whose reply was an error (index -> reason).
       unmasked_groups: sizes of the groups of reporting clients whose sums the server can
         unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
         the epsilon is then the smallest group's (:mod:`dpauc_tf.flower.secagg`).
+      unanswered: clients (indices) that did not answer within ``round_timeout``.
+      failed: clients whose reply was an error (index -> reason).
     """
 
-    aucs: np.ndarray
-    fpr: np.ndarray
-    tpr: np.ndarray
-    mechanism: str
-    epsilon: float
-    delta: float
-    statement: Any
-    num_clients: int
-    num_reporting: int
-    release: dict[str, np.ndarray]
+    result: AUCResult
     secagg: SecAggSettings | None = None
     unmasked_groups: tuple[int, ...] = ()
     unanswered: tuple[int, ...] = ()
     failed: Mapping[Any, str] = dataclasses.field(default_factory=dict)
 
+    def __getattr__(self, name: str):
+        if name == "result":  # not set yet (copying, unpickling)
+            raise AttributeError(name)
+        return getattr(self.result, name)
+
     @property
-    def auc(self) -> float:
-        """The first repeat's AUC."""
-        return float(self.aucs[0])
+    def release(self) -> dict[str, np.ndarray]:
+        """The server's summed release (``AUCResult.noisy_counts``)."""
+        return self.result.noisy_counts
 
 
 def _checked_clients(client_data: Sequence) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -105,16 +93,6 @@ def _checked_clients(client_data: Sequence) -> list[tuple[np.ndarray, np.ndarray
             ScoreSet.checked(labels, scores, source=f"client {index}")
         clients.append((scores, labels))
     return clients
-
-
-def client_seeds(seed: int | None, num_clients: int) -> list | None:
-    """Every simulated client's own seed, derived from ``seed`` (``None``: each client
-    draws from the OS)."""
-    from dpauc_tf.noise.seeds import make_seed, split_seed
-
-    if seed is None:
-        return None
-    return split_seed(make_seed(seed), num_clients).numpy().tolist()
 
 
 def evaluate(
@@ -181,13 +159,7 @@ def evaluate(
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     round_timeout = checked_round_timeout(round_timeout)
-    from dpauc_tf.core.curve import roc_from_confusion
-    from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.mechanisms.registry import (
-        check_mechanism_options,
-        get_mechanism,
-        mechanism_spec,
-    )
+    from dpauc_tf.mechanisms.registry import check_mechanism_options
 
     clients = _checked_clients(client_data)
     num_clients = len(clients)
@@ -198,14 +170,7 @@ def evaluate(
     vanishing = frozenset(int(k) for k in vanishing_clients)
     if any(not 0 <= k < num_clients for k in vanishing):
         raise ValueError(f"vanishing_clients must be client indices in [0, {num_clients})")
-    thresholds = Thresholds.make(num_thresholds, threshold_grid)
-    options = {
-        "epsilon": epsilon,
-        "num_thresholds": thresholds.num_thresholds,
-        "delta": delta,
-        "num_clients": num_clients if secure_shares is None else int(secure_shares),
-    }
-    options.update(
+    options = dict(
         check_mechanism_options(
             mechanism,
             mechanism_options,
@@ -215,14 +180,20 @@ def evaluate(
     )
     if noise_family is not None and epsilon is not None:
         options["family"] = noise_family
-    capabilities = mechanism_spec(mechanism).capabilities
-    if not capabilities.federated or capabilities.transforms_data:
+    spec = ReleaseSpec.make(
+        mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        num_thresholds=num_thresholds,
+        threshold_grid=threshold_grid,
+        options=options,
+    )
+    if not spec.capabilities.federated or spec.capabilities.transforms_data:
         raise ValueError(
             f"mechanism {mechanism!r} cannot run on Flower (dpauc_tf.flower.evaluate): its "
             "client step is not a release of bucket counts"
         )
-    count_mechanism = get_mechanism(mechanism, **options)
-    secure = count_mechanism.capabilities.secure
+    secure = spec.capabilities.secure
     if secure and num_clients < 2:
         raise ValueError("SecAgg+ needs at least 2 clients; use a local mechanism for one")
     if vanishing and not secure:
@@ -231,85 +202,62 @@ def evaluate(
         raise ValueError(
             "num_shares and reconstruction_threshold set SecAgg+: secure mechanisms only"
         )
+    if secure_shares is not None and int(secure_shares) != num_clients:
+        raise ValueError(
+            "secure_shares: the noise shares are sized for every node asked to report; "
+            "fewer reporting ones give the (larger) achieved epsilon (use vanishing_clients)"
+        )
     settings = (
         SecAggSettings.for_clients(num_clients, num_shares, reconstruction_threshold)
         if secure
         else None
     )
+    details = RoundDetails(RoundLog(num_clients=num_clients, timeout=round_timeout))
+    outcome: list[AUCResult] = []
+    errors: list[BaseException] = []
 
-    seeds = client_seeds(seed, num_clients)
-    # an explicit list goes to the clients as given: they add the two ends as Keras does
-    grid = threshold_grid if isinstance(threshold_grid, str) else [float(v) for v in threshold_grid]
-    setup = ClientSetup(
-        mechanism=count_mechanism.name,
-        mechanism_options={
-            **options,
-            **{k: v for k, v in count_mechanism.options().items() if k != "num_clients"},
-        },
-        num_thresholds=int(num_thresholds),
-        threshold_grid=grid,
-        client_data=clients,
-        seeds=seeds,
-        repeats=int(repeats),
-        vanishing_clients=vanishing,
-    )
-    zeros = np.zeros(thresholds.num_buckets)
-    shapes = {
-        key: value.shape
-        for key, value in count_mechanism.release(zeros, zeros, seed=0, repeats=repeats).items()
-    }
-    layout = LimbLayout.for_clients(num_clients) if secure else None
-    outcome: list[SummedReports] = []
-    strategy = make_strategy(
-        num_clients=num_clients, report_shapes=shapes, layout=layout, on_result=outcome.append
-    )
-    graphs: list[tuple[dict, set]] = []
-    secagg = None
-    if secure:
-        secagg = make_secagg_workflow(
-            layout,
-            settings,
-            on_graph=lambda neighbours, active: graphs.append((neighbours, active)),
-            timeout=round_timeout,
-        )
-    round_log = RoundLog(num_clients=num_clients, timeout=round_timeout)
-    server_app = make_server_app(
-        strategy, secagg=secagg, observe_replies=observe_replies, round_log=round_log
-    )
-    client_app = make_client_app(setup, secure=secure)
+    from flwr.serverapp import ServerApp
+
+    server_app = ServerApp()
+
+    @server_app.main()
+    def main(grid, context) -> None:
+        del context
+        try:
+            outcome.append(
+                evaluate_round(
+                    grid,
+                    spec,
+                    node_ids=wait_for_nodes(grid, num_clients),
+                    repeats=int(repeats),
+                    secagg=settings,
+                    timeout=round_timeout,
+                    observe_replies=observe_replies,
+                    details=details,
+                )
+            )
+        except ValueError as error:  # reported by the caller, in one line
+            errors.append(error)
+
+    client_app = make_client_app(clients, seed=seed, vanishing_clients=vanishing)
     if engine == "simulation":
         run_on_simulation_engine(server_app, client_app, num_clients)
     else:
         from dpauc_tf.flower.local import run_in_process
 
         run_in_process(server_app, client_app, num_clients)
+    if errors:
+        raise ValueError(str(errors[0]))
     if not outcome:
-        raise ValueError(_no_report_reason(round_log, settings))
-    summed = outcome[0]
-
-    import tensorflow as tf
-
-    aggregate = count_mechanism.aggregate()
-    release = {key: tf.constant(value) for key, value in summed.release.items()}
-    roc = roc_from_confusion(aggregate.to_confusion(release))
-    aucs = np.atleast_1d(np.asarray(aggregate.estimate_auc(release), np.float64))
-    groups = (summed.num_reporting,) if not graphs else tuple(unmasked_groups(*graphs[0]))
-    statement = _statement(count_mechanism, summed.num_reporting, groups)
+        raise ValueError(
+            "no report reached the server: " + (details.log.describe() or "the round did not run")
+        )
     return FlowerEvaluation(
-        aucs=aucs,
-        fpr=np.atleast_2d(roc.fpr.numpy()),
-        tpr=np.atleast_2d(roc.tpr.numpy()),
-        mechanism=count_mechanism.name,
-        epsilon=float(statement.epsilon),
-        delta=float(statement.delta),
-        statement=statement,
-        num_clients=num_clients,
-        num_reporting=summed.num_reporting,
-        release=summed.release,
+        result=outcome[0],
         secagg=settings,
-        unmasked_groups=groups,
-        unanswered=tuple(round_log.unanswered),
-        failed=round_log.failed,
+        unmasked_groups=details.unmasked_groups,
+        unanswered=tuple(details.log.unanswered),
+        failed=details.log.failed,
     )
 
 
@@ -324,39 +272,6 @@ def checked_round_timeout(value) -> float | None:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"round_timeout must be a positive number of seconds, got {value!r}")
     return float(value)
-
-
-def _no_report_reason(round_log: RoundLog, settings: SecAggSettings | None) -> str:
-    """Why no report reached the server, in one line: a timeout (and which clients did not
-    answer), failing clients, or SecAgg+'s halt."""
-    text = "no report reached the server"
-    details = round_log.describe()
-    if details:
-        text += f": {details}"
-    if settings is not None:
-        text += (
-            f" (SecAgg+ halts when fewer than its reconstruction threshold "
-            f"{settings.reconstruction_threshold} of a neighbourhood stay)"
-        )
-    return text
-
-
-def _statement(mechanism, num_reporting: int, groups: tuple[int, ...]):
-    """The epsilon achieved by the reports that arrived; when dropouts split SecAgg+'s
-    neighbourhoods, by the smallest group the server can unmask on its own."""
-    from dpauc_tf.mechanisms.base import achieved_statement
-
-    if len(groups) <= 1:
-        return achieved_statement(mechanism, num_reporting)
-    smallest = min(groups)
-    statement = achieved_statement(mechanism, smallest)
-    return dataclasses.replace(
-        statement,
-        noise=f"{mechanism.statement().noise}; dropouts split SecAgg+'s neighbourhoods into "
-        f"groups of {sorted(groups, reverse=True)} clients whose sums the server can unmask "
-        f"separately, so epsilon is the one achieved by the smallest group's {smallest} shares: "
-        f"{statement.epsilon:g}",
-    )
 
 
 def run_on_simulation_engine(server_app, client_app, num_clients: int) -> None:

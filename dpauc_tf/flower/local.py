@@ -43,10 +43,10 @@ class LocalGrid:
     lazily); see the module docstring.
     """
 
-    def __new__(cls, client_app, num_nodes: int):
+    def __new__(cls, client_app, num_nodes: int, run_config: dict | None = None):
         grid_class = _local_grid_class()
         instance = object.__new__(grid_class)
-        instance.__init__(client_app, num_nodes)
+        instance.__init__(client_app, num_nodes, run_config)
         return instance
 
 
@@ -59,7 +59,7 @@ def _local_grid_class():
     Context, Error, Message, RecordDict, SUPERLINK_NODE_ID, ErrorCode, Grid, Run = _flwr()
 
     class _LocalGrid(Grid):
-        def __init__(self, client_app, num_nodes: int):
+        def __init__(self, client_app, num_nodes: int, run_config: dict | None = None):
             self._client_app = client_app
             self._node_ids = list(range(1, int(num_nodes) + 1))
             self._contexts = {
@@ -68,7 +68,7 @@ def _local_grid_class():
                     node_id=node_id,
                     node_config={"partition-id": index, "num-partitions": int(num_nodes)},
                     state=RecordDict(),
-                    run_config={},
+                    run_config=dict(run_config or {}),
                 )
                 for index, node_id in enumerate(self._node_ids)
             }
@@ -164,12 +164,17 @@ def _local_grid_class():
     return _LocalGrid
 
 
-def run_in_process(server_app, client_app, num_nodes: int) -> None:
-    """Runs ``server_app`` against ``num_nodes`` copies of ``client_app`` in this process."""
+def run_in_process(server_app, client_app, num_nodes: int, run_config: dict | None = None) -> None:
+    """Runs ``server_app`` against ``num_nodes`` copies of ``client_app`` in this process;
+    every app's ``context.run_config`` is ``run_config`` (an app's ``[tool.flwr.app.config]``)."""
     Context, _, _, RecordDict, SUPERLINK_NODE_ID, *_ = _flwr()
-    grid = LocalGrid(client_app, num_nodes)
+    grid = LocalGrid(client_app, num_nodes, run_config)
     context = Context(
-        run_id=RUN_ID, node_id=SUPERLINK_NODE_ID, node_config={}, state=RecordDict(), run_config={}
+        run_id=RUN_ID,
+        node_id=SUPERLINK_NODE_ID,
+        node_config={},
+        state=RecordDict(),
+        run_config=dict(run_config or {}),
     )
     from flwr.supercore.task_identity import TaskIdentity
 

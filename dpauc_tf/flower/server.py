@@ -1,5 +1,6 @@
-"""The server side on Flower: a strategy that sums the clients' reports (plainly, or the
-masked sum that SecAgg+ unmasks) and a ``ServerApp`` running one evaluation round.
+"""The server's plumbing on Flower: the grids that time and observe an exchange, what the
+server saw of a round (:class:`RoundLog`), and SecAgg+'s workflow configured for exact
+integer sums (driven by :func:`dpauc_tf.flower.evaluate_round`).
 
 The server adds no noise: it turns the summed release into the ROC curve and the AUC with
 the mechanism's own post-processing (``mechanism.aggregate()``, ``to_confusion``,
@@ -23,34 +24,36 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.flower.client import CLIENT_RECORD_KEY, LIMB_BITS_KEY, unflatten_report
+from dpauc_tf.flower.client import CLIENT_RECORD_KEY
 from dpauc_tf.flower.encoding import LimbLayout
+from dpauc_tf.flower.records import unflatten_report
 from dpauc_tf.flower.secagg import SecAggSettings, make_recording_workflow
 
 
 @dataclasses.dataclass(frozen=True)
 class SummedReports:
-    """What the server learns: the summed release and how many reports entered the sum."""
+    """What the server learns: the summed release, the summed number of examples and how
+    many reports entered the sum."""
 
     release: dict[str, np.ndarray]
     num_reporting: int
     num_failures: int = 0
+    num_examples: float | None = None
 
 
-def make_strategy(
+def make_legacy_summing_strategy(
     *,
-    num_clients: int,
-    report_shapes: dict[str, tuple],
-    layout: LimbLayout | None,
+    node_ids: list[int],
+    config: dict[str, str],
+    shapes: dict[str, tuple],
+    layout: LimbLayout,
     on_result: Callable[[SummedReports], None],
 ):
-    """A Flower ``Strategy`` for one evaluation round over ``num_clients`` clients.
-
-    ``layout`` given: the fit results carry SecAgg+'s unmasked sum of the limbs (every
-    result holds the same aggregate), decoded exactly; otherwise every result is one
-    client's report and they are summed here. ``on_result`` receives the
-    :class:`SummedReports`.
-    """
+    """The legacy Flower ``Strategy`` that ``SecAggPlusWorkflow`` drives (it knows no
+    other): its "fit" instructions carry the release's ``config`` to every node in
+    ``node_ids``, and its ``aggregate_fit`` receives SecAgg+'s unmasked sum of the limbs
+    (every result holds the same aggregate), decoded exactly and given to ``on_result``.
+    Internal to :func:`dpauc_tf.flower.evaluate_round`."""
     from flwr.common import FitIns, Parameters, parameters_to_ndarrays
     from flwr.server.strategy import Strategy
 
@@ -59,24 +62,17 @@ def make_strategy(
             return Parameters(tensors=[], tensor_type="numpy.ndarray")
 
         def configure_fit(self, server_round, parameters, client_manager):
-            clients = client_manager.sample(num_clients=num_clients, min_num_clients=num_clients)
-            config = {} if layout is None else {LIMB_BITS_KEY: layout.bits}
-            return [(client, FitIns(parameters, config)) for client in clients]
+            clients = client_manager.all()
+            return [(clients[str(nid)], FitIns(parameters, dict(config))) for nid in node_ids]
 
         def aggregate_fit(self, server_round, results, failures):
             num_reporting = len(results)
             if num_reporting == 0:
                 return None, {}
-            if layout is not None:
-                limbs = parameters_to_ndarrays(results[0][1].parameters)
-                vector = layout.decode(limbs, num_reporting).astype(np.float64)
-            else:
-                vector = None
-                for _, fit_res in results:
-                    (report,) = parameters_to_ndarrays(fit_res.parameters)
-                    vector = report if vector is None else vector + report
-            release = unflatten_report(np.asarray(vector, np.float64), report_shapes)
-            on_result(SummedReports(release, num_reporting, len(failures)))
+            limbs = parameters_to_ndarrays(results[0][1].parameters)
+            vector = layout.decode(limbs, num_reporting).astype(np.float64)
+            release, num_examples = unflatten_report(vector, shapes)
+            on_result(SummedReports(release, num_reporting, len(failures), num_examples))
             return None, {}
 
         def configure_evaluate(self, server_round, parameters, client_manager):
@@ -91,7 +87,7 @@ def make_strategy(
     return SummingStrategy()
 
 
-class _ObservedGrid:
+class ObservedGrid:
     """A Grid that shows every reply to ``observe`` before the workflow sees it (tests,
     audits: what the server receives)."""
 
@@ -209,7 +205,7 @@ def _stage(message) -> str:
     return str(message.metadata.message_type)
 
 
-class _TimedGrid:
+class TimedGrid:
     """A Grid whose every exchange waits at most ``log.timeout`` seconds (Flower's default
     workflow waits without limit) and records in ``log`` who did not answer or failed."""
 
@@ -239,34 +235,6 @@ class _TimedGrid:
 
     def __getattr__(self, name):
         return getattr(self._grid, name)
-
-
-def make_server_app(
-    strategy,
-    *,
-    secagg=None,
-    observe_replies: Callable[[Any], None] | None = None,
-    round_log: RoundLog | None = None,
-):
-    """A Flower ``ServerApp`` running one round of ``strategy`` (through ``secagg``, a
-    ``SecAggPlusWorkflow``, when given). ``observe_replies`` sees every incoming message;
-    ``round_log`` bounds every exchange by its timeout and records who did not answer."""
-    from flwr.server import ServerApp, ServerConfig
-    from flwr.server.compat import LegacyContext
-    from flwr.server.workflow import DefaultWorkflow
-
-    app = ServerApp()
-
-    @app.main()
-    def main(grid, context) -> None:
-        if round_log is not None:
-            grid = _TimedGrid(grid, round_log)
-        if observe_replies is not None:
-            grid = _ObservedGrid(grid, observe_replies)
-        legacy = LegacyContext(context, config=ServerConfig(num_rounds=1), strategy=strategy)
-        DefaultWorkflow(fit_workflow=secagg)(grid, legacy)
-
-    return app
 
 
 def make_secagg_workflow(

@@ -129,7 +129,7 @@ def _evaluate(clients, **kwargs):
 def test_flower_runs_the_ring_it_is_given(clients, monkeypatch):
     import importlib
 
-    flower_evaluate = importlib.import_module("dpauc_tf.flower.evaluate")  # not the function
+    flower_evaluate = importlib.import_module("dpauc_tf.flower.strategy")  # where the round runs
     seen = []
     original = flower_evaluate.unmasked_groups
 

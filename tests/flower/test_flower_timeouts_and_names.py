@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("flwr")
 
+import dpauc_tf.flower.client as flower_client
 from dpauc_tf.cli.main import main
 from dpauc_tf.flower import evaluate as flower_evaluate_function
-from dpauc_tf.flower.client import ClientSetup
 
 flower_evaluate = __import__("sys").modules["dpauc_tf.flower.evaluate"]
 # Long enough for the honest clients on a loaded machine, short for a test.
@@ -115,14 +115,15 @@ def hanging_client(monkeypatch):
     """Client ``hang`` (set the returned list) blocks in its report until the test ends."""
     release = threading.Event()
     which: list[int] = []
-    report = ClientSetup.report
+    reply = flower_client.evaluate_reply
 
-    def slow_report(self, index):
-        if index in which:
+    def slow_reply(message, labels, scores, **kwargs):
+        # the in-process grid's node k + 1 is client (partition-id) k
+        if message.metadata.dst_node_id - 1 in which:
             release.wait(60)
-        return report(self, index)
+        return reply(message, labels, scores, **kwargs)
 
-    monkeypatch.setattr(ClientSetup, "report", slow_report)
+    monkeypatch.setattr(flower_client, "evaluate_reply", slow_reply)
     yield which
     release.set()
 

@@ -1,0 +1,510 @@
+"""The server side on Flower: one private-AUC evaluation round, and a strategy wrapper that
+runs one in every evaluate round of any Flower strategy.
+
+:func:`evaluate_round` sends the release's settings (:mod:`dpauc_tf.flower.records`) and
+the global model to every node in an *evaluate* round, sums the reports (through SecAgg+
+for the secure mechanisms: the server receives only masked vectors and unmasks their sum)
+and returns the release path's :class:`~dpauc_tf.mechanisms.release.AUCResult`: AUC,
+curve, the epsilon achieved by the reports that arrived and the number of reporting
+clients. :class:`DPAUCStrategy` wraps a training strategy (``FedAvg``, ...) the way
+Flower's DP wrappers do: training is the wrapped strategy's, every evaluate round is a
+private AUC of the current global model, charged to a
+:class:`~dpauc_tf.privacy.ledger.PrivacyLedger` before any report is sent::
+
+    from flwr.app import ArrayRecord, Context
+    from flwr.serverapp import Grid, ServerApp
+    from flwr.serverapp.strategy import FedAvg
+    from dpauc_tf.flower import DPAUCStrategy, spec_from_run_config
+
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        strategy = DPAUCStrategy(FedAvg(), spec_from_run_config(context.run_config))
+        strategy.start(grid, ArrayRecord(my_model.get_weights()), num_rounds=3)
+        for server_round, result in strategy.results.items():
+            print(server_round, result.auc, result.epsilon, result.num_reporting)
+
+The server adds no noise: it post-processes the sum (:func:`finish_release`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpauc_tf.flower.encoding import LimbLayout
+from dpauc_tf.flower.records import (
+    ARRAYS_RECORD,
+    CONFIG_RECORD,
+    ReleaseSettings,
+    release_config,
+    report_arrays,
+    unflatten_report,
+)
+from dpauc_tf.flower.secagg import SecAggSettings, unmasked_groups
+from dpauc_tf.flower.server import (
+    ObservedGrid,
+    RoundLog,
+    SummedReports,
+    TimedGrid,
+    make_legacy_summing_strategy,
+    make_secagg_workflow,
+)
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
+
+if TYPE_CHECKING:  # pragma: no cover - names for the type hints only
+    from flwr.app import ArrayRecord, Message
+    from flwr.serverapp import Grid
+
+DEFAULT_TIMEOUT = 600.0  # seconds the server waits for each exchange of a round
+
+
+@dataclasses.dataclass
+class RoundDetails:
+    """What the server saw of one round besides the result (for reports and audits).
+
+    Attributes:
+      log: who answered late, not at all, or with an error (:class:`RoundLog`).
+      secagg: SecAgg+'s settings (secure mechanisms) or ``None``.
+      unmasked_groups: sizes of the groups of reporting clients whose sums the server can
+        unmask: one group unless dropouts split SecAgg+'s neighbourhoods.
+    """
+
+    log: RoundLog
+    secagg: SecAggSettings | None = None
+    unmasked_groups: tuple[int, ...] = ()
+
+
+def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = None) -> ReleaseSpec:
+    """The release from a Flower app's ``[tool.flwr.app.config]`` (``context.run_config``).
+
+    Keys: ``mechanism`` (default ``"histogram"``), ``epsilon`` (a number, or ``"none"``: no
+    noise, NOT private), ``delta``, ``num-thresholds`` (default 200), ``threshold-grid``
+    (``"tf"`` or ``"reference"``) and ``mechanism-options`` (a JSON object, e.g.
+    ``'{"estimator": "mann-whitney-smooth"}'``). Unknown names fail in one line.
+    """
+    import json
+
+    from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+
+    epsilon = run_config.get("epsilon", "none")
+    if isinstance(epsilon, str):
+        if epsilon.strip().lower() != "none":
+            raise ValueError(f'epsilon must be a number or "none", got {epsilon!r}')
+        epsilon = None
+    delta = run_config.get("delta")
+    options = run_config.get("mechanism-options", "{}") or "{}"
+    try:
+        options = json.loads(options) if isinstance(options, str) else dict(options)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"mechanism-options must be a JSON object: {error}") from None
+    return ReleaseSpec.make(
+        str(run_config.get("mechanism", "histogram")),
+        epsilon=None if epsilon is None else float(epsilon),
+        delta=None if delta in (None, "none") else float(delta),
+        num_thresholds=int(run_config.get("num-thresholds", DEFAULT_NUM_THRESHOLDS)),
+        threshold_grid=str(run_config.get("threshold-grid", "tf")),
+        options=options,
+        seed=seed,
+    )
+
+
+def wait_for_nodes(grid: Any, num_nodes: int, timeout: float | None = 60.0) -> list[int]:
+    """The grid's node ids once at least ``num_nodes`` SuperNodes are connected (the
+    simulation engine and a SuperLink register nodes while the ``ServerApp`` starts).
+
+    Raises:
+      ValueError: fewer than ``num_nodes`` connected within ``timeout`` seconds.
+    """
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + float(timeout)
+    while True:
+        nodes = sorted(int(n) for n in grid.get_node_ids())
+        if len(nodes) >= num_nodes:
+            return nodes
+        if deadline is not None and time.monotonic() > deadline:
+            raise ValueError(f"{len(nodes)} of {num_nodes} SuperNodes connected within {timeout} s")
+        time.sleep(0.2)
+
+
+def evaluate_round(
+    grid: Grid,
+    spec: ReleaseSpec,
+    *,
+    arrays: ArrayRecord | None = None,
+    server_round: int = 1,
+    repeats: int = 1,
+    node_ids: Iterable[int] | None = None,
+    secagg: SecAggSettings | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    observe_replies: Callable[[Any], None] | None = None,
+    details: RoundDetails | None = None,
+) -> AUCResult:
+    """One private-AUC evaluation of ``arrays`` (the global model) on every node.
+
+    Args:
+      grid: the ``Grid`` of the ``ServerApp``'s ``main``.
+      spec: the release (:class:`~dpauc_tf.mechanisms.release.ReleaseSpec`); its ``seed``
+        is never sent (the clients hold their own).
+      arrays: the ``ArrayRecord`` the clients evaluate (``None``: an empty one).
+      server_round: the round's number (the messages' group id).
+      repeats: independent releases in this round (each composes).
+      node_ids: the nodes asked to report (default: all of the grid's). The secure
+        mechanisms' noise shares are sized for all of them.
+      secagg: SecAgg+'s neighbourhoods (secure mechanisms; default
+        :meth:`SecAggSettings.for_clients`).
+      timeout: seconds the server waits for each exchange (``None``: no limit); clients
+        that do not answer in time are left out and named in ``details.log``.
+      observe_replies: called with every message the server receives (an audit hook).
+      details: filled with what the server saw (:class:`RoundDetails`).
+
+    Returns:
+      The :class:`~dpauc_tf.mechanisms.release.AUCResult` of the reports that arrived: its
+      epsilon is the one they achieve (with dropouts splitting SecAgg+'s neighbourhoods, the
+      smallest unmaskable group's).
+
+    Raises:
+      ValueError: a mechanism that cannot run on Flower, fewer than 2 nodes for a secure
+        one, or no report arriving (saying who did not answer or failed).
+    """
+    from flwr.app import ArrayRecord
+
+    spec.check_releases_counts("Flower")
+    nodes = sorted(int(n) for n in (grid.get_node_ids() if node_ids is None else node_ids))
+    if not nodes:
+        raise ValueError("no node to evaluate on: the grid has no SuperNode")
+    spec.check_summable(len(nodes), "Flower")
+    secure = spec.capabilities.secure
+    if secure and len(nodes) < 2:
+        raise ValueError("SecAgg+ needs at least 2 clients; use a local mechanism for one")
+    if secagg is not None and not secure:
+        raise ValueError("secagg sets SecAgg+: secure mechanisms only")
+    if secure and secagg is None:
+        secagg = SecAggSettings.for_clients(len(nodes))
+    layout = LimbLayout.for_clients(len(nodes)) if secure else None
+    config = release_config(spec, num_clients=len(nodes), repeats=repeats, layout=layout)
+    settings = ReleaseSettings(spec, len(nodes), repeats, None if layout is None else layout.bits)
+    details = details if details is not None else RoundDetails(RoundLog(len(nodes), timeout))
+    details.log.num_clients, details.log.timeout = len(nodes), timeout
+    details.secagg = secagg
+    grid = TimedGrid(grid, details.log)
+    if observe_replies is not None:
+        grid = ObservedGrid(grid, observe_replies)
+    arrays = ArrayRecord() if arrays is None else arrays
+    if secure:
+        summed, graphs = _secure_sum(
+            grid, settings, config, arrays, nodes, server_round, secagg, timeout
+        )
+    else:
+        summed, graphs = _plain_sum(grid, settings, config, arrays, nodes, server_round), []
+    if summed is None:
+        raise ValueError(_no_report_reason(details.log, secagg))
+    groups = (summed.num_reporting,) if not graphs else tuple(unmasked_groups(*graphs[0]))
+    details.unmasked_groups = groups
+    result = finish_release(
+        spec,
+        summed.release,
+        num_examples=summed.num_examples,
+        num_clients=len(nodes),
+        num_reporting=summed.num_reporting,
+    )
+    return _split_groups(result, spec, len(nodes), groups)
+
+
+def _messages(content_for, nodes, server_round) -> list[Message]:
+    from flwr.app import Message, MessageType
+
+    return [
+        Message(content_for(nid), dst_node_id=nid, message_type=MessageType.EVALUATE,
+                group_id=str(server_round))
+        for nid in nodes
+    ]  # fmt: skip
+
+
+def _plain_sum(grid, settings, config, arrays, nodes, server_round) -> SummedReports | None:
+    from flwr.app import ConfigRecord, RecordDict
+
+    def content(_nid):
+        return RecordDict({ARRAYS_RECORD: arrays, CONFIG_RECORD: ConfigRecord(dict(config))})
+
+    replies = list(grid.send_and_receive(_messages(content, nodes, server_round)))
+    shapes = settings.report_shapes()
+    total, reporting, failures = None, 0, 0
+    for reply in replies:
+        if reply.has_error():
+            failures += 1
+            continue
+        (vector,) = report_arrays(reply.content)
+        vector = np.asarray(vector, np.float64)
+        total = vector if total is None else total + vector
+        reporting += 1
+    if total is None:
+        return None
+    release, num_examples = unflatten_report(total, shapes)
+    return SummedReports(release, reporting, failures, num_examples)
+
+
+class _EvaluateGrid:
+    """SecAgg+'s workflow sends training messages; this grid sends them as *evaluate*
+    messages (the clients' :func:`~dpauc_tf.flower.client.secagg_evaluate_mod` answers)."""
+
+    def __init__(self, grid):
+        self._grid = grid
+
+    def send_and_receive(self, messages, *, timeout=None):
+        from flwr.app import MessageType
+
+        messages = list(messages)
+        for message in messages:
+            message.metadata.message_type = MessageType.EVALUATE
+        return self._grid.send_and_receive(messages, timeout=timeout)
+
+    def __getattr__(self, name):
+        return getattr(self._grid, name)
+
+
+def _secure_sum(grid, settings, config, arrays, nodes, server_round, secagg, timeout):
+    from flwr.app import ConfigRecord, Context, RecordDict
+    from flwr.server import ServerConfig
+    from flwr.server.client_manager import SimpleClientManager
+    from flwr.server.compat.grid_client_proxy import GridClientProxy
+    from flwr.server.compat.legacy_context import LegacyContext
+    from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD, Key
+
+    outcome: list[SummedReports] = []
+    graphs: list[tuple[dict, set]] = []
+    strategy = make_legacy_summing_strategy(
+        node_ids=nodes,
+        config=config,
+        shapes=settings.report_shapes(),
+        layout=settings.layout,
+        on_result=outcome.append,
+    )
+    run_id = _run_id(grid)
+    clients = SimpleClientManager()
+    for nid in nodes:
+        clients.register(GridClientProxy(nid, grid, run_id))
+    context = Context(run_id=run_id, node_id=0, node_config={}, state=RecordDict(), run_config={})
+    legacy = LegacyContext(context, ServerConfig(num_rounds=1), strategy, clients)
+    legacy.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord(
+        {Key.CURRENT_ROUND: int(server_round)}
+    )
+    legacy.state.array_records[MAIN_PARAMS_RECORD] = arrays
+    workflow = make_secagg_workflow(
+        settings.layout,
+        secagg,
+        on_graph=lambda neighbours, active: graphs.append((neighbours, active)),
+        timeout=timeout,
+    )
+    workflow(_EvaluateGrid(grid), legacy)
+    return (outcome[0] if outcome else None), graphs
+
+
+def _run_id(grid) -> int:
+    try:
+        return int(grid.run.run_id)
+    except Exception:  # a grid without a run (tests): Flower's messages carry their own
+        return 0
+
+
+def _split_groups(result: AUCResult, spec: ReleaseSpec, num_clients: int, groups) -> AUCResult:
+    """When dropouts split SecAgg+'s neighbourhoods, the server can unmask each group's sum:
+    the epsilon is the one the smallest group's shares achieve (basic composition over
+    the repeats for the whole output)."""
+    if len(groups) <= 1 or spec.epsilon is None:
+        return result
+    from dpauc_tf.mechanisms.base import achieved_statement
+
+    mechanism = spec.build(num_clients)
+    smallest = min(groups)
+    statement = achieved_statement(mechanism, smallest)
+    statement = dataclasses.replace(
+        statement,
+        noise=f"{mechanism.statement().noise}; dropouts split SecAgg+'s neighbourhoods into "
+        f"groups of {sorted(groups, reverse=True)} clients whose sums the server can unmask "
+        f"separately, so epsilon is the one achieved by the smallest group's {smallest} shares: "
+        f"{statement.epsilon:g}",
+    )
+    epsilon = float(statement.epsilon)
+    finite = math.isfinite(epsilon)
+    return dataclasses.replace(
+        result,
+        statement=statement,
+        epsilon=epsilon if finite else None,
+        epsilon_total=result.repeats * epsilon if finite else None,
+        delta_total=min(1.0, result.repeats * result.delta),
+    )
+
+
+def _no_report_reason(log: RoundLog, settings: SecAggSettings | None) -> str:
+    text = "no report reached the server"
+    described = log.describe()
+    if described:
+        text += f": {described}"
+    if settings is not None:
+        text += (
+            f" (SecAgg+ halts when fewer than its reconstruction threshold "
+            f"{settings.reconstruction_threshold} of a neighbourhood stay)"
+        )
+    return text
+
+
+def achieved_event(result: AUCResult):
+    """The dp-accounting event of what ``result`` released: ``R`` releases of the epsilon
+    the arrived reports achieve (the mechanism's own event when they achieve its target)."""
+    import dp_accounting
+
+    return dp_accounting.SelfComposedDpEvent(
+        dp_accounting.EpsilonDeltaDpEvent(float(result.epsilon), float(result.delta)),
+        result.repeats,
+    )
+
+
+def _strategy_base():
+    from flwr.serverapp.strategy import Strategy
+
+    return Strategy
+
+
+class DPAUCStrategy:
+    """Wraps any Flower strategy: training is its own, every evaluate round is a private AUC.
+
+    Built as a subclass of ``flwr.serverapp.strategy.Strategy`` (Flower is imported when the
+    first one is made). ``configure_evaluate`` runs :func:`evaluate_round` on the round's
+    global model (the wrapped strategy's federated evaluation is replaced) and
+    ``aggregate_evaluate`` returns its figures as a ``MetricRecord``
+    (``dpauc-auc``, ``dpauc-epsilon``, ``dpauc-num-reporting``, ``dpauc-num-clients``);
+    the full :class:`~dpauc_tf.mechanisms.release.AUCResult` of round ``r`` is
+    ``strategy.results[r]``.
+
+    Args:
+      strategy: the training strategy (``FedAvg()``, ...).
+      spec: the release of every evaluation (:func:`spec_from_run_config` builds it from the
+        app's config).
+      ledger: charged before every evaluation (refused with
+        :class:`~dpauc_tf.privacy.ledger.BudgetExceededError` if it would exceed its budget,
+        before any report is sent); when fewer reports arrive than a secure mechanism's
+        noise was sized for, the difference to the achieved epsilon is not lost: the
+        achieved release is recorded too (``dataset``, ``"...: achieved"``).
+      dataset: the ledger's data set name.
+      repeats, secagg, timeout, observe_replies: as for :func:`evaluate_round`.
+      on_result: called with every round's ``(server_round, AUCResult)``.
+
+    >>> DPAUCStrategy.__name__
+    'DPAUCStrategy'
+    """
+
+    def __new__(cls, *args, **kwargs):
+        instance = object.__new__(_strategy_class())
+        instance.__init__(*args, **kwargs)
+        return instance
+
+
+_CLASS: list = []
+
+
+def _strategy_class():
+    if _CLASS:
+        return _CLASS[0]
+    Strategy = _strategy_base()
+
+    class _DPAUCStrategy(Strategy):
+        __doc__ = DPAUCStrategy.__doc__
+
+        def __init__(
+            self,
+            strategy,
+            spec: ReleaseSpec,
+            *,
+            ledger=None,
+            dataset: str = "flower-evaluation",
+            repeats: int = 1,
+            secagg: SecAggSettings | None = None,
+            timeout: float | None = DEFAULT_TIMEOUT,
+            observe_replies: Callable[[Any], None] | None = None,
+            on_result: Callable[[int, AUCResult], None] | None = None,
+        ):
+            self.strategy = strategy
+            self.spec = spec
+            self.ledger = ledger
+            self.dataset = dataset
+            self.repeats = repeats
+            self.secagg = secagg
+            self.timeout = timeout
+            self.observe_replies = observe_replies
+            self.on_result = on_result
+            self.results: dict[int, AUCResult] = {}
+            self.details: dict[int, RoundDetails] = {}
+            spec.check_releases_counts("Flower")
+
+        # training: the wrapped strategy's
+        def configure_train(self, server_round, arrays, config, grid):
+            return self.strategy.configure_train(server_round, arrays, config, grid)
+
+        def aggregate_train(self, server_round, replies):
+            return self.strategy.aggregate_train(server_round, replies)
+
+        def summary(self) -> None:
+            self.strategy.summary()
+            from flwr.supercore import log
+
+            log(20, "\t└──> private AUC on evaluate: %s", self.spec.mechanism)
+
+        # evaluation: one private AUC of the current global model
+        def configure_evaluate(self, server_round, arrays, config, grid):
+            planned = self.spec.build(len(list(grid.get_node_ids())) or 1)
+            if self.ledger is not None and self.spec.epsilon is not None:
+                import dp_accounting
+
+                event = dp_accounting.SelfComposedDpEvent(planned.dp_event(), self.repeats)
+                self.ledger.record(event, self.dataset, f"flower round {server_round}")
+            details = RoundDetails(RoundLog(0, self.timeout))
+            result = evaluate_round(
+                grid,
+                self.spec,
+                arrays=arrays,
+                server_round=server_round,
+                repeats=self.repeats,
+                secagg=self.secagg,
+                timeout=self.timeout,
+                observe_replies=self.observe_replies,
+                details=details,
+            )
+            if (
+                self.ledger is not None
+                and result.epsilon is not None
+                and result.epsilon > float(planned.statement().epsilon)
+            ):
+                self.ledger.record(
+                    achieved_event(result), self.dataset, f"flower round {server_round}: achieved"
+                )
+            self.results[int(server_round)] = result
+            self.details[int(server_round)] = details
+            if self.on_result is not None:
+                self.on_result(int(server_round), result)
+            return []  # the round ran in evaluate_round: nothing more to send
+
+        def aggregate_evaluate(self, server_round, replies):
+            from flwr.app import MetricRecord
+
+            result = self.results.get(int(server_round))
+            if result is None:
+                return None
+            return MetricRecord(
+                {
+                    "dpauc-auc": result.auc,
+                    "dpauc-epsilon": -1.0 if result.epsilon is None else result.epsilon,
+                    "dpauc-num-reporting": int(result.num_reporting or 0),
+                    "dpauc-num-clients": int(result.num_clients or 0),
+                }
+            )
+
+    _DPAUCStrategy.__name__ = _DPAUCStrategy.__qualname__ = "DPAUCStrategy"
+    _CLASS.append(_DPAUCStrategy)
+    return _DPAUCStrategy

@@ -1,0 +1,1 @@
+"""dpauc-flower-app: FedAvg training and a private AUC of the global model every round."""
