@@ -112,6 +112,12 @@ def test_beam_io_noise_matches_the_simulation_over_seeds(capsys, clients_files):
     )
     assert beam["guaranteed_epsilon"] == simulated["guaranteed_epsilon"] == 1.0
     assert stats.ks_2samp(beam["aucs"], simulated["aucs"]).pvalue > 1e-3
+    # the test can fail: the simulate backend at a doubled (or halved) noise scale is told apart
+    for wrong in (0.5, 2):
+        args = [*common, "--seed", 3]
+        args[args.index("--epsilon") + 1] = wrong
+        other = _run_plain(capsys, "--scores", clients_files / "all.csv", *args)
+        assert stats.ks_2samp(beam["aucs"], other["aucs"]).pvalue < 1e-3, wrong
 
 
 def test_beam_io_hostile_files(capsys, tmp_path):
