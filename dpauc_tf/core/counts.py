@@ -36,8 +36,25 @@ LOGIT_MESSAGE = "DPAUC: logits must not be NaN."
 SCORE_MESSAGE = "DPAUC: predictions must be finite and in [0, 1] (use from_logits=True for logits)."
 WEIGHT_MESSAGE = (
     "DPAUC: sample weights must be in [0, 1]; larger weights break the sensitivity "
-    "bound of the privacy guarantee."
+    "bound of the privacy guarantee (the Keras metric takes a declared bound, "
+    "DPAUC(max_weight=...), which scales the noise; elsewhere clip the weights)."
 )
+
+
+def weight_message(max_weight: float | None = 1.0) -> str:
+    """What a batch with a weight outside ``[0, max_weight]`` is told (``None``: no upper
+    bound, only non-negative finite weights)."""
+    if max_weight is None:
+        return "DPAUC: sample weights must be finite and >= 0."
+    if max_weight == 1.0:
+        return WEIGHT_MESSAGE
+    return (
+        f"DPAUC: sample weights must be in [0, max_weight] = [0, {max_weight:g}]; larger "
+        "weights break the sensitivity bound of the privacy guarantee (declare a larger "
+        "max_weight, which scales the noise, or clip the weights)."
+    )
+
+
 INTEGER_WEIGHT_MESSAGE = (
     "DPAUC: this mechanism adds integer noise and needs sample weights of 0 or "
     "1; a fractional weight would show through the noise (epsilon = infinity)."
@@ -61,10 +78,12 @@ def validate_batch(
     *,
     from_logits: bool = False,
     integer_weights: bool = False,
+    max_weight: float | None = 1.0,
 ) -> tf.Tensor:
     """Asserts that a batch is valid and returns a scalar bool ``bad`` (for the XLA path).
 
     All arguments must already be flat float tensors of equal length (weights may be None).
+    Weights must lie in ``[0, max_weight]`` (``max_weight=None``: finite and >= 0).
     """
     label_ok = tf.logical_or(tf.equal(y_true, 0.0), tf.equal(y_true, 1.0))
     if from_logits:
@@ -76,10 +95,14 @@ def validate_batch(
         score_msg = SCORE_MESSAGE
     checks = [(label_ok, LABEL_MESSAGE), (score_ok, score_msg)]
     if sample_weight is not None:
+        upper = np.inf if max_weight is None else max_weight
         weight_ok = tf.logical_and(
-            tf.greater_equal(sample_weight, 0.0), tf.less_equal(sample_weight, 1.0)
+            tf.greater_equal(sample_weight, 0.0),
+            tf.less_equal(sample_weight, tf.constant(upper, sample_weight.dtype)),
         )
-        checks.append((weight_ok, WEIGHT_MESSAGE))
+        if max_weight is None:
+            weight_ok = tf.logical_and(weight_ok, tf.math.is_finite(sample_weight))
+        checks.append((weight_ok, weight_message(max_weight)))
         if integer_weights:
             checks.append(
                 (tf.equal(sample_weight, tf.round(sample_weight)), INTEGER_WEIGHT_MESSAGE)
@@ -145,6 +168,7 @@ def bucket_counts(
     integer_weights: bool = False,
     group_ids=None,
     num_groups: int | None = None,
+    max_weight: float | None = 1.0,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Counts (weighted) positives and negatives per score bucket.
 
@@ -160,6 +184,8 @@ def bucket_counts(
       group_ids: optional int group (e.g. client) id in ``[0, num_groups)`` per example: count
         every group separately in the same single pass.
       num_groups: the number of groups; required with ``group_ids``.
+      max_weight: the largest weight allowed (``None``: any finite weight >= 0; only where
+        nothing is private).
 
     Returns:
       ``(pos, neg)``, each of shape ``[T + 1]`` (``[num_groups, T + 1]`` with ``group_ids``):
@@ -180,6 +206,7 @@ def bucket_counts(
             sample_weight,
             from_logits=from_logits,
             integer_weights=integer_weights,
+            max_weight=max_weight,
         )
         if validate
         else None
