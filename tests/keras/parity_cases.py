@@ -113,6 +113,60 @@ def errors(dpauc) -> dict:
     return out
 
 
+def fit_checks(keras, dpauc) -> dict:
+    """In ``fit``: multi-label with the number of labels inferred (noise off) equals Keras'
+    AUC per epoch; with noise, per-batch values are NaN and the epoch-end training and
+    validation values are their own releases (``[examples counted, value]`` per release)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(256, 3)).astype("float32")
+    y = (x + rng.normal(size=(256, 3)) > 0).astype("float32")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(3, activation="sigmoid")])
+    model.compile(
+        "sgd",
+        "binary_crossentropy",
+        metrics=[
+            keras.metrics.AUC(multi_label=True, name="auc"),
+            dpauc(epsilon=None, multi_label=True, name="dp"),
+        ],
+    )
+    inferred = model.fit(x, y, batch_size=64, epochs=2, verbose=0, validation_data=(x, y)).history
+    noisy = dpauc(epsilon=2.0, num_thresholds=20, seed=0)
+    drawn, per_batch = [], []
+    original = type(noisy).release
+
+    def spying_release(self):
+        pos, neg = self.counts()
+        value = float(original(self))
+        drawn.append([float(pos.sum() + neg.sum()), value])
+        return self._output(value)
+
+    type(noisy).release = spying_release
+    try:
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, activation="sigmoid")])
+        model.compile("sgd", "binary_crossentropy", metrics=[noisy])
+        spy = keras.callbacks.LambdaCallback(
+            on_train_batch_end=lambda batch, logs: per_batch.append(float(logs["dp_auc"]))
+        )
+        history = model.fit(
+            x,
+            y[:, :1],
+            batch_size=64,
+            epochs=2,
+            verbose=0,
+            validation_data=(x[:96], y[:96, :1]),
+            callbacks=[spy],
+        ).history
+    finally:
+        type(noisy).release = original
+    return {
+        "inferred": inferred,
+        "noisy_history": history,
+        "drawn": drawn,
+        "per_batch_all_nan": all(v != v for v in per_batch) and len(per_batch) > 0,
+    }
+
+
 def _raised(build) -> list:
     try:
         build()
@@ -133,5 +187,6 @@ if __name__ == "__main__":
         "prgain": has_prgain,
         "values": run(keras.metrics.AUC, DPAUC, has_prgain),
         "errors": errors(DPAUC),
+        "fit": fit_checks(keras, DPAUC),
     }
     sys.stdout.write(json.dumps(report) + "\n")

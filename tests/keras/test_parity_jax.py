@@ -62,3 +62,15 @@ def test_equals_keras_auc_on_jax(report, name):
 def test_invalid_arguments_raise_value_error_on_jax(report, argument):
     kind, message = report["errors"][argument]
     assert kind == "ValueError" and f"`{argument}`" in message
+
+
+def test_fit_on_jax_inferred_labels_and_own_releases(report):
+    fit = report["fit"]
+    inferred = fit["inferred"]
+    assert inferred["dp"] == pytest.approx(inferred["auc"], abs=1e-6)
+    assert inferred["val_dp"] == pytest.approx(inferred["val_auc"], abs=1e-6)
+    assert fit["per_batch_all_nan"]
+    drawn = fit["drawn"]
+    assert [examples for examples, _ in drawn] == [256, 96, 256, 96]
+    assert fit["noisy_history"]["dp_auc"] == pytest.approx([v for _, v in drawn[0::2]])
+    assert fit["noisy_history"]["val_dp_auc"] == pytest.approx([v for _, v in drawn[1::2]])
