@@ -361,7 +361,7 @@ class DPAUC(tf.keras.metrics.Metric):
     def privacy_statement(self) -> PrivacyStatement:
         """Neighbouring relation, sensitivity, noise and (epsilon, delta) of one release."""
         statement = self._mechanism.statement()
-        if not self.multi_label or self._num_labels == 1:
+        if not self.multi_label or self._num_labels in (None, 1):  # None: noise off, not built
             return statement
         labels = self._num_labels
         return PrivacyStatement(
@@ -377,7 +377,7 @@ class DPAUC(tf.keras.metrics.Metric):
     def dp_event(self) -> dp_accounting.DpEvent:
         """One release (one value) as a dp-accounting event: one per label."""
         event = self._mechanism.dp_event()
-        if self.multi_label and self._num_labels > 1:
+        if self.multi_label and (self._num_labels or 1) > 1:
             return dp_accounting.SelfComposedDpEvent(event, self._num_labels)
         return event
 
