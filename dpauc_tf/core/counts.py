@@ -107,17 +107,18 @@ def validate_batch(
             checks.append(
                 (tf.equal(sample_weight, tf.round(sample_weight)), INTEGER_WEIGHT_MESSAGE)
             )
-    all_ok = checks[0][0]
-    for cond, _ in checks[1:]:
-        all_ok = tf.logical_and(all_ok, cond)
-    bad = tf.logical_not(tf.reduce_all(all_ok))
-
-    def explain():  # only runs when something is wrong: name the first violated rule
-        for cond, message in checks:
-            tf.debugging.Assert(tf.reduce_all(cond), [message])
-        return bad
-
-    return tf.cond(bad, explain, lambda: bad)
+    # One assertion per rule, run in order (automatic control dependencies): the first
+    # violated rule is named. No tf.cond: a branch costs more than the checks (update_state
+    # is called once per batch).
+    oks = [tf.reduce_all(cond) for cond, _ in checks]
+    asserts = [
+        tf.debugging.Assert(ok, [message]) for ok, (_, message) in zip(oks, checks, strict=True)
+    ]
+    all_ok = oks[0]
+    for ok in oks[1:]:
+        all_ok = tf.logical_and(all_ok, ok)
+    with tf.control_dependencies(asserts):
+        return tf.logical_not(all_ok)
 
 
 def _one_per_example(tensor: tf.Tensor, what: str) -> tf.Tensor:
@@ -136,9 +137,17 @@ def _one_per_example(tensor: tf.Tensor, what: str) -> tf.Tensor:
     return tf.reshape(tensor, [-1])
 
 
-def _flatten_inputs(y_true, y_pred, sample_weight, dtype):
-    y_pred = _one_per_example(tf.cast(tf.convert_to_tensor(y_pred), dtype), "predictions")
-    y_true = _one_per_example(tf.cast(tf.convert_to_tensor(y_true), dtype), "labels")
+def _float(values) -> tf.Tensor:
+    """float32, or float64 when given float64 (scores are bucketed in float32, as Keras'
+    AUC does; checking them in their own precision keeps a float64 1 + 1e-12 out)."""
+    values = tf.convert_to_tensor(values)
+    return tf.cast(values, tf.float64 if values.dtype == tf.float64 else tf.float32)
+
+
+def _flatten_inputs(y_true, y_pred, sample_weight, dtype, float32_scores: bool = False):
+    scores = _float(y_pred) if float32_scores else tf.cast(tf.convert_to_tensor(y_pred), dtype)
+    y_pred = _one_per_example(scores, "predictions")
+    y_true = _one_per_example(_float(y_true), "labels")
     if y_true.shape[0] is not None and y_pred.shape[0] is not None:
         if y_true.shape[0] != y_pred.shape[0]:
             raise ValueError(f"DPAUC: {y_true.shape[0]} labels but {y_pred.shape[0]} predictions")
@@ -198,7 +207,10 @@ def bucket_counts(
     """
     out_dtype = dtype
     dtype = tf.float64  # exact integer counts up to 2^53 (float32 stops at 2^24)
-    y_true, y_pred, sample_weight = _flatten_inputs(y_true, y_pred, sample_weight, dtype)
+    # TensorFlow's grid buckets in float32 (as Keras): no float64 copy of the scores there.
+    y_true, y_pred, sample_weight = _flatten_inputs(
+        y_true, y_pred, sample_weight, dtype, float32_scores=thresholds.grid == "tf"
+    )
     bad = (
         validate_batch(
             y_true,
@@ -216,7 +228,7 @@ def bucket_counts(
     num_buckets = thresholds.num_buckets
     # Segment b holds positives of bucket b, segment (T + 1) + b the negatives.
     segment = thresholds.segment_ids(y_pred, y_true)
-    weights = tf.ones_like(y_true) if sample_weight is None else sample_weight
+    weights = tf.ones_like(y_true, dtype) if sample_weight is None else sample_weight
     groups = 1
     if group_ids is not None:
         if num_groups is None or num_groups < 1:
