@@ -34,6 +34,7 @@ and the release never exists, so no callback, log, file or later step can show i
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Sequence
 
@@ -236,8 +237,9 @@ class DPAUC(tf.keras.metrics.Metric):
         if self._num_labels is not None:  # else at the first update_state, as Keras' AUC
             self._build_counts(self._num_labels)
 
-    def _build_counts(self, num_labels: int) -> None:
-        """The count variables, once the number of labels is known."""
+    def _build_counts(self, num_labels: int, lift: bool = False) -> None:
+        """The count variables, once the number of labels is known; ``lift``: built inside
+        a traced ``update_state``, so out of the graph (as Keras' AUC builds lazily)."""
         if self._label_weights is not None and self.multi_label:
             checks.check_labels(True, num_labels, self._label_weights)
         self._num_labels = num_labels
@@ -248,7 +250,8 @@ class DPAUC(tf.keras.metrics.Metric):
         if self._on_jax:
             self._jax_variables(shape)
             return
-        with tf.init_scope():
+        # At construction in the caller's context (TFF builds metrics in its own graphs).
+        with tf.init_scope() if lift else contextlib.nullcontext():
             self.positives = self.add_weight(
                 name="positives", shape=shape, initializer="zeros", dtype="float64"
             )
@@ -265,7 +268,7 @@ class DPAUC(tf.keras.metrics.Metric):
                 "`y_pred` must have rank 2 when `multi_label=True`. "
                 f"Found rank {len(shape)}. Full shape received for `y_pred`: {shape}"
             )
-        self._build_counts(int(shape[1]))
+        self._build_counts(int(shape[1]), lift=True)
 
     def _jax_variables(self, shape) -> None:
         """JAX: counts as float32 ``high + low`` halves ``[2 (pos, neg), ...]`` (exact without
