@@ -36,8 +36,25 @@ LOGIT_MESSAGE = "DPAUC: logits must not be NaN."
 SCORE_MESSAGE = "DPAUC: predictions must be finite and in [0, 1] (use from_logits=True for logits)."
 WEIGHT_MESSAGE = (
     "DPAUC: sample weights must be in [0, 1]; larger weights break the sensitivity "
-    "bound of the privacy guarantee."
+    "bound of the privacy guarantee (the Keras metric takes a declared bound, "
+    "DPAUC(max_weight=...), which scales the noise; elsewhere clip the weights)."
 )
+
+
+def weight_message(max_weight: float | None = 1.0) -> str:
+    """What a batch with a weight outside ``[0, max_weight]`` is told (``None``: no upper
+    bound, only non-negative finite weights)."""
+    if max_weight is None:
+        return "DPAUC: sample weights must be finite and >= 0."
+    if max_weight == 1.0:
+        return WEIGHT_MESSAGE
+    return (
+        f"DPAUC: sample weights must be in [0, max_weight] = [0, {max_weight:g}]; larger "
+        "weights break the sensitivity bound of the privacy guarantee (declare a larger "
+        "max_weight, which scales the noise, or clip the weights)."
+    )
+
+
 INTEGER_WEIGHT_MESSAGE = (
     "DPAUC: this mechanism adds integer noise and needs sample weights of 0 or "
     "1; a fractional weight would show through the noise (epsilon = infinity)."
@@ -61,10 +78,12 @@ def validate_batch(
     *,
     from_logits: bool = False,
     integer_weights: bool = False,
+    max_weight: float | None = 1.0,
 ) -> tf.Tensor:
     """Asserts that a batch is valid and returns a scalar bool ``bad`` (for the XLA path).
 
     All arguments must already be flat float tensors of equal length (weights may be None).
+    Weights must lie in ``[0, max_weight]`` (``max_weight=None``: finite and >= 0).
     """
     label_ok = tf.logical_or(tf.equal(y_true, 0.0), tf.equal(y_true, 1.0))
     if from_logits:
@@ -76,25 +95,30 @@ def validate_batch(
         score_msg = SCORE_MESSAGE
     checks = [(label_ok, LABEL_MESSAGE), (score_ok, score_msg)]
     if sample_weight is not None:
+        upper = np.inf if max_weight is None else max_weight
         weight_ok = tf.logical_and(
-            tf.greater_equal(sample_weight, 0.0), tf.less_equal(sample_weight, 1.0)
+            tf.greater_equal(sample_weight, 0.0),
+            tf.less_equal(sample_weight, tf.constant(upper, sample_weight.dtype)),
         )
-        checks.append((weight_ok, WEIGHT_MESSAGE))
+        if max_weight is None:
+            weight_ok = tf.logical_and(weight_ok, tf.math.is_finite(sample_weight))
+        checks.append((weight_ok, weight_message(max_weight)))
         if integer_weights:
             checks.append(
                 (tf.equal(sample_weight, tf.round(sample_weight)), INTEGER_WEIGHT_MESSAGE)
             )
-    all_ok = checks[0][0]
-    for cond, _ in checks[1:]:
-        all_ok = tf.logical_and(all_ok, cond)
-    bad = tf.logical_not(tf.reduce_all(all_ok))
-
-    def explain():  # only runs when something is wrong: name the first violated rule
-        for cond, message in checks:
-            tf.debugging.Assert(tf.reduce_all(cond), [message])
-        return bad
-
-    return tf.cond(bad, explain, lambda: bad)
+    # One assertion per rule, run in order (automatic control dependencies): the first
+    # violated rule is named. No tf.cond: a branch costs more than the checks (update_state
+    # is called once per batch).
+    oks = [tf.reduce_all(cond) for cond, _ in checks]
+    asserts = [
+        tf.debugging.Assert(ok, [message]) for ok, (_, message) in zip(oks, checks, strict=True)
+    ]
+    all_ok = oks[0]
+    for ok in oks[1:]:
+        all_ok = tf.logical_and(all_ok, ok)
+    with tf.control_dependencies(asserts):
+        return tf.logical_not(all_ok)
 
 
 def _one_per_example(tensor: tf.Tensor, what: str) -> tf.Tensor:
@@ -113,9 +137,17 @@ def _one_per_example(tensor: tf.Tensor, what: str) -> tf.Tensor:
     return tf.reshape(tensor, [-1])
 
 
-def _flatten_inputs(y_true, y_pred, sample_weight, dtype):
-    y_pred = _one_per_example(tf.cast(tf.convert_to_tensor(y_pred), dtype), "predictions")
-    y_true = _one_per_example(tf.cast(tf.convert_to_tensor(y_true), dtype), "labels")
+def _float(values) -> tf.Tensor:
+    """float32, or float64 when given float64 (scores are bucketed in float32, as Keras'
+    AUC does; checking them in their own precision keeps a float64 1 + 1e-12 out)."""
+    values = tf.convert_to_tensor(values)
+    return tf.cast(values, tf.float64 if values.dtype == tf.float64 else tf.float32)
+
+
+def _flatten_inputs(y_true, y_pred, sample_weight, dtype, float32_scores: bool = False):
+    scores = _float(y_pred) if float32_scores else tf.cast(tf.convert_to_tensor(y_pred), dtype)
+    y_pred = _one_per_example(scores, "predictions")
+    y_true = _one_per_example(_float(y_true), "labels")
     if y_true.shape[0] is not None and y_pred.shape[0] is not None:
         if y_true.shape[0] != y_pred.shape[0]:
             raise ValueError(f"DPAUC: {y_true.shape[0]} labels but {y_pred.shape[0]} predictions")
@@ -145,6 +177,7 @@ def bucket_counts(
     integer_weights: bool = False,
     group_ids=None,
     num_groups: int | None = None,
+    max_weight: float | None = 1.0,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Counts (weighted) positives and negatives per score bucket.
 
@@ -160,6 +193,8 @@ def bucket_counts(
       group_ids: optional int group (e.g. client) id in ``[0, num_groups)`` per example: count
         every group separately in the same single pass.
       num_groups: the number of groups; required with ``group_ids``.
+      max_weight: the largest weight allowed (``None``: any finite weight >= 0; only where
+        nothing is private).
 
     Returns:
       ``(pos, neg)``, each of shape ``[T + 1]`` (``[num_groups, T + 1]`` with ``group_ids``):
@@ -172,7 +207,10 @@ def bucket_counts(
     """
     out_dtype = dtype
     dtype = tf.float64  # exact integer counts up to 2^53 (float32 stops at 2^24)
-    y_true, y_pred, sample_weight = _flatten_inputs(y_true, y_pred, sample_weight, dtype)
+    # TensorFlow's grid buckets in float32 (as Keras): no float64 copy of the scores there.
+    y_true, y_pred, sample_weight = _flatten_inputs(
+        y_true, y_pred, sample_weight, dtype, float32_scores=thresholds.grid == "tf"
+    )
     bad = (
         validate_batch(
             y_true,
@@ -180,6 +218,7 @@ def bucket_counts(
             sample_weight,
             from_logits=from_logits,
             integer_weights=integer_weights,
+            max_weight=max_weight,
         )
         if validate
         else None
@@ -189,7 +228,7 @@ def bucket_counts(
     num_buckets = thresholds.num_buckets
     # Segment b holds positives of bucket b, segment (T + 1) + b the negatives.
     segment = thresholds.segment_ids(y_pred, y_true)
-    weights = tf.ones_like(y_true) if sample_weight is None else sample_weight
+    weights = tf.ones_like(y_true, dtype) if sample_weight is None else sample_weight
     groups = 1
     if group_ids is not None:
         if num_groups is None or num_groups < 1:

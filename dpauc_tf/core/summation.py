@@ -1,6 +1,6 @@
 """The area under a curve of cumulative counts, with Keras' ``AUC`` options.
 
-``tf.keras.metrics.AUC`` offers ``curve="ROC"`` or ``"PR"`` and
+``tf.keras.metrics.AUC`` offers ``curve="ROC"``, ``"PR"`` (and ``"PRGAIN"`` in Keras 3) and
 ``summation_method="interpolation"``, ``"minoring"`` or ``"majoring"``. :func:`keras_auc`
 computes the same area from a :class:`~dpauc_tf.core.curve.Confusion` (cumulative counts at
 ascending thresholds, ``[..., T]``), with the same arithmetic, so that on noise-free counts
@@ -25,19 +25,44 @@ import tensorflow as tf
 
 from dpauc_tf.core.curve import Confusion
 
-CURVES = ("ROC", "PR")
+CURVES = ("ROC", "PR", "PRGAIN")
 SUMMATION_METHODS = ("interpolation", "minoring", "majoring")
 
 
+def _enum_value(value):
+    """Keras' ``AUCCurve`` / ``AUCSummationMethod`` members as their string values."""
+    return getattr(value, "value", value)
+
+
 def check_curve(curve: str, summation_method: str) -> tuple[str, str]:
-    """Validates (and normalises the case of) Keras' ``curve`` and ``summation_method``."""
+    """Validates (and normalises the case of) Keras' ``curve`` and ``summation_method``
+    (strings or Keras' enum members); ``ValueError`` naming the argument, as Keras raises.
+
+    >>> check_curve("prgain", "Minoring")
+    ('PRGAIN', 'minoring')
+    """
+    curve, summation_method = _enum_value(curve), _enum_value(summation_method)
     if not isinstance(curve, str) or curve.upper() not in CURVES:
-        raise ValueError(f"curve must be one of {CURVES}, got {curve!r}")
+        raise ValueError(
+            f'Invalid `curve` argument value "{curve}". Expected one of: {list(CURVES)}'
+        )
     if not isinstance(summation_method, str) or summation_method.lower() not in SUMMATION_METHODS:
         raise ValueError(
-            f"summation_method must be one of {SUMMATION_METHODS}, got {summation_method!r}"
+            f'Invalid `summation_method` argument value "{summation_method}". '
+            f"Expected one of: {list(SUMMATION_METHODS)}"
         )
     return curve.upper(), summation_method.lower()
+
+
+def _gains(tp, fp, tn, fn):
+    """Keras 3's precision-recall-gain coordinates (``curve="PRGAIN"``)."""
+    scaling = tf.math.divide_no_nan(tp + fn, tn + fp)
+    recall_gain = 1.0 - scaling * tf.math.divide_no_nan(fn, tp)
+    precision_gain = 1.0 - scaling * tf.math.divide_no_nan(fp, tp)
+    no_tp = tf.equal(tp, 0.0)
+    recall_gain = tf.maximum(tf.where(no_tp, tf.zeros_like(recall_gain), recall_gain), 0.0)
+    precision_gain = tf.where(no_tp, tf.ones_like(precision_gain), precision_gain)
+    return recall_gain, precision_gain
 
 
 def _interpolated_pr_auc(tp, fp, fn) -> tf.Tensor:
@@ -71,6 +96,8 @@ def keras_auc(
     recall = tf.math.divide_no_nan(tp, tp + fn)
     if curve == "ROC":
         x, y = tf.math.divide_no_nan(fp, fp + tn), recall
+    elif curve == "PRGAIN":
+        x, y = _gains(tp, fp, tn, fn)
     else:
         x, y = recall, tf.math.divide_no_nan(tp, tp + fp)
     if summation_method == "interpolation":

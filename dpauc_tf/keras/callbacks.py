@@ -72,7 +72,10 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
     A DPAUC release happens when Keras computes the values it publishes (see
     :mod:`dpauc_tf.keras.metric`): the epoch-end training value (data set
     ``train_dataset``), the epoch-end validation value (``validation_dataset``) and the value
-    that ``model.evaluate`` returns (``evaluation_dataset``). While its model's ``fit`` or
+    that ``model.evaluate`` returns (``evaluation_dataset``); a metric built with
+    ``release_on_train=False`` draws no training release, so nothing is charged to
+    ``train_dataset``. Each data set's releases compose on the ledger against its own budget
+    (README, "What fit shows and what it spends"). While its model's ``fit`` or
     ``evaluate`` runs, the callback is a release guard of the metric
     (:func:`dpauc_tf.keras.metric.add_release_guard`): each release of the model's DPAUC
     metrics asks it first, and it records ``DPAUC.dp_event()`` on the ledger before any noise

@@ -15,9 +15,14 @@ publishes (the epoch-end training and validation values that go into ``History``
 TensorBoard and the epoch's progress line, and the values ``model.evaluate`` returns), and
 where user code calls it. Inside a compiled step (the per-batch progress bar, a
 ``tf.function``, XLA; on JAX every train or test step, jitted or not) ``result()`` draws
-nothing: it shows the last release (NaN before the first), so per-batch display neither
-churns nor creates releases that no ledger counts.
-``releases_drawn`` counts the releases.
+nothing: it shows the last release of the current counts, and ``reset_state`` (which Keras
+calls at the start of every epoch and of every validation or evaluation) forgets it, so
+during ``fit`` every per-batch value is NaN ("not released yet"): never a value of another
+data set or of an earlier epoch, and no release that no ledger counts. The epoch's line
+ends with its releases (``docs/keras_options.md``). ``releases_drawn`` counts the releases.
+
+**Training labels.** ``release_on_train=False`` draws no release at ``fit``'s epoch-end
+training value (it is NaN): only validation and ``evaluate`` releases spend budget.
 
 **Charged before drawn.** Every release first asks the release guards (:func:`add_release_guard`)
 for permission, before any noise is drawn or any count is read: a guard that refuses raises,
@@ -29,6 +34,7 @@ and the release never exists, so no callback, log, file or later step can show i
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Sequence
 
@@ -36,13 +42,13 @@ import dp_accounting
 import numpy as np
 import tensorflow as tf
 
-from dpauc_tf.core.counts import bucket_counts
 from dpauc_tf.core.curve import RocCurve, confusion_from_histogram, roc_from_confusion
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.summation import check_curve, keras_auc
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.keras import checks, ops_counts
+from dpauc_tf.keras import checks, ops_counts, tf_counts
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
+from dpauc_tf.mechanisms.weight_bound import bound_weights, check_max_weight
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 # Callables ``guard(metric)`` asked before every release (see the module docstring).
@@ -62,8 +68,10 @@ def remove_release_guard(guard) -> None:
     _RELEASE_GUARDS[:] = [known for known in _RELEASE_GUARDS if known != guard]
 
 
-KERAS_MAJOR = int(getattr(tf.keras, "__version__", getattr(tf, "__version__", "2")).split(".")[0])
-SUPPORTED_BACKENDS = ("tensorflow", "jax")
+KERAS_MAJOR = checks.KERAS_MAJOR
+SUPPORTED_BACKENDS = checks.SUPPORTED_BACKENDS
+default_mechanism = checks.default_mechanism
+_check_backend = checks.check_backend
 
 
 @tf.keras.utils.register_keras_serializable(package="dpauc_tf")
@@ -74,8 +82,9 @@ class DPAUC(tf.keras.metrics.Metric):
 
     Args:
       epsilon: privacy budget of **one** release (one eagerly computed ``result()``). ``None``
-        switches noise off: the value then equals ``tf.keras.metrics.AUC`` with the same
-        options and is NOT private.
+        switches noise off: ``DPAUC`` then takes every argument and input of
+        ``tf.keras.metrics.AUC`` (any weights >= 0, extra dimensions flattened, ``num_labels``
+        inferred) and equals it; NOT private.
       num_thresholds: number of thresholds ``T`` (the grid of ``tf.keras.metrics.AUC`` by
         default). Ignored when ``thresholds`` is given.
       mechanism: a registered name that can be a Keras metric
@@ -95,8 +104,8 @@ class DPAUC(tf.keras.metrics.Metric):
       thresholds: an explicit list of thresholds, as ``tf.keras.metrics.AUC(thresholds=...)``.
       threshold_grid: ``"tf"`` (TensorFlow's list, ``>``) or ``"reference"`` (the paper's
         reference-code grid, ``>=``).
-      curve: ``"ROC"`` (default) or ``"PR"``: both come from the same noisy counts, so the
-        PR-AUC costs no extra epsilon.
+      curve: ``"ROC"`` (default), ``"PR"`` or ``"PRGAIN"`` (Keras 3's precision-recall-gain
+        curve): all come from the same noisy counts, so the PR-AUC costs no extra epsilon.
       summation_method: ``"interpolation"`` (default), ``"minoring"`` or ``"majoring"``.
         With ROC and interpolation the value is the mechanism's AUC estimate; otherwise
         Keras' formula on the released curve.
@@ -104,8 +113,10 @@ class DPAUC(tf.keras.metrics.Metric):
         averaged with ``label_weights``. Each label's counts are a release: one value costs
         ``num_labels`` releases (``privacy_statement`` and ``dp_event`` say so). Without
         ``multi_label`` inputs must hold one label per example.
-      num_labels: the number of labels (required with ``multi_label``).
-      label_weights: non-negative weights of the labels' AUCs in the average.
+      num_labels: the number of labels; with noise required with ``multi_label`` (it sets
+        the cost), without noise inferred at the first ``update_state`` as Keras does.
+      label_weights: non-negative weights of the labels' AUCs in the average (without
+        ``multi_label`` and without noise: weights of the flattened labels, as Keras).
       from_logits: apply a sigmoid to predictions first.
       seed: ``None`` (default) draws the noise from operating-system entropy; an integer makes
         the sequence of noisy results reproducible (experiments only: the seed reveals the
@@ -113,6 +124,12 @@ class DPAUC(tf.keras.metrics.Metric):
       mechanism_options: further keyword arguments of the mechanism's constructor (for
         example the branching factor of a tree mechanism), kept in the config.
       name: metric name. dtype: the dtype of ``result()``.
+      max_weight: the declared bound of the sample weights (default 1): with noise, weights
+        must lie in ``[0, max_weight]``; one label change then moves up to ``max_weight``,
+        and the noise (in weighted counts) and the statement scale with it
+        (:mod:`dpauc_tf.mechanisms.weight_bound`; integer-noise mechanisms take 1 only).
+      release_on_train: ``False``: ``fit``'s epoch-end training value is no release (NaN)
+        and spends nothing; validation and ``evaluate`` still release.
 
     Standalone:
 
@@ -152,11 +169,15 @@ class DPAUC(tf.keras.metrics.Metric):
         mechanism_options: dict | None = None,
         name: str = "dp_auc",
         dtype=None,
+        max_weight: float = 1.0,
+        release_on_train: bool = True,
     ):
         on_jax = _check_backend() == "jax"
         super().__init__(name=name, dtype=dtype)
         object.__setattr__(self, "_on_jax", on_jax)
         curve, summation_method = check_curve(curve, summation_method)
+        checks.check_num_thresholds(num_thresholds, thresholds)
+        max_weight = check_max_weight(max_weight)
         self._thresholds = Thresholds.make(num_thresholds, threshold_grid, thresholds)
         mechanism = default_mechanism(curve, summation_method, delta, mechanism)
         self._mechanism = get_mechanism(
@@ -167,6 +188,9 @@ class DPAUC(tf.keras.metrics.Metric):
             **(mechanism_options or {}),
         )
         require(self._mechanism, "keras_metric")
+        self._mechanism = bound_weights(self._mechanism, max_weight)
+        # The weights a batch may carry: any (noise off) or [0, max_weight] (the guarantee's).
+        self._weight_bound = None if epsilon is None else max_weight
         if self._mechanism.capabilities.releases != "curve" and (
             curve != "ROC" or summation_method != "interpolation"
         ):
@@ -179,7 +203,9 @@ class DPAUC(tf.keras.metrics.Metric):
         self._count_grid = self._mechanism.count_thresholds(self._thresholds)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
-        self._num_labels = checks.check_labels(multi_label, num_labels, label_weights)
+        self._num_labels = checks.check_labels(
+            multi_label, num_labels, label_weights, private=epsilon is not None
+        )
         self._label_weights = None if label_weights is None else [float(w) for w in label_weights]
         self._config = {
             "epsilon": epsilon,
@@ -196,26 +222,53 @@ class DPAUC(tf.keras.metrics.Metric):
             "from_logits": bool(from_logits),
             "seed": seed,
             "mechanism_options": dict(mechanism_options) if mechanism_options else None,
+            "max_weight": max_weight,
+            "release_on_train": bool(release_on_train),
         }
-        shape = (self._count_grid.num_buckets,)
-        if multi_label:
-            shape = (self._num_labels, *shape)
         object.__setattr__(self, "_noise_generator", self._make_generator(seed))
         object.__setattr__(self, "_releases_drawn", 0)
-        if on_jax:
+        object.__setattr__(self, "_counts_built", False)
+        if not on_jax:
+            # Neither the noise generator nor the last release may become metric variables
+            # (TFF sums metric variables across clients, and checkpoints would save them).
+            with tf.init_scope():
+                last = tf.Variable(float("nan"), dtype=tf.float64, trainable=False)
+            object.__setattr__(self, "_last_release", last)
+        if self._num_labels is not None:  # else at the first update_state, as Keras' AUC
+            self._build_counts(self._num_labels)
+
+    def _build_counts(self, num_labels: int, lift: bool = False) -> None:
+        """The count variables, once the number of labels is known; ``lift``: built inside
+        a traced ``update_state``, so out of the graph (as Keras' AUC builds lazily)."""
+        if self._label_weights is not None and self.multi_label:
+            checks.check_labels(True, num_labels, self._label_weights)
+        self._num_labels = num_labels
+        shape = (self._count_grid.num_buckets,)
+        if self.multi_label:
+            shape = (num_labels, *shape)
+        object.__setattr__(self, "_counts_built", True)
+        if self._on_jax:
             self._jax_variables(shape)
             return
-        self.positives = self.add_weight(
-            name="positives", shape=shape, initializer="zeros", dtype="float64"
-        )
-        self.negatives = self.add_weight(
-            name="negatives", shape=shape, initializer="zeros", dtype="float64"
-        )
-        # Neither the noise generator nor the last release may become metric variables
-        # (TFF sums metric variables across clients, and checkpoints would save them).
-        with tf.init_scope():
-            last = tf.Variable(float("nan"), dtype=tf.float64, trainable=False)
-        object.__setattr__(self, "_last_release", last)
+        # At construction in the caller's context (TFF builds metrics in its own graphs).
+        with tf.init_scope() if lift else contextlib.nullcontext():
+            self.positives = self.add_weight(
+                name="positives", shape=shape, initializer="zeros", dtype="float64"
+            )
+            self.negatives = self.add_weight(
+                name="negatives", shape=shape, initializer="zeros", dtype="float64"
+            )
+
+    def _build_from(self, y_pred) -> None:
+        """Keras' rule: with ``multi_label`` and no ``num_labels``, ``y_pred`` of rank 2
+        gives the number of labels."""
+        shape = tuple(y_pred.shape)
+        if len(shape) != 2 or shape[1] is None:
+            raise ValueError(
+                "`y_pred` must have rank 2 when `multi_label=True`. "
+                f"Found rank {len(shape)}. Full shape received for `y_pred`: {shape}"
+            )
+        self._build_counts(int(shape[1]), lift=True)
 
     def _jax_variables(self, shape) -> None:
         """JAX: counts as float32 ``high + low`` halves ``[2 (pos, neg), ...]`` (exact without
@@ -278,7 +331,18 @@ class DPAUC(tf.keras.metrics.Metric):
 
     @property
     def num_labels(self) -> int | None:
-        return self._config["num_labels"]
+        """The number of labels given, or inferred at the first ``update_state``."""
+        return self._config["num_labels"] if self._num_labels is None else self._num_labels
+
+    @property
+    def max_weight(self) -> float:
+        """The declared bound of the sample weights (with noise; ignored without)."""
+        return self._config["max_weight"]
+
+    @property
+    def release_on_train(self) -> bool:
+        """Whether ``fit``'s epoch-end training value is a release (see the module)."""
+        return self._config["release_on_train"]
 
     @property
     def label_weights(self) -> list[float] | None:
@@ -291,7 +355,8 @@ class DPAUC(tf.keras.metrics.Metric):
 
     @property
     def released_value(self) -> float:
-        """The last release's value (NaN before the first); reading it is not a release."""
+        """The last release's value since the counts were reset (NaN before it); reading it
+        is not a release."""
         if self._on_jax:
             return self._last_release_host
         return float(self._last_release.numpy())
@@ -299,7 +364,7 @@ class DPAUC(tf.keras.metrics.Metric):
     def privacy_statement(self) -> PrivacyStatement:
         """Neighbouring relation, sensitivity, noise and (epsilon, delta) of one release."""
         statement = self._mechanism.statement()
-        if not self.multi_label or self._num_labels == 1:
+        if not self.multi_label or self._num_labels in (None, 1):  # None: noise off, not built
             return statement
         labels = self._num_labels
         return PrivacyStatement(
@@ -315,7 +380,7 @@ class DPAUC(tf.keras.metrics.Metric):
     def dp_event(self) -> dp_accounting.DpEvent:
         """One release (one value) as a dp-accounting event: one per label."""
         event = self._mechanism.dp_event()
-        if self.multi_label and self._num_labels > 1:
+        if self.multi_label and (self._num_labels or 1) > 1:
             return dp_accounting.SelfComposedDpEvent(event, self._num_labels)
         return event
 
@@ -327,8 +392,10 @@ class DPAUC(tf.keras.metrics.Metric):
             raise checks.as_it_is(error) from None
 
     def _update_state(self, y_true, y_pred, sample_weight):
-        integer = self._mechanism.capabilities.integer_counts
-        options = {"from_logits": self._config["from_logits"], "integer_weights": integer}
+        if not self._counts_built:
+            self._build_from(
+                ops_counts.as_tensor(y_pred) if self._on_jax else tf.convert_to_tensor(y_pred)
+            )
         if self._on_jax:
             batch = ops_counts.batch_counts(
                 self._count_grid,
@@ -337,57 +404,27 @@ class DPAUC(tf.keras.metrics.Metric):
                 sample_weight,
                 num_labels=self._num_labels,
                 multi_label=self.multi_label,
-                **options,
+                from_logits=self._config["from_logits"],
+                integer_weights=self._mechanism.capabilities.integer_counts,
+                max_weight=self._weight_bound,
+                keras_shapes=self.epsilon is None,
+                label_weights=self._label_weights,
             )
             high, low = ops_counts.add_exactly(self.counts_high.value, self.counts_low.value, batch)
             self.counts_high.assign(high)
             self.counts_low.assign(low)
             return
         checks.check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
-        if not self.multi_label:
-            y_true, y_pred = checks.drop_unit_dims(y_true), checks.drop_unit_dims(y_pred)
-            if sample_weight is not None:
-                sample_weight = checks.drop_unit_dims(sample_weight)
-            pos, neg = bucket_counts(
-                y_true, y_pred, self._count_grid, sample_weight, dtype=tf.float64, **options
-            )
-        else:
-            pos, neg = self._label_counts(y_true, y_pred, sample_weight, options)
+        pos, neg = tf_counts.batch_counts(self, y_true, y_pred, sample_weight)
         self.positives.assign_add(pos)
         self.negatives.assign_add(neg)
 
-    def _label_counts(self, y_true, y_pred, sample_weight, options):
-        labels = self._num_labels
-        y_true = tf.convert_to_tensor(y_true)
-        y_pred = tf.convert_to_tensor(y_pred)
-        for tensor, what in ((y_true, "labels"), (y_pred, "predictions")):
-            if tensor.shape.rank != 2 or tensor.shape[-1] not in (None, labels):
-                raise ValueError(
-                    f"DPAUC(multi_label=True, num_labels={labels}): {what} must have shape "
-                    f"[N, {labels}], got {tensor.shape}"
-                )
-        rows = tf.shape(y_pred)[0]
-        groups = tf.tile(tf.range(labels), [rows])
-        weights = None
-        if sample_weight is not None:
-            weights = tf.cast(tf.convert_to_tensor(sample_weight), tf.float64)
-            dims = weights.shape.as_list() if weights.shape.rank is not None else None
-            ops_counts.check_label_weights_shape(dims, y_pred.shape[0], labels)
-            if weights.shape.rank != 0:  # [N], [N, 1] or [N, labels]: one row per example
-                weights = tf.reshape(weights, [rows, -1])
-            weights = tf.reshape(tf.broadcast_to(weights, [rows, labels]), [-1])
-        return bucket_counts(
-            tf.reshape(y_true, [-1]),
-            tf.reshape(y_pred, [-1]),
-            self._count_grid,
-            weights,
-            dtype=tf.float64,
-            group_ids=groups,
-            num_groups=labels,
-            **options,
-        )
-
     def _counts(self):
+        if not self._counts_built:
+            raise ValueError(
+                f"DPAUC metric {self.name!r} (multi_label, num_labels inferred) has no counts "
+                "before its first update_state"
+            )
         if self._on_jax:  # eagerly only: the host reads the float32 halves as float64
             pos, neg = ops_counts.read_counts(self.counts_high.value, self.counts_low.value)
             return tf.constant(pos), tf.constant(neg)
@@ -465,8 +502,15 @@ class DPAUC(tf.keras.metrics.Metric):
         object.__setattr__(self, "_releases_drawn", self._releases_drawn + 1)
         return self._output(value)
 
+    def _skips_release(self) -> bool:
+        """``release_on_train=False`` and this is ``fit``'s epoch-end training value."""
+        return not self.release_on_train and checks.in_training_fit()
+
     def result(self):
-        """Eagerly: a new release (see the module docstring). In a graph: the last release."""
+        """Eagerly: a new release (see the module docstring). In a graph: the last release
+        since the counts were last reset (NaN before it: nothing of another data set)."""
+        if not self._counts_built:
+            return self._output(float("nan"))
         if self._on_jax:
             return self._jax_result()
         if self.epsilon is None:  # not private: TensorFlow's AUC of the exact counts
@@ -475,6 +519,8 @@ class DPAUC(tf.keras.metrics.Metric):
             pos, neg = self._counts()
             return tf.cast(self.value_from_release({"pos": pos, "neg": neg}), self.dtype)
         if tf.executing_eagerly():
+            if self._skips_release():
+                return self._output(float("nan"))
             return self.release()
         checks.refuse_tff_server_finalizer(self)
         return tf.cast(tf.convert_to_tensor(self._last_release), self.dtype)
@@ -491,6 +537,8 @@ class DPAUC(tf.keras.metrics.Metric):
             import keras
 
             return keras.ops.cast(self.released.value, self.dtype)
+        if self._skips_release():
+            return self._output(float("nan"))
         return self.release()
 
     def roc_curve(self) -> RocCurve:
@@ -512,12 +560,19 @@ class DPAUC(tf.keras.metrics.Metric):
         return roc_from_confusion(self._mechanism.to_confusion(release))
 
     def reset_state(self):
+        """Zeroes the counts and forgets the last release: a compiled step (the per-batch
+        progress bar) then shows NaN, never the value of another data set or epoch."""
+        if not self._counts_built:
+            return
         if self._on_jax:
             for variable in (self.counts_high, self.counts_low):
                 variable.assign(np.zeros(variable.shape, "float32"))
+            self.released.assign(np.float32("nan"))
+            object.__setattr__(self, "_last_release_host", float("nan"))
             return
         for variable in (self.positives, self.negatives):
             variable.assign(tf.zeros_like(variable))
+        self._last_release.assign(float("nan"))
 
     def reset_states(self):  # Keras 2 alias
         self.reset_state()
@@ -533,38 +588,3 @@ class DPAUC(tf.keras.metrics.Metric):
         if isinstance(dtype, dict):  # Keras 3 may serialise a DTypePolicy
             dtype = dtype.get("config", {}).get("name")
         return cls(dtype=dtype, **config)
-
-
-def default_mechanism(
-    curve: str = "ROC",
-    summation_method: str = "interpolation",
-    delta: float | None = None,
-    mechanism: str | None = None,
-) -> str:
-    """The mechanism ``DPAUC`` uses: ``mechanism`` if given, else the lowest-error one for
-    what is asked (``docs/auc_only.md``): ``"auc-only"`` for the ROC AUC when a ``delta`` is
-    given, ``"histogram"`` otherwise (a curve is needed, or pure epsilon-DP is asked for).
-
-    >>> default_mechanism(delta=1e-6), default_mechanism(), default_mechanism("PR", delta=1e-6)
-    ('auc-only', 'histogram', 'histogram')
-    """
-    if mechanism is not None:
-        return mechanism
-    if curve == "ROC" and summation_method == "interpolation" and delta is not None:
-        return "auc-only"
-    return "histogram"
-
-
-def _check_backend() -> str:
-    """Keras' backend: TensorFlow or JAX; the others (PyTorch, ...) are refused."""
-    if KERAS_MAJOR < 3:
-        return "tensorflow"
-    import keras
-
-    backend = keras.backend.backend()
-    if backend not in SUPPORTED_BACKENDS:
-        raise ValueError(
-            f"DPAUC does not support KERAS_BACKEND={backend!r} yet (untested: PyTorch cannot "
-            "be installed in this project's CI); it supports the tensorflow and jax backends."
-        )
-    return backend

@@ -54,10 +54,17 @@ def in_step(value) -> bool:
     return bool(in_stateless_scope())
 
 
+def as_tensor(values):
+    """``values`` as a backend tensor (for its shape)."""
+    return ops.convert_to_tensor(values)
+
+
 def _one_per_example(tensor, what: str):
     shape = tuple(tensor.shape)
     if any(dim != 1 for dim in shape[1:]):  # [N], [N, 1], [N, 1, 1], ...: one per example
-        raise core_counts.shape_error(what, shape)
+        from dpauc_tf.keras.checks import not_one_per_example
+
+        raise not_one_per_example(what, shape)
     return ops.reshape(tensor, [-1])
 
 
@@ -79,14 +86,23 @@ def check_label_weights_shape(dims, rows, labels: int) -> None:
         )
 
 
-def _flatten(y_true, y_pred, sample_weight, num_labels: int, multi_label: bool):
+def _flatten(
+    y_true, y_pred, sample_weight, num_labels: int, multi_label: bool, keras_shapes, label_weights
+):
     """Flat float32 labels, scores and weights, and the label id of each (or None)."""
     y_true = ops.cast(ops.convert_to_tensor(y_true), "float32")
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     weights = None
     if sample_weight is not None:
         weights = ops.cast(ops.convert_to_tensor(sample_weight), "float32")
-    if not multi_label:
+    if keras_shapes and not multi_label:  # noise off: every shape, as Keras' AUC counts it
+        from dpauc_tf.keras.checks import keras_flatten
+
+        if label_weights is not None:
+            label_weights = ops.convert_to_tensor(np.asarray(label_weights, "float32"))
+        y_true, y_pred, weights = keras_flatten(ops, y_true, y_pred, weights, label_weights)
+        rows, groups = y_true.shape[0], None
+    elif not multi_label:
         y_pred = _one_per_example(y_pred, "predictions")
         y_true = _one_per_example(y_true, "labels")
         if y_true.shape[0] != y_pred.shape[0]:
@@ -119,7 +135,7 @@ def _flatten(y_true, y_pred, sample_weight, num_labels: int, multi_label: bool):
     return y_true, y_pred, weights, groups
 
 
-def _bad(y_true, y_pred, weights, from_logits: bool, integer_weights: bool):
+def _bad(y_true, y_pred, weights, from_logits: bool, integer_weights: bool, max_weight):
     """A scalar bool (some rule broken); eagerly, a ``ValueError`` naming the first rule."""
     label_ok = ops.logical_or(ops.equal(y_true, 0.0), ops.equal(y_true, 1.0))
     if from_logits:
@@ -129,8 +145,11 @@ def _bad(y_true, y_pred, weights, from_logits: bool, integer_weights: bool):
         score_ok = ops.logical_and(ops.greater_equal(y_pred, 0.0), ops.less_equal(y_pred, 1.0))
         checks = [(label_ok, core_counts.LABEL_MESSAGE), (score_ok, core_counts.SCORE_MESSAGE)]
     if weights is not None:
-        weight_ok = ops.logical_and(ops.greater_equal(weights, 0.0), ops.less_equal(weights, 1.0))
-        checks.append((weight_ok, core_counts.WEIGHT_MESSAGE))
+        upper = float("inf") if max_weight is None else float(max_weight)
+        weight_ok = ops.logical_and(ops.greater_equal(weights, 0.0), ops.less_equal(weights, upper))
+        if max_weight is None:
+            weight_ok = ops.logical_and(weight_ok, ops.isfinite(weights))
+        checks.append((weight_ok, core_counts.weight_message(max_weight)))
         if integer_weights:
             whole = ops.equal(weights, ops.round(weights))
             checks.append((whole, core_counts.INTEGER_WEIGHT_MESSAGE))
@@ -155,13 +174,20 @@ def batch_counts(
     integer_weights: bool = False,
     num_labels: int = 1,
     multi_label: bool = False,
+    max_weight: float | None = 1.0,
+    keras_shapes: bool = False,
+    label_weights=None,
 ):
     """One batch's counts, float32 ``[2, T + 1]`` (``[2, num_labels, T + 1]`` with
-    ``multi_label``): ``[0]`` the positives, ``[1]`` the negatives, per bucket."""
+    ``multi_label``): ``[0]`` the positives, ``[1]`` the negatives, per bucket.
+
+    ``max_weight``: the weights' bound (``None``: any finite weight >= 0, noise off);
+    ``keras_shapes``: count every shape as ``tf.keras.metrics.AUC`` does (noise off), with
+    ``label_weights`` along the last axis."""
     y_true, y_pred, weights, groups = _flatten(
-        y_true, y_pred, sample_weight, num_labels, multi_label
+        y_true, y_pred, sample_weight, num_labels, multi_label, keras_shapes, label_weights
     )
-    bad = _bad(y_true, y_pred, weights, from_logits, integer_weights)
+    bad = _bad(y_true, y_pred, weights, from_logits, integer_weights, max_weight)
     if from_logits:
         y_pred = ops.sigmoid(y_pred)
     buckets = thresholds.num_buckets

@@ -1,0 +1,96 @@
+"""DPAUC's counting on the TensorFlow backend (Keras 2 and Keras 3): one batch's per-bucket
+positive and negative counts, with the input rules of :mod:`dpauc_tf.keras.checks`.
+
+* **Noise off** (``epsilon=None``): every input ``tf.keras.metrics.AUC`` takes, counted as
+  it counts them: extra dimensions flattened (``multi_label=False``), sample weights
+  broadcast, ``label_weights`` along the last axis, any finite weight >= 0.
+* **With noise**: one score and one 0/1 label per example (``[N]``, ``[N, 1]``, ...), or
+  ``[N, num_labels]`` with ``multi_label``; weights in ``[0, max_weight]`` (integers 0/1 for
+  the integer-noise mechanisms). Anything else is refused: it is outside the guarantee.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from dpauc_tf.core.counts import bucket_counts, weight_message
+from dpauc_tf.keras import checks, ops_counts
+
+
+def batch_counts(metric, y_true, y_pred, sample_weight):
+    """``(pos, neg)`` of one batch for ``metric`` (float64; ``[L, T + 1]`` multi-label)."""
+    options = {
+        "from_logits": metric._config["from_logits"],
+        "integer_weights": metric._mechanism.capabilities.integer_counts,
+        "max_weight": metric._weight_bound,
+        "dtype": tf.float64,
+    }
+    if metric.multi_label:
+        return label_counts(metric, y_true, y_pred, sample_weight, options)
+    grid = metric._count_grid
+    y_true, y_pred = tf.convert_to_tensor(y_true), tf.convert_to_tensor(y_pred)
+    if sample_weight is not None:
+        sample_weight = tf.cast(tf.convert_to_tensor(sample_weight), tf.float32)
+        check_known_weights(sample_weight, metric._weight_bound)
+    if metric.epsilon is None:
+        label_weights = metric._label_weights
+        if label_weights is not None:
+            label_weights = tf.constant(label_weights, tf.float32)
+        y_true, y_pred, sample_weight = checks.keras_flatten(
+            tf, y_true, y_pred, sample_weight, label_weights
+        )
+        return bucket_counts(y_true, y_pred, grid, sample_weight, **options)
+    y_true, y_pred = checks.drop_unit_dims(y_true), checks.drop_unit_dims(y_pred)
+    for tensor, what in ((y_true, "labels"), (y_pred, "predictions")):
+        dims = tensor.shape.as_list() if tensor.shape.rank is not None else []
+        if len(dims) >= 2 and any(d not in (1, None) for d in dims[1:]):
+            raise checks.not_one_per_example(what, dims)
+    if sample_weight is not None:
+        sample_weight = checks.drop_unit_dims(sample_weight)
+    return bucket_counts(y_true, y_pred, grid, sample_weight, **options)
+
+
+def check_known_weights(weights, max_weight) -> None:
+    """Weights known when the step is built (eager calls; Keras 2 traces even those): a
+    ``ValueError`` in one line, before the graph's assertion with its traceback."""
+    values = tf.get_static_value(weights)
+    if values is None:
+        return
+    values = np.asarray(values, np.float64)
+    upper = np.inf if max_weight is None else max_weight
+    if not (np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= upper))):
+        raise ValueError(weight_message(max_weight))
+
+
+def label_counts(metric, y_true, y_pred, sample_weight, options):
+    """Multi-label counts: ``[N, L]`` labels and scores, one curve per label."""
+    labels = metric._num_labels
+    y_true = tf.convert_to_tensor(y_true)
+    y_pred = tf.convert_to_tensor(y_pred)
+    for tensor, what in ((y_true, "labels"), (y_pred, "predictions")):
+        if tensor.shape.rank != 2 or tensor.shape[-1] not in (None, labels):
+            raise ValueError(
+                f"DPAUC(multi_label=True, num_labels={labels}): {what} must have shape "
+                f"[N, {labels}], got {tensor.shape}"
+            )
+    rows = tf.shape(y_pred)[0]
+    groups = tf.tile(tf.range(labels), [rows])
+    weights = None
+    if sample_weight is not None:
+        weights = tf.cast(tf.convert_to_tensor(sample_weight), tf.float64)
+        check_known_weights(weights, metric._weight_bound)
+        dims = weights.shape.as_list() if weights.shape.rank is not None else None
+        ops_counts.check_label_weights_shape(dims, y_pred.shape[0], labels)
+        if weights.shape.rank != 0:  # [N], [N, 1] or [N, labels]: one row per example
+            weights = tf.reshape(weights, [rows, -1])
+        weights = tf.reshape(tf.broadcast_to(weights, [rows, labels]), [-1])
+    return bucket_counts(
+        tf.reshape(y_true, [-1]),
+        tf.reshape(y_pred, [-1]),
+        metric._count_grid,
+        weights,
+        group_ids=groups,
+        num_groups=labels,
+        **options,
+    )
