@@ -23,6 +23,7 @@ from dpauc_tf.cli.backends import (
     _reads_with_engine,
 )
 from dpauc_tf.cli.formats import format_rows, json_safe
+from dpauc_tf.cli.intervals import check_confidence, interval_fields, interval_lines
 from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
 from dpauc_tf.mechanisms.registry import mechanism_spec, parse_options
 
@@ -202,6 +203,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         counted = count_scores(args, grid)
         client_ids, num_clients = _client_ids(counted, args)
     mechanism = _mechanism(args, num_clients)
+    check_confidence(args, mechanism)
     # Whether the file has one class is itself an exact label statistic: a private release
     # without --show-exact runs whatever the labels are (its estimate may be undefined).
     undefined = _undefined_auc_reason(counted) if show_exact or not private else None
@@ -216,6 +218,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         )
         statement = result.statement
     pld = _pld_epsilon(mechanism, statement, args.delta or PLD_DELTA)
+    intervals = interval_fields(args, mechanism, result, counted.num_examples, num_clients)
     output = {
         **reference,
         "mechanism": args.mechanism,
@@ -252,6 +255,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         "roc": None
         if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
+        **intervals,
     }
     if pld[1] is not None:
         output["pld_note"] = pld[1]
@@ -285,7 +289,7 @@ def evaluate_scores(args) -> dict[str, Any]:
 REFERENCE_FIELDS = ("exact_auc", "exact_auc_method", "exact_auc_max_error", "tf_auc")
 EXACT_EXTRA_FIELDS = ("num_positives", "auc_undefined")
 # Fields computed from the mechanism's release only: label-DP when the mechanism is private.
-RELEASE_FIELDS = ("auc_mean", "auc_std", "aucs", "num_undefined", "roc", "plot")
+RELEASE_FIELDS = ("auc_mean", "auc_std", "aucs", "num_undefined", "roc", "plot", "releases")
 
 
 def read_thresholds(path: str) -> list[float]:
@@ -444,10 +448,12 @@ def _format_evaluation(result: dict[str, Any]) -> str:
         private = "undefined"
     elif undefined == result["repeats"]:
         private = f"undefined in every release ({result['undefined_note']})"
+    elif result["repeats"] == 1:  # one release: its value (a std over one is no error bar)
+        private = f"{result['auc_mean']:.6f}"
     else:
         private = (
             f"{result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
-            f"over {result['repeats'] - undefined} repeat(s)"
+            f"(std over {result['repeats'] - undefined} repeats)"
         )
         if undefined:
             private += f" ({undefined} release(s) undefined: {result['undefined_note']})"
@@ -472,6 +478,8 @@ def _format_evaluation(result: dict[str, Any]) -> str:
             + " NOT private",
         ]
     lines.append(f"private AUC      {private}")
+    if result.get("releases"):
+        lines += interval_lines(result)
     if result.get("roc_note"):
         lines.append(f"ROC curve        {result['roc_note']}")
     if result.get("plot"):
@@ -481,7 +489,17 @@ def _format_evaluation(result: dict[str, Any]) -> str:
 
 
 # the columns of a release's row that come from the release (label DP when private)
-_ROW_RELEASE_COLUMNS = ("auc", "auc_mean", "auc_std", "num_undefined", "plot")
+_ROW_RELEASE_COLUMNS = (
+    "auc",
+    "auc_mean",
+    "auc_std",
+    "num_undefined",
+    "plot",
+    "ci_low",
+    "ci_high",
+    "privacy_share",
+)
+_ROW_INTERVAL_COLUMNS = ("ci_low", "ci_high", "ci_target", "privacy_share")
 
 
 def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -489,7 +507,8 @@ def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     which of the row's columns are private and which exact."""
     scalars = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
     private = bool(result["private_fields"])
-    release = [k for k in _ROW_RELEASE_COLUMNS if k == "auc" or k in scalars]
+    interval = ("ci_low", "ci_high", "privacy_share") if result.get("releases") else ()
+    release = [k for k in _ROW_RELEASE_COLUMNS if k in ("auc", *interval) or k in scalars]
     marks = {
         "private_fields": " ".join(release) if private else "",
         "exact_fields": " ".join(
@@ -497,7 +516,14 @@ def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         ),
     }
     aucs = result["aucs"] or [None]
-    return [{"repeat": i, "auc": auc, **scalars, **marks} for i, auc in enumerate(aucs)]
+    releases = result.get("releases") or [{}] * len(aucs)
+    intervals = [
+        {key: release[key] for key in _ROW_INTERVAL_COLUMNS if key in release}
+        for release in releases
+    ]
+    return [
+        {"repeat": i, "auc": auc, **intervals[i], **scalars, **marks} for i, auc in enumerate(aucs)
+    ]
 
 
 def run_evaluate(args) -> int:

@@ -67,6 +67,8 @@ class SimulationResult:
     fpr: np.ndarray
     tpr: np.ndarray
     statement: PrivacyStatement | None
+    # the summed release of every repeat (``simulate``; for intervals), ``None`` otherwise
+    release: dict[str, np.ndarray] | None = None
 
     @property
     def mean(self) -> float:
@@ -177,13 +179,16 @@ def simulate(
         pos = tf.reduce_sum(pos, axis=0, keepdims=True)
         neg = tf.reduce_sum(neg, axis=0, keepdims=True)
     per_repeat = int(pos.shape[0]) * _released_values_per_client(mechanism)
-    rocs, aucs = [], []
+    rocs, aucs, releases = [], [], []
     for size, chunk_seed in _chunks(repeats, per_repeat, seed):
         release = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
         summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
         rocs.append(_roc(aggregate, summed))
         aucs.append(aggregate.estimate_auc(summed))
-    return _collect(rocs, aucs, statement)
+        releases.append({key: value.numpy() for key, value in summed.items()})
+    result = _collect(rocs, aucs, statement)
+    joined = {key: np.concatenate([r[key] for r in releases]) for key in releases[0]}
+    return dataclasses.replace(result, release=joined)
 
 
 def simulate_examples(
