@@ -171,4 +171,8 @@ def simulate_coverage(
             float(np.mean(high - low) / oracle) if estimate.size else math.nan
         )
     out["privacy_ratio"] = float(np.nanmedian(data["ratio"])) if defined.any() else math.nan
+    # measured: privacy RMSE around the test set's AUC over the spread of that AUC
+    noise = np.sqrt(np.mean((estimate - truths["sample"]) ** 2)) if estimate.size else math.nan
+    spread = float(np.std(data["sample_auc"])) if sets > 1 else math.nan
+    out["measured_privacy_ratio"] = float(noise / spread) if estimate.size else math.nan
     return out
