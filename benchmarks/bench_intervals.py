@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import zlib
 
 from dpauc_tf.analysis.interval_coverage import simulate_coverage
 
@@ -57,12 +58,14 @@ def coverage(args) -> None:
         for n in args.n:
             for epsilon in args.epsilon:
                 start = time.time()
+                # every setting draws its own test sets and noise
+                cell = zlib.crc32(f"{label}/{n}/{epsilon:g}".encode()) % 100_000
                 out = simulate_coverage(
                     name,
                     n=n,
                     epsilon=epsilon,
                     sets=args.sets,
-                    seed=args.seed,
+                    seed=args.seed * 1000 + cell,
                     max_real_shares=1000 if args.real_shares else 100,
                     **settings,
                 )

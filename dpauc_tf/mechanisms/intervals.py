@@ -352,13 +352,15 @@ def _auc_only_scale(mechanism, release) -> np.ndarray:
 
 def _auc_only_sampling(mechanism, release, auc, num_examples) -> np.ndarray:
     """Hanley-McNeil from the AUC and the noisy ``min(P, N)`` (``bound + margin``, unbiased);
-    the larger class is ``n - min`` (``n`` public) and the larger of the two assignments of
-    the classes is taken (the release does not say which class is the smaller)."""
+    the larger class is ``n - min`` (``n`` public; without it, ``min``: the largest variance
+    the release allows). The release does not say which class is the smaller: the mean of the
+    two assignments is taken (on binormal scores, where the true variance is symmetric in the
+    classes, the larger assignment overstates it by about 19%: ``docs/intervals.md``)."""
     smaller = np.asarray(release["min_count_bound"], np.float64) + mechanism.margin
     smaller = np.maximum(smaller, 2.0)
     larger = smaller if num_examples is None else np.maximum(float(num_examples) - smaller, smaller)
-    return np.maximum(
-        hanley_mcneil_variance(auc, smaller, larger), hanley_mcneil_variance(auc, larger, smaller)
+    return 0.5 * (
+        hanley_mcneil_variance(auc, smaller, larger) + hanley_mcneil_variance(auc, larger, smaller)
     )
 
 
