@@ -341,6 +341,23 @@ def _histogram_of(confusion: Confusion) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
+RARE_FLIPS = 10.0  # below this expected number of flips the normal law does not hold
+
+
+def _rare_flips_half(mechanism, release, tail: float) -> np.ndarray:
+    """``rr`` with few expected flips ``n p`` (large epsilon, small n): the noise is a
+    handful of discrete jumps, not normal. A conservative half-width: the ``1 - tail``
+    Poisson quantile ``k`` of the number of flips times the largest move of one flip,
+    ``1 / min(P, N)`` (debiased by ``1 / (1 - 2p)``); 0 where ``n p >= RARE_FLIPS``."""
+    p = mechanism.flip_probability
+    pos = np.asarray(release["pos"], np.float64).sum(-1)
+    n = pos + np.asarray(release["neg"], np.float64).sum(-1)
+    positives = (pos * (1 - p) - (n - pos) * p) / (1 - 2 * p)
+    smaller = np.maximum(np.minimum(positives, n - positives), 1.0)
+    flips = stats.poisson.ppf(1.0 - tail, n * p)
+    return np.where(n * p < RARE_FLIPS, flips / smaller / (1 - 2 * p), 0.0)
+
+
 # -- auc-only: one Laplace draw of a released scale --------------------------------------
 def _auc_only_scale(mechanism, release) -> np.ndarray:
     bound = np.asarray(release["min_count_bound"], np.float64)
@@ -448,6 +465,8 @@ def release_interval(
     else:
         total = noise + (sampling if target == "population" else 0.0)
         half = stats.norm.ppf(1.0 - tail / 2) * np.sqrt(total)
+    if kind == "rr":
+        half = np.maximum(half, _rare_flips_half(mechanism, release, tail))
     defined = np.isfinite(auc) & np.isfinite(half)
     low = np.where(defined, np.clip(auc - half, 0.0, 1.0), np.nan)
     high = np.where(defined, np.clip(auc + half, 0.0, 1.0), np.nan)
