@@ -341,7 +341,7 @@ def _histogram_of(confusion: Confusion) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
-RARE_FLIPS = 10.0  # below this expected number of flips the normal law does not hold
+RARE_FLIPS = 3.0  # below this expected number of flips the normal law does not hold
 
 
 def _rare_flips_half(mechanism, release, tail: float) -> np.ndarray:
