@@ -153,3 +153,36 @@ def test_finish_release_adds_the_interval_and_the_releases_list():
     assert set(first) >= {"auc", "ci_low", "ci_high", "ci_target", "privacy_share"}
     assert 0.0 < first["privacy_share"] < 1.0
     assert np.allclose(result.ci_low, result.interval.low)
+
+
+def test_every_registered_mechanism_gives_an_interval_or_refuses():
+    from dpauc_tf.mechanisms import list_mechanisms
+
+    pos, neg = _binormal_counts()
+    refused = set()
+    for name in list_mechanisms():
+        epsilon = None if name == "none" else 1.0
+        delta = 1e-6 if name in ("auc-only", "paper-gaussian") else None
+        mechanism = get_mechanism(name, epsilon=epsilon, num_thresholds=pos.size - 1, delta=delta)
+        try:
+            check_interval_support(mechanism)
+        except ValueError:
+            refused.add(name)
+            continue
+        grid_pos, grid_neg = pos, neg
+        if mechanism.num_buckets != pos.size:  # auc-only counts on its own grid
+            grid_pos = np.zeros(mechanism.num_buckets)
+            grid_neg = np.zeros(mechanism.num_buckets)
+            index = np.linspace(1, mechanism.num_buckets - 2, pos.size).astype(int)
+            grid_pos[index], grid_neg[index] = pos, neg
+        release = {
+            k: v.numpy()
+            for k, v in mechanism.release(grid_pos, grid_neg, seed=0, repeats=2).items()
+        }
+        for target in ("sample", "population"):
+            ci = release_interval(mechanism, release, target=target, num_examples=2000.0)
+            assert np.all(ci.low <= ci.high) and np.all(np.isfinite(ci.low)), (name, target)
+        if name == "none":  # no noise: the sample interval is the point itself
+            sample = release_interval(mechanism, release, target="sample")
+            assert np.allclose(sample.low, sample.high) and np.all(sample.privacy_share == 0)
+    assert refused == {"score-noise"}
