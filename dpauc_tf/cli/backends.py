@@ -159,7 +159,8 @@ def _evaluate_with_beam(args, data, client_ids, num_clients):
         **release_settings(args),
     )
     statement = _mechanism(args, num_clients).statement()
-    return SimulationResult(out.aucs, out.fpr, out.tpr, statement)
+    release = getattr(out, "noisy_counts", None)  # for --confidence
+    return SimulationResult(out.aucs, out.fpr, out.tpr, statement, release=release)
 
 
 @dataclasses.dataclass(frozen=True)

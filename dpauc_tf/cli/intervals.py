@@ -38,7 +38,10 @@ def interval_fields(args, mechanism, result, num_examples, num_clients) -> dict[
     if interval is None or interval.target != args.ci_target:
         counts = getattr(result, "noisy_counts", None) or getattr(result, "release", None)
         if counts is None:
-            raise CommandError(f"--confidence: --backend {args.backend} returns no release counts")
+            raise CommandError(
+                f"--confidence: --backend {args.backend} returns no release counts here yet; "
+                "use --backend simulate, beam or spark"
+            )
         interval = release_interval(
             mechanism,
             counts,

@@ -71,7 +71,9 @@ def evaluate_with_spark(args, client_ids, num_clients: int):
             "--backend simulate"
         )
     result = evaluate_file_with_spark(args, per_client=num_clients > 1)
-    return SimulationResult(result.aucs, result.fpr, result.tpr, result.statement)
+    return SimulationResult(
+        result.aucs, result.fpr, result.tpr, result.statement, release=result.noisy_counts
+    )
 
 
 def evaluate_file_with_spark(args, per_client: bool | None = None):

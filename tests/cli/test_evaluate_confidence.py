@@ -62,3 +62,13 @@ def test_score_noise_is_refused(scores, capsys):
     assert main([*argv, "--confidence", "0.95"]) == 2
     err = capsys.readouterr().err
     assert "no interval" in err and "Traceback" not in err
+
+
+def test_beam_backend_gives_the_interval_too(scores, evaluate_json):
+    pytest.importorskip("apache_beam")
+    out = evaluate_json(
+        "--scores", scores, "--mechanism", "histogram", "--epsilon", 1, "--seed", 0,
+        "--backend", "beam", "--confidence", 0.95,
+    )  # fmt: skip
+    (release,) = out["releases"]
+    assert release["ci_low"] < release["auc"] < release["ci_high"]
