@@ -150,6 +150,9 @@ class PrivateAUC(beam.PTransform):
         (with ``slicing``); a client column sums every client's report (``per_client``).
       from_logits: the scores are logits.
       mechanism_options: extra constructor options (e.g. ``{"family": "skellam"}``).
+      confidence: e.g. 0.95: every slice's result gets an interval per release
+        (``result.interval``, ``to_dict()["releases"]``; no privacy cost,
+        ``docs/intervals.md``). ci_target: ``"population"`` (default) or ``"sample"``.
 
     >>> PrivateAUC("histogram", epsilon=1.0, num_thresholds=10).spec.mechanism
     'histogram'
@@ -175,6 +178,8 @@ class PrivateAUC(beam.PTransform):
         from_logits: bool = False,
         mechanism_options: dict | None = None,
         label: str | None = None,
+        confidence: float | None = None,
+        ci_target: str = "population",
     ):
         super().__init__(label)
         check_repeats(repeats)
@@ -210,6 +215,7 @@ class PrivateAUC(beam.PTransform):
             seed=seed,
         )
         self.spec.check_releases_counts("dpauc_tf.beam")
+        self.interval = _interval_options(self.spec, confidence, ci_target)
         if per_client:  # before any work: auc-only's releases cannot be summed
             self.spec.check_summable(2, "PrivateAUC(per_client=True)")
         self.thresholds = self.spec.thresholds
@@ -252,7 +258,7 @@ class PrivateAUC(beam.PTransform):
         most = beam.pvalue.AsSingleton(bound)
         if not self.per_client:
             return counts | "ReleaseOncePerSlice" >> beam.Map(
-                _release_slice, spec=spec, repeats=repeats, most=most
+                _release_slice, spec=spec, repeats=repeats, most=most, interval=self.interval
             )
         clients_per_slice = (
             counts
@@ -268,7 +274,8 @@ class PrivateAUC(beam.PTransform):
         return (
             reports
             | "SumReports" >> beam.CombinePerKey(_SumReports())
-            | "FinishSlice" >> beam.Map(_finish_reports, spec=spec, most=most)
+            | "FinishSlice"
+            >> beam.Map(_finish_reports, spec=spec, most=most, interval=self.interval)
         )
 
 
@@ -384,11 +391,30 @@ def _examples_of(key, rows, scores, labels, weights, client, batch) -> list:
     ]
 
 
-def _release_slice(item, spec: ReleaseSpec, repeats, most) -> SliceRelease:
+def _interval_options(spec: ReleaseSpec, confidence, ci_target) -> dict:
+    """``finish_release``'s interval arguments, checked before any work."""
+    if confidence is None:
+        return {}
+    from dpauc_tf.mechanisms.intervals import (
+        check_confidence,
+        check_interval_support,
+        check_target,
+    )
+
+    check_interval_support(spec.build())
+    return {"confidence": check_confidence(confidence), "ci_target": check_target(ci_target)}
+
+
+def _release_slice(item, spec: ReleaseSpec, repeats, most, interval=None) -> SliceRelease:
     key, counts = item
     release = _release(spec, counts, spec.seed_for(key), repeats)
     return finish_release(
-        spec, release, num_examples=counts.num_examples, slice_key=key, slices_per_example=most
+        spec,
+        release,
+        num_examples=counts.num_examples,
+        slice_key=key,
+        slices_per_example=most,
+        **(interval or {}),
     )
 
 
@@ -398,7 +424,7 @@ def _client_report(item, spec: ReleaseSpec, repeats, clients):
     return key, (release, counts.num_examples)
 
 
-def _finish_reports(item, spec: ReleaseSpec, most) -> SliceRelease:
+def _finish_reports(item, spec: ReleaseSpec, most, interval=None) -> SliceRelease:
     key, (release, num_examples, num_clients) = item
     return finish_release(
         spec,
@@ -407,4 +433,5 @@ def _finish_reports(item, spec: ReleaseSpec, most) -> SliceRelease:
         num_clients=num_clients,
         slice_key=key,
         slices_per_example=most,
+        **(interval or {}),
     )

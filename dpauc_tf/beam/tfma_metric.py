@@ -49,6 +49,7 @@ from dpauc_tf.mechanisms.release import ReleaseSpec, check_slices_bound
 DPAUC_NAME = "dpauc"
 # Metric keys beside the value: one release's epsilon and the whole evaluation's.
 EPSILON_SUFFIXES = ("_epsilon", "_epsilon_total")
+INTERVAL_SUFFIXES = ("_lower", "_upper", "_privacy_share")
 CI_CHOICES = ("refuse", "allow")
 
 
@@ -70,7 +71,10 @@ class DPAUCMetric(metric_types.Metric):
 
     With noise, every slice's output holds ``dpauc`` (the AUC), ``dpauc_epsilon`` (one
     release's epsilon) and ``dpauc_epsilon_total`` (the whole evaluation's: the composition
-    of ``slices_per_example`` releases).
+    of ``slices_per_example`` releases). With ``confidence`` (e.g. 0.95) also
+    ``dpauc_lower``, ``dpauc_upper`` and ``dpauc_privacy_share``: the release's interval
+    for ``ci_target`` (``"population"`` or ``"sample"``), computed from the release alone, in
+    place of TFMA's resampling intervals (no privacy cost; ``docs/intervals.md``).
 
     >>> DPAUCMetric(epsilon=1.0).compute_confidence_interval
     False
@@ -86,13 +90,24 @@ class DPAUCMetric(metric_types.Metric):
         delta: float | None = None,
         confidence_intervals: str = "refuse",
         slices_per_example: int | None = None,
+        confidence: float | None = None,
+        ci_target: str = "population",
     ):
         check_slices_bound(slices_per_example, "slices_per_example")
         if confidence_intervals not in CI_CHOICES:
             raise ValueError(
                 f"confidence_intervals must be one of {CI_CHOICES}, got {confidence_intervals!r}"
             )
-        _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)  # checks them now
+        spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)  # checks them
+        if confidence is not None:
+            from dpauc_tf.mechanisms.intervals import (
+                check_confidence,
+                check_interval_support,
+                check_target,
+            )
+
+            check_confidence(confidence), check_target(ci_target)
+            check_interval_support(spec.build())
         super().__init__(
             _dpauc_computations,
             name=name,
@@ -103,6 +118,8 @@ class DPAUCMetric(metric_types.Metric):
             delta=delta,
             confidence_intervals=confidence_intervals,
             slices_per_example=slices_per_example,
+            confidence=confidence,
+            ci_target=ci_target,
         )
 
     @property
@@ -122,6 +139,8 @@ def _dpauc_computations(
     delta: float | None = None,
     confidence_intervals: str = "refuse",
     slices_per_example: int | None = None,
+    confidence: float | None = None,
+    ci_target: str = "population",
     eval_config=None,
     model_names: list[str] | None = None,
     output_names: list[str] | None = None,
@@ -156,7 +175,11 @@ def _dpauc_computations(
                 keys = [key]
                 if spec.epsilon is not None:  # the guarantee, beside the value
                     keys += [key._replace(name=f"{name}{suffix}") for suffix in EPSILON_SUFFIXES]
+                interval = [key._replace(name=f"{name}{suffix}") for suffix in INTERVAL_SUFFIXES]
                 combiner = _DPAUCCombiner(keys, eval_config, spec, example_weighted, slices)
+                if confidence is not None:
+                    keys += interval
+                    combiner.interval = (interval, confidence, ci_target)
                 computations.append(
                     metric_types.MetricComputation(keys=keys, preprocessors=None, combiner=combiner)
                 )
@@ -201,6 +224,8 @@ def _one_example(label, prediction, weight) -> tuple[np.ndarray, np.ndarray, np.
 
 class _DPAUCCombiner(beam.CombineFn):
     """Counts with :class:`CountBuckets`; ``extract_output`` is the (one) release."""
+
+    interval = None  # (keys, confidence, target) of the release's interval, if asked
 
     def __init__(self, keys, eval_config, spec: ReleaseSpec, example_weighted, slices: int):
         self._keys = keys
@@ -247,7 +272,21 @@ class _DPAUCCombiner(beam.CombineFn):
         if self._spec.epsilon is None:
             return {self._key: auc}
         one, whole = mechanism.privacy_spent(1).best, mechanism.privacy_spent(self._slices).best
-        return {self._key: auc, self._keys[1]: float(one), self._keys[2]: float(whole)}
+        out = {self._key: auc, self._keys[1]: float(one), self._keys[2]: float(whole)}
+        if self.interval is not None:
+            from dpauc_tf.mechanisms.intervals import release_interval
+
+            keys, confidence, target = self.interval
+            ci = release_interval(
+                mechanism,
+                {key: value.numpy() for key, value in release.items()},
+                confidence=confidence,
+                target=target,
+                num_examples=counts.num_examples,
+            )
+            values = (ci.low[0], ci.high[0], ci.privacy_share[0])
+            out.update({key: float(value) for key, value in zip(keys, values, strict=True)})
+        return out
 
 
 def run_model_analysis(

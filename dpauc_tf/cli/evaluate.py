@@ -23,6 +23,8 @@ from dpauc_tf.cli.backends import (
     _reads_with_engine,
 )
 from dpauc_tf.cli.formats import format_rows, json_safe
+from dpauc_tf.cli.grids import resolve_auto_thresholds, warn_if_noise_dominates
+from dpauc_tf.cli.intervals import check_confidence, interval_fields, interval_lines
 from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
 from dpauc_tf.mechanisms.registry import mechanism_spec, parse_options
 
@@ -205,7 +207,7 @@ def evaluate_scores(args) -> dict[str, Any]:
     if getattr(args, "thresholds", None):
         args.threshold_grid = read_thresholds(args.thresholds)  # as Keras takes them
         args.num_thresholds = Thresholds.make(threshold_grid=args.threshold_grid).num_thresholds
-    auto_rule = _resolve_auto_thresholds(args)
+    auto_rule = resolve_auto_thresholds(args, count_scores)
     if args.repeats * args.num_thresholds > MAX_CURVE_VALUES:
         raise CommandError(
             f"--repeats {args.repeats} x --num-thresholds {args.num_thresholds} keeps "
@@ -225,6 +227,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         counted = count_scores(args, grid)
         client_ids, num_clients = _client_ids(counted, args)
     mechanism = _mechanism(args, num_clients)
+    check_confidence(args, mechanism)
     # Whether the file has one class is itself an exact label statistic: a private release
     # without --show-exact runs whatever the labels are (its estimate may be undefined).
     undefined = _undefined_auc_reason(counted) if show_exact or not private else None
@@ -242,6 +245,7 @@ def evaluate_scores(args) -> dict[str, Any]:
     # The release's own fields (AUCResult.to_dict(): epsilon_total, delta_total,
     # num_reporting, ...); the command's fields below keep their 0.2 names and meaning.
     released = {} if result is None else result.to_dict()
+    intervals = interval_fields(args, mechanism, result, counted.num_examples, num_clients)
     output = {
         **{key: released[key] for key in RESULT_FIELDS if key in released},
         **reference,
@@ -279,11 +283,12 @@ def evaluate_scores(args) -> dict[str, Any]:
         "roc": None
         if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
+        **intervals,
     }
     if auto_rule is not None:
         output["num_thresholds_rule"] = auto_rule
     if private and result is not None:
-        _warn_if_noise_dominates(mechanism, thresholds, counted.num_examples)
+        warn_if_noise_dominates(mechanism, thresholds, counted.num_examples)
     if pld[1] is not None:
         output["pld_note"] = pld[1]
     if undefined is not None:
@@ -316,47 +321,11 @@ def evaluate_scores(args) -> dict[str, Any]:
 RESULT_FIELDS = ("epsilon_total", "delta_total", "num_reporting", "slices_per_example")
 
 
-def _resolve_auto_thresholds(args) -> str | None:
-    """``--num-thresholds auto``: one quick pass counts the examples (public under label
-    DP: the same for every labelling), then the grid that suits them
-    (:func:`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`)."""
-    if args.num_thresholds != "auto":
-        return None
-    from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.mechanisms.auto_grid import auto_num_thresholds
-
-    plot, args.plot, args.num_thresholds = args.plot, None, 2
-    try:
-        counted = count_scores(args, Thresholds.make(2))
-    finally:
-        args.plot = plot
-    n = counted.num_examples
-    args.num_thresholds = auto_num_thresholds(n, args.epsilon, args.mechanism)
-    return (
-        f"auto: {args.num_thresholds} thresholds for n = {n} examples at epsilon "
-        f"{args.epsilon} (n is public under label DP: no budget is spent on it)"
-    )
-
-
-def _warn_if_noise_dominates(mechanism, thresholds, num_examples) -> None:
-    """One warning line when the release's noise would exceed the sampling error of a
-    typical test set of ``num_examples`` (public: the warning reads no label)."""
-    from dpauc_tf.mechanisms.auto_grid import noise_dominates_warning, predicted_noise_std
-
-    try:
-        privacy, sampling = predicted_noise_std(mechanism, thresholds, num_examples)
-    except (ValueError, TypeError, NotImplementedError):
-        return
-    message = noise_dominates_warning(privacy, sampling)
-    if message is not None:
-        print(f"dpauc: warning: {message}", file=sys.stderr)
-
-
 # Fields with exact label statistics (NOT private): in the output only with --show-exact.
 REFERENCE_FIELDS = ("exact_auc", "exact_auc_method", "exact_auc_max_error", "tf_auc")
 EXACT_EXTRA_FIELDS = ("num_positives", "auc_undefined")
 # Fields computed from the mechanism's release only: label-DP when the mechanism is private.
-RELEASE_FIELDS = ("auc_mean", "auc_std", "aucs", "num_undefined", "roc", "plot")
+RELEASE_FIELDS = ("auc_mean", "auc_std", "aucs", "num_undefined", "roc", "plot", "releases")
 
 
 def read_thresholds(path: str) -> list[float]:
@@ -515,10 +484,12 @@ def _format_evaluation(result: dict[str, Any]) -> str:
         private = "undefined"
     elif undefined == result["repeats"]:
         private = f"undefined in every release ({result['undefined_note']})"
+    elif result["repeats"] == 1:  # one release: its value (a std over one is no error bar)
+        private = f"{result['auc_mean']:.6f}"
     else:
         private = (
             f"{result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
-            f"over {result['repeats'] - undefined} repeat(s)"
+            f"(std over {result['repeats'] - undefined} repeats)"
         )
         if undefined:
             private += f" ({undefined} release(s) undefined: {result['undefined_note']})"
@@ -543,6 +514,8 @@ def _format_evaluation(result: dict[str, Any]) -> str:
             + " NOT private",
         ]
     lines.append(f"private AUC      {private}")
+    if result.get("releases"):
+        lines += interval_lines(result)
     if result.get("roc_note"):
         lines.append(f"ROC curve        {result['roc_note']}")
     if result.get("plot"):
@@ -552,7 +525,17 @@ def _format_evaluation(result: dict[str, Any]) -> str:
 
 
 # the columns of a release's row that come from the release (label DP when private)
-_ROW_RELEASE_COLUMNS = ("auc", "auc_mean", "auc_std", "num_undefined", "plot")
+_ROW_RELEASE_COLUMNS = (
+    "auc",
+    "auc_mean",
+    "auc_std",
+    "num_undefined",
+    "plot",
+    "ci_low",
+    "ci_high",
+    "privacy_share",
+)
+_ROW_INTERVAL_COLUMNS = ("ci_low", "ci_high", "ci_target", "privacy_share")
 
 
 def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -560,7 +543,8 @@ def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     which of the row's columns are private and which exact."""
     scalars = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
     private = bool(result["private_fields"])
-    release = [k for k in _ROW_RELEASE_COLUMNS if k == "auc" or k in scalars]
+    interval = ("ci_low", "ci_high", "privacy_share") if result.get("releases") else ()
+    release = [k for k in _ROW_RELEASE_COLUMNS if k in ("auc", *interval) or k in scalars]
     marks = {
         "private_fields": " ".join(release) if private else "",
         "exact_fields": " ".join(
@@ -568,7 +552,14 @@ def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         ),
     }
     aucs = result["aucs"] or [None]
-    return [{"repeat": i, "auc": auc, **scalars, **marks} for i, auc in enumerate(aucs)]
+    releases = result.get("releases") or [{}] * len(aucs)
+    intervals = [
+        {key: release[key] for key in _ROW_INTERVAL_COLUMNS if key in release}
+        for release in releases
+    ]
+    return [
+        {"repeat": i, "auc": auc, **intervals[i], **scalars, **marks} for i, auc in enumerate(aucs)
+    ]
 
 
 def run_evaluate(args) -> int:

@@ -21,7 +21,7 @@ ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
 
 def evaluate_with_flower(args, data, client_ids, num_clients):
     """Runs :func:`dpauc_tf.flower.evaluate` on the file's clients; returns a
-    :class:`~dpauc_tf.simulation.SimulationResult` (the CLI's common result).
+    :class:`~dpauc_tf.mechanisms.release.AUCResult` (the CLI's common result).
 
     Clients left out (no answer in time, or an error) are named in one warning on stderr:
     the AUC then covers only the other clients' examples, and the stated epsilon is the one

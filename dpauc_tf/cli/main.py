@@ -178,6 +178,17 @@ class _OneLineParser(argparse.ArgumentParser):
         raise CommandError(message)
 
 
+def _confidence(text: str) -> float:
+    """A confidence level strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), e.g. 0.95, got {text!r}")
+    return value
+
+
 def _common(parser: argparse.ArgumentParser, default_format: str = "table") -> None:
     """``--format`` and ``--debug``, the same for every subcommand."""
     parser.add_argument("--format", choices=FORMATS, default=default_format, help="output format")
@@ -279,6 +290,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--partition", choices=tuple(PARTITION_NAMES), default="iid", help="how to split"
     )
     ev.add_argument("--repeats", type=_positive_int, default=1, help="independent releases")
+    ev.add_argument(
+        "--confidence",
+        type=_confidence,
+        help="e.g. 0.95: a confidence interval for every release, computed from the release "
+        "alone (no privacy cost; docs/intervals.md): JSON gets a releases list with auc, "
+        "ci_low, ci_high, ci_target, privacy_share",
+    )
+    ev.add_argument(
+        "--ci-target",
+        choices=("sample", "population"),
+        default="population",
+        help="population (default: privacy noise and sampling error) or sample (the AUC of "
+        "this test set: privacy noise only)",
+    )
     ev.add_argument(
         "--seed",
         type=_seed_int,

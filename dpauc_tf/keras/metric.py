@@ -493,6 +493,7 @@ class DPAUC(tf.keras.metrics.Metric):
         self._authorize_release()
         pos, neg = self._counts()
         release = self._mechanism.release(pos, neg, seed=self._noise_generator.make_seeds(1)[:, 0])
+        object.__setattr__(self, "_last_release_counts", release)  # for release_interval()
         value = tf.cast(self.value_from_release(release), tf.float64)
         if self._on_jax:
             object.__setattr__(self, "_last_release_host", float(value))
@@ -540,6 +541,13 @@ class DPAUC(tf.keras.metrics.Metric):
         if self._skips_release():
             return self._output(float("nan"))
         return self.release()
+
+    def release_interval(self, confidence: float = 0.95, target: str = "population"):
+        """The interval of the last release; no new release, no privacy cost
+        (:func:`dpauc_tf.keras.intervals.last_release_interval`)."""
+        from dpauc_tf.keras.intervals import last_release_interval
+
+        return last_release_interval(self, confidence, target)
 
     def roc_curve(self) -> RocCurve:
         """One release as ROC points (sorted by FPR). Each call is a release.

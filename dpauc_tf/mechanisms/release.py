@@ -229,6 +229,9 @@ class AUCResult:
       slice_key: the slice (``None`` for the whole data).
       slices_per_example: the bound on the number of slices one example is in that
         ``epsilon_total`` uses.
+      interval: the :class:`~dpauc_tf.mechanisms.intervals.AUCInterval` of every release
+        (``finish_release(..., confidence=0.95)``; ``None`` when none was asked), computed
+        from the release alone (no privacy cost).
     """
 
     aucs: np.ndarray
@@ -246,6 +249,17 @@ class AUCResult:
     noisy_counts: dict[str, np.ndarray]
     slice_key: Any = None
     slices_per_example: int = 1
+    interval: Any = None
+
+    @property
+    def ci_low(self) -> np.ndarray | None:
+        """The lower bound of every release's interval ``[R]`` (``None`` without one)."""
+        return None if self.interval is None else self.interval.low
+
+    @property
+    def ci_high(self) -> np.ndarray | None:
+        """The upper bound of every release's interval ``[R]`` (``None`` without one)."""
+        return None if self.interval is None else self.interval.high
 
     @property
     def auc(self) -> float:
@@ -304,7 +318,38 @@ class AUCResult:
             "num_clients": self.num_clients,
             "num_reporting": self.num_reporting,
             "slices_per_example": self.slices_per_example,
+            **self._interval_dict(),
         }
+
+    def _interval_dict(self) -> dict[str, Any]:
+        """``confidence``, ``ci_target`` and ``releases`` (one object per release) when an
+        interval was asked; nothing otherwise."""
+        if self.interval is None:
+            return {}
+        ci = self.interval
+        releases = interval_releases(self.aucs, ci)
+        return {"confidence": ci.confidence, "ci_target": ci.target, "releases": releases}
+
+
+def interval_releases(aucs: np.ndarray, interval: Any) -> list[dict[str, Any]]:
+    """One JSON-ready object per release: ``auc``, ``ci_low``, ``ci_high``, ``ci_target``,
+    ``privacy_share`` (of the variance), ``privacy_std``, ``sampling_se`` and
+    ``privacy_ratio`` (``privacy_std / sampling_se``); ``None`` where undefined."""
+    ci = interval
+    ratio = ci.privacy_ratio
+    return [
+        {
+            "auc": _finite(float(aucs[r])),
+            "ci_low": _finite(float(ci.low[r])),
+            "ci_high": _finite(float(ci.high[r])),
+            "ci_target": ci.target,
+            "privacy_share": _finite(float(ci.privacy_share[r])),
+            "privacy_std": _finite(float(np.sqrt(ci.privacy_variance[r]))),
+            "sampling_se": _finite(float(np.sqrt(ci.sampling_variance[r]))),
+            "privacy_ratio": _finite(float(ratio[r])),
+        }
+        for r in range(int(np.size(aucs)))
+    ]
 
 
 def _finite(value: float | None) -> float | None:
@@ -329,6 +374,8 @@ def finish_release(
     slice_key: Any = None,
     slices_per_example: int = 1,
     mechanism=None,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """Post-processing of a (summed) release with a leading repeats axis, and its accounting.
 
@@ -343,6 +390,11 @@ def finish_release(
       slices_per_example: a bound on the slices one example is in (whole-output cost).
       mechanism: the mechanism the caller built and released with (default:
         ``spec.build(num_clients)``; ``spec`` may then be ``None``).
+      confidence: e.g. 0.95: also an interval for every release
+        (:func:`dpauc_tf.mechanisms.intervals.release_interval`, post-processing of the
+        release: no privacy cost); ``ValueError`` where the mechanism has no valid one.
+      ci_target: ``"population"`` (default: privacy noise and sampling error) or
+        ``"sample"`` (this test set's AUC: privacy noise only).
     """
     import tensorflow as tf
 
@@ -352,6 +404,16 @@ def finish_release(
     if mechanism is None:
         mechanism = spec.build(num_clients)
     private = (mechanism.epsilon if spec is None else spec.epsilon) is not None
+    if confidence is not None:  # refuse before any work, with the one-line reason
+        from dpauc_tf.mechanisms.intervals import (
+            check_confidence,
+            check_interval_support,
+            check_target,
+        )
+
+        check_confidence(confidence)
+        check_target(ci_target)
+        check_interval_support(mechanism)
     tensors = {key: tf.constant(np.asarray(value), tf.float64) for key, value in summed.items()}
     aucs = np.atleast_1d(mechanism.estimate_auc(tensors).numpy()).astype(np.float64)
     repeats = int(aucs.size)
@@ -379,6 +441,19 @@ def finish_release(
             delta_total = min(1.0, repeats * k * delta)
         else:
             delta_total = float(whole.delta)
+    interval = None
+    if confidence is not None:
+        from dpauc_tf.mechanisms.intervals import noise_copies, release_interval
+
+        interval = release_interval(
+            mechanism,
+            {key: np.asarray(value) for key, value in summed.items()},
+            confidence=confidence,
+            target=ci_target,
+            num_examples=num_examples,
+            copies=noise_copies(mechanism, num_clients, reporting),
+            estimate=aucs,
+        )
     return AUCResult(
         aucs=aucs,
         fpr=fpr,
@@ -395,4 +470,5 @@ def finish_release(
         noisy_counts={key: np.asarray(value) for key, value in summed.items()},
         slice_key=slice_key,
         slices_per_example=k,
+        interval=interval,
     )

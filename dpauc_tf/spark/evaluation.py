@@ -182,6 +182,8 @@ def release_counts(
     per_client: bool,
     repeats: int = 1,
     max_slices_per_example: int | None = None,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> dict[Any, AUCResult]:
     """Step 3: ``{slice: AUCResult}`` from :func:`count_buckets`' counts (see the module
     docstring), sorted by slice key."""
@@ -211,6 +213,8 @@ def release_counts(
             num_clients=num_clients,
             slice_key=slice_key,
             slices_per_example=most,
+            confidence=confidence,
+            ci_target=ci_target,
         )
     return results
 
@@ -233,6 +237,8 @@ def private_auc_by_slice(
     max_slices_per_example: int | None = None,
     from_logits: bool = False,
     mechanism_options: dict | None = None,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> dict[Any, AUCResult]:
     """One :class:`~dpauc_tf.mechanisms.release.AUCResult` per value of ``slice_col``
     (``None``: one, keyed ``None``, for the whole DataFrame); see the module docstring.
@@ -256,6 +262,9 @@ def private_auc_by_slice(
       repeats: independent releases per slice from one counting pass (each is accounted).
       max_slices_per_example: a bound on the slices one example is in; ``None``: the
         number of slices (the worst case).
+      confidence: e.g. 0.95: every slice's result gets an interval per release
+        (``result.interval``; no privacy cost, ``docs/intervals.md``). ci_target:
+        ``"population"`` (default) or ``"sample"``.
     """
     check_repeats(repeats)
     check_slices_bound(max_slices_per_example)
@@ -272,6 +281,15 @@ def private_auc_by_slice(
         seed=seed,
     )
     spec.check_releases_counts("dpauc_tf.spark")
+    if confidence is not None:  # refused before Spark counts anything
+        from dpauc_tf.mechanisms.intervals import (
+            check_confidence,
+            check_interval_support,
+            check_target,
+        )
+
+        check_confidence(confidence), check_target(ci_target)
+        check_interval_support(spec.build())
     if client_col is not None:
         spec.check_summable(2, "dpauc_tf.spark with a client column")
     counts = count_buckets(
@@ -290,6 +308,8 @@ def private_auc_by_slice(
         per_client=client_col is not None,
         repeats=repeats,
         max_slices_per_example=max_slices_per_example,
+        confidence=confidence,
+        ci_target=ci_target,
     )
 
 

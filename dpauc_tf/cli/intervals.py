@@ -1,0 +1,76 @@
+"""``--confidence`` of ``dpauc evaluate``: the interval of every release and its lines.
+
+The interval is post-processing of the release (no privacy cost):
+:func:`dpauc_tf.mechanisms.intervals.release_interval`; ``docs/intervals.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpauc_tf.cli.main import CommandError
+
+
+def check_confidence(args, mechanism) -> None:
+    """Refuses ``--confidence`` before any work where the mechanism has no valid interval."""
+    if getattr(args, "confidence", None) is None:
+        return
+    from dpauc_tf.mechanisms.intervals import check_interval_support
+
+    try:
+        check_interval_support(mechanism)
+    except ValueError as error:
+        raise CommandError(f"--confidence: {error}") from None
+
+
+def interval_fields(args, mechanism, result, num_examples, num_clients) -> dict[str, Any]:
+    """``confidence``, ``ci_target`` and ``releases`` (one object per release: auc, ci_low,
+    ci_high, ci_target, privacy_share, ...) with ``--confidence``; nothing otherwise."""
+    confidence = getattr(args, "confidence", None)
+    if confidence is None or result is None:
+        return {}
+    from dpauc_tf.mechanisms.intervals import noise_copies, release_interval
+    from dpauc_tf.mechanisms.release import interval_releases
+
+    interval = getattr(result, "interval", None)
+    if interval is None or interval.target != args.ci_target:
+        counts = getattr(result, "noisy_counts", None) or getattr(result, "release", None)
+        if counts is None:
+            raise CommandError(
+                f"--confidence: --backend {args.backend} returns no release counts here yet; "
+                "use --backend simulate, beam or spark"
+            )
+        interval = release_interval(
+            mechanism,
+            counts,
+            confidence=confidence,
+            target=args.ci_target,
+            num_examples=num_examples,
+            copies=noise_copies(mechanism, num_clients, num_clients),
+            estimate=np.asarray(result.aucs),
+        )
+    return {  # the same objects as AUCResult.to_dict()
+        "confidence": interval.confidence,
+        "ci_target": interval.target,
+        "releases": interval_releases(np.asarray(result.aucs), interval),
+    }
+
+
+def interval_lines(result: dict[str, Any]) -> list[str]:
+    """The interval of the first release (and how many releases have one) for the table."""
+    first = result["releases"][0]
+    level = f"{100 * result['confidence']:g}%"
+    if first["ci_low"] is None:
+        text = "undefined (the release's AUC is undefined)"
+    else:
+        text = f"[{first['ci_low']:.6f}, {first['ci_high']:.6f}] ({level}, {first['ci_target']} AUC"
+        text += ", first release)" if len(result["releases"]) > 1 else ")"
+    lines = [f"interval         {text}"]
+    if first["privacy_share"] is not None:
+        lines.append(
+            f"privacy share    {100 * first['privacy_share']:.1f}% of the variance (privacy std "
+            f"{first['privacy_std']:.2g}, sampling SE {first['sampling_se']:.2g})"
+        )
+    return lines

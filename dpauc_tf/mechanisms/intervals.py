@@ -1,0 +1,499 @@
+"""Confidence intervals for a released AUC, from the release and the mechanism's noise law only.
+
+An interval is post-processing of what was released (no extra privacy cost): the mechanism
+states its noise exactly, so the variance that the noise adds to the estimate is known up to
+the (noisy) counts it is evaluated at. Two targets:
+
+* ``target="sample"``: the AUC of **this test set** (on the mechanism's counting grid, i.e.
+  the AUC that ``tf.keras.metrics.AUC`` with the same thresholds reports, or the exact AUC for
+  ``auc-only``): the privacy noise only.
+* ``target="population"``: the AUC of the **population** the test set was drawn from: the
+  privacy noise and the sampling error of the test set, added (they are independent).
+
+Variances (``docs/intervals.md`` has the formulas and the measured coverage):
+
+* privacy noise of a curve mechanism: the delta method, ``sum_i var_i (dA / dr_i)^2`` over
+  the released entries ``r_i`` (independent noise of stated variance ``var_i``; the gradient
+  of the mechanism's own estimator, without its final clip, at the released values). For a
+  histogram this is :func:`dpauc_tf.core.sampling_variance.count_noise_variance`. For ``rr``
+  the flipped count of a bucket has variance ``n[b] p (1 - p)`` (``n[b]`` is released).
+* sampling error: DeLong's variance (:func:`dpauc_tf.core.sampling_variance.delong_variance`)
+  of the projected counts (monotone, non-negative), or for ``auc-only``, which releases no
+  counts, Hanley & McNeil's from the AUC, the noisy ``min(P, N)`` and the public ``n``.
+* the interval is ``A +- z sqrt(variance)`` clipped to [0, 1]; for ``auc-only`` the noise is
+  one Laplace draw of a released scale, so its exact quantile is used (convolved with the
+  normal sampling error for the population target).
+
+``score-noise`` (the counts of noisy scores do not tell the noise's effect on the AUC) and the
+``"reference"`` estimator (not consistent) are refused, as is any mechanism that states no
+noise law (a registered mechanism may define ``release_noise_variances(release)``, a dict of
+per-entry variances shaped like its release).
+
+>>> import numpy as np
+>>> from dpauc_tf.mechanisms import get_mechanism
+>>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
+>>> release = m.release(np.array([0., 100., 300., 0.]), np.array([0., 400., 200., 0.]), seed=0)
+>>> ci = release_interval(m, release, confidence=0.95, target="population")
+>>> bool(ci.low[0] < float(m.estimate_auc(release)) < ci.high[0]), ci.target
+(True, 'population')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+from scipy import special, stats
+
+from dpauc_tf.core.curve import Confusion, confusion_from_histogram
+from dpauc_tf.core.postprocessing import (
+    least_squares_confusion,
+    monotone_confusion,
+    within_bucket_correction,
+)
+from dpauc_tf.core.sampling_variance import delong_variance, hanley_mcneil_variance
+from dpauc_tf.noise.exact import discrete_laplace_variance
+
+TARGETS = ("sample", "population")
+DEFAULT_TARGET = "population"
+
+
+def check_confidence(confidence: float | None) -> float | None:
+    """``None`` or a confidence level strictly between 0 and 1 (e.g. 0.95)."""
+    if confidence is None:
+        return None
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise ValueError(f"confidence must be a number in (0, 1), e.g. 0.95, got {confidence!r}")
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), e.g. 0.95, got {confidence!r}")
+    return float(confidence)
+
+
+def check_target(target: str) -> str:
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    return target
+
+
+@dataclasses.dataclass(frozen=True)
+class AUCInterval:
+    """The interval of every release ``[R]`` and the split of its variance.
+
+    Attributes:
+      low, high: the bounds (NaN where the release's AUC is undefined).
+      target: ``"sample"`` or ``"population"`` (module docstring).
+      confidence: the nominal coverage, e.g. 0.95.
+      privacy_variance: the variance the privacy noise adds to the estimate.
+      sampling_variance: the estimated sampling variance of the test set's AUC (NaN where
+        it cannot be estimated).
+
+    >>> ci = AUCInterval(np.array([0.7]), np.array([0.8]), "sample", 0.95,
+    ...                  np.array([1e-4]), np.array([3e-4]))
+    >>> round(float(ci.privacy_share[0]), 6), round(float(ci.privacy_ratio[0]) ** 2, 6)
+    (0.25, 0.333333)
+    """
+
+    low: np.ndarray
+    high: np.ndarray
+    target: str
+    confidence: float
+    privacy_variance: np.ndarray
+    sampling_variance: np.ndarray
+
+    @property
+    def privacy_share(self) -> np.ndarray:
+        """The share of the total variance that the privacy noise adds."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.privacy_variance / (self.privacy_variance + self.sampling_variance)
+
+    @property
+    def privacy_ratio(self) -> np.ndarray:
+        """Privacy-noise standard deviation over the sampling standard error."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.sqrt(self.privacy_variance / self.sampling_variance)
+
+    @property
+    def width(self) -> np.ndarray:
+        return self.high - self.low
+
+
+def noise_copies(mechanism, num_clients: int | None, num_reporting: int | None) -> float:
+    """How many of the mechanism's stated noise draws a (summed) release carries: 1 for one
+    data holder; the number of reports summed for a local mechanism (each adds its own
+    noise); ``reporting / num_clients`` for a secure one (its statement is of all shares)."""
+    if num_clients is None:
+        return 1.0
+    reporting = num_clients if num_reporting is None else int(num_reporting)
+    if mechanism.capabilities.secure:
+        shares = int(getattr(mechanism, "num_clients", num_clients))
+        return reporting / shares
+    return float(max(reporting, 1))
+
+
+def check_interval_support(mechanism) -> None:
+    """Raises ``ValueError`` (one line, saying why) where no valid interval exists."""
+    name = mechanism.name
+    if mechanism.capabilities.transforms_data:
+        raise ValueError(
+            f"mechanism {name!r} adds noise to every score before counting: the released counts "
+            "do not tell how far that noise moved the AUC, so no interval is given"
+        )
+    if getattr(mechanism, "estimator", None) == "reference":
+        raise ValueError(
+            f"mechanism {name!r} with estimator='reference' (the paper's clip-sort-trapezoid) is "
+            "not a consistent estimate: no interval; use the default estimator"
+        )
+    if _kind(mechanism) is None:
+        raise ValueError(
+            f"mechanism {name!r} states no noise law for intervals (define "
+            "release_noise_variances(release) on it)"
+        )
+
+
+def _kind(mechanism) -> str | None:
+    from dpauc_tf.mechanisms.auc_only import AucOnly
+    from dpauc_tf.mechanisms.histogram import HistogramLaplace, HistogramPublicScores
+    from dpauc_tf.mechanisms.none import NoNoise
+    from dpauc_tf.mechanisms.paper import PaperLaplace
+    from dpauc_tf.mechanisms.randomized_response import RandomizedResponse
+    from dpauc_tf.mechanisms.secure_histogram import SecureHistogram
+    from dpauc_tf.mechanisms.tree import TreeHistogram
+
+    kinds = (
+        (AucOnly, "auc-only"),
+        (HistogramPublicScores, "public-histogram"),
+        (HistogramLaplace, "histogram"),
+        (SecureHistogram, "secure-histogram"),
+        (TreeHistogram, "tree"),
+        (PaperLaplace, "paper"),
+        (RandomizedResponse, "rr"),
+        (NoNoise, "none"),
+    )
+    for cls, kind in kinds:
+        if isinstance(mechanism, cls):
+            return kind
+    if callable(getattr(mechanism, "release_noise_variances", None)):
+        return "custom"
+    return None
+
+
+# -- the noise law of a release ------------------------------------------------------------
+def _laplace_variance(scale: float, discrete: bool) -> float:
+    return discrete_laplace_variance(scale) if discrete else 2.0 * scale**2
+
+
+def release_noise_variances(mechanism, release: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The variance of the noise on every released entry (of one full release), keyed and
+    shaped like the release (broadcastable); ``rr``: the variance of the flipped positive
+    count (its negative count is the released total minus it)."""
+    kind = _kind(mechanism)
+    if kind == "custom":
+        return {
+            k: np.asarray(v, np.float64)
+            for k, v in mechanism.release_noise_variances(release).items()
+        }
+    if kind == "none":
+        return {"pos": np.zeros(()), "neg": np.zeros(())}
+    if kind == "public-histogram":
+        discrete = mechanism.noise == "discrete"
+        return {
+            "pos": np.asarray(_laplace_variance(mechanism.noise_scale, discrete)),
+            "total": np.zeros(()),
+        }
+    if kind == "histogram":
+        discrete = mechanism.noise == "discrete"
+        pos_scale, neg_scale = mechanism.class_scales
+        return {
+            "pos": np.asarray(_laplace_variance(pos_scale, discrete)),
+            "neg": np.asarray(_laplace_variance(neg_scale, discrete)),
+        }
+    if kind == "secure-histogram":
+        pos_scale, neg_scale = mechanism.class_scales
+        if mechanism.family == "skellam":
+            return {"pos": np.asarray(2.0 * pos_scale), "neg": np.asarray(2.0 * neg_scale)}
+        return {
+            "pos": np.asarray(discrete_laplace_variance(pos_scale)),
+            "neg": np.asarray(discrete_laplace_variance(neg_scale)),
+        }
+    if kind == "tree":
+        levels = mechanism.layout.node_levels()
+        real = np.asarray(mechanism.layout.real_nodes, np.float64)
+        per_class = [
+            np.asarray(v, np.float64)[levels] * real for v in mechanism.class_level_variances
+        ]
+        if mechanism.public_scores:
+            return {"pos_tree": per_class[0], "total": np.zeros(())}
+        return {"pos_tree": per_class[0], "neg_tree": per_class[1]}
+    if kind == "paper":
+        variance = np.asarray(mechanism.noise_stddev**2)
+        return {key: variance for key in ("tp", "fp", "tn", "fn")}
+    if kind == "rr":
+        p = mechanism.flip_probability
+        total = np.asarray(release["pos"], np.float64) + np.asarray(release["neg"], np.float64)
+        return {"pos": total * p * (1.0 - p)}
+    raise ValueError(f"no noise law for mechanism {mechanism.name!r}")
+
+
+def _area_over_pairs(confusion: Confusion, within_bucket: str) -> tf.Tensor:
+    """:func:`~dpauc_tf.core.postprocessing.mann_whitney_auc` without its clip and NaN (so
+    that its gradient exists where the clip binds)."""
+    tp, fp, tn, fn = least_squares_confusion(
+        Confusion(*(tf.cast(c, tf.float64) for c in confusion))
+    )
+    num_pos = tp[..., :1] + fn[..., :1]
+    num_neg = fp[..., :1] + tn[..., :1]
+    zero = tf.zeros_like(num_pos)
+    tp = tf.concat([num_pos, tp, zero], axis=-1)
+    fp = tf.concat([num_neg, fp, zero], axis=-1)
+    area = tf.reduce_sum((fp[..., :-1] - fp[..., 1:]) * (tp[..., :-1] + tp[..., 1:]) / 2, axis=-1)
+    if within_bucket == "linear":
+        area += within_bucket_correction(tp[..., :-1] - tp[..., 1:], fp[..., :-1] - fp[..., 1:])
+    product = num_pos[..., 0] * num_neg[..., 0]
+    return area / tf.where(product > 0, product, tf.ones_like(product))
+
+
+def _raw_estimate(mechanism, kind: str, release: dict[str, tf.Tensor]) -> tf.Tensor:
+    """The mechanism's estimate before its final clip to [0, 1] (differentiable)."""
+    within = mechanism.within_bucket
+    if kind == "tree":
+        return _area_over_pairs(confusion_from_histogram(*mechanism.leaves(release)), within)
+    if kind == "rr":
+        flipped = _area_over_pairs(confusion_from_histogram(release["pos"], release["neg"]), within)
+        return _debias_unclipped(mechanism, flipped, release)
+    if kind in ("none",):
+        return _area_over_pairs(confusion_from_histogram(release["pos"], release["neg"]), within)
+    return _area_over_pairs(mechanism.released_confusion(release), within)
+
+
+def _debias_unclipped(mechanism, flipped: tf.Tensor, release) -> tf.Tensor:
+    """Menon et al.'s debiasing (:func:`~dpauc_tf.mechanisms.randomized_response.debias_auc`)
+    without its clip; where it is undefined the release's AUC is NaN anyway."""
+    p = q = mechanism.flip_probability
+    pos = tf.reduce_sum(release["pos"], -1)
+    n = pos + tf.reduce_sum(release["neg"], -1)
+    neg = n - pos
+    pi = ((pos * (1 - q) - neg * q) / (1 - p - q)) / tf.where(n > 0, n, tf.ones_like(n))
+    pi = tf.clip_by_value(pi, 1e-9, 1 - 1e-9)
+    alpha = (1 - pi) * q / (pi * (1 - p) + (1 - pi) * q)
+    beta = pi * p / (pi * p + (1 - pi) * (1 - q))
+    return (flipped - (alpha + beta) / 2) / (1 - alpha - beta)
+
+
+def privacy_variance(
+    mechanism,
+    release: Mapping[str, Any],
+    copies: float = 1.0,
+    num_examples: float | None = None,
+) -> np.ndarray:
+    """First-order variance ``[...]`` of ``mechanism.estimate_auc(release)`` from the noise
+    (delta method at the released values); ``copies`` scales the stated noise variance
+    (:func:`noise_copies`). ``auc-only``: the released Laplace scale's ``2 b^2`` (its share
+    of epsilon on the count may depend on the public ``num_examples``)."""
+    check_interval_support(mechanism)
+    kind = _kind(mechanism)
+    if kind == "auc-only":
+        scale = _auc_only_scale(mechanism, release, num_examples)
+        return 2.0 * scale**2
+    laws = release_noise_variances(mechanism, release)
+    tensors = {key: tf.constant(np.asarray(value, np.float64)) for key, value in release.items()}
+    watched = {key: tensors[key] for key in laws}
+    with tf.GradientTape() as tape:
+        tape.watch(list(watched.values()))
+        inputs = dict(tensors)
+        if kind == "rr":  # the flipped negatives are the released totals minus the positives
+            total = tf.stop_gradient(tensors["pos"] + tensors["neg"])
+            inputs["neg"] = total - watched["pos"]
+        raw = _raw_estimate(mechanism, kind, inputs)
+        objective = tf.reduce_sum(tf.where(tf.math.is_finite(raw), raw, tf.zeros_like(raw)))
+    grads = tape.gradient(objective, list(watched.values()))
+    variance = np.zeros(np.shape(raw.numpy()))
+    for law, grad in zip(laws.values(), grads, strict=True):
+        if grad is None:
+            continue
+        variance = variance + np.sum(np.broadcast_to(law, grad.shape) * grad.numpy() ** 2, -1)
+    return copies * variance
+
+
+def projected_histogram(mechanism, release: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative bucket counts ``pos, neg [..., T + 1]`` estimated from a release (the
+    monotone projection of the mechanism's counts; ``rr``: of its debiased counts)."""
+    kind = _kind(mechanism)
+    tensors = {key: tf.constant(np.asarray(value, np.float64)) for key, value in release.items()}
+    if kind == "rr":
+        p = mechanism.flip_probability
+        total = tensors["pos"] + tensors["neg"]
+        pos = (tensors["pos"] * (1 - p) - tensors["neg"] * p) / (1 - 2 * p)
+        confusion = monotone_confusion(pos, total - pos)
+    elif kind == "tree":
+        confusion = monotone_confusion(*mechanism.leaves(tensors))
+    elif kind == "none":
+        confusion = confusion_from_histogram(tensors["pos"], tensors["neg"])
+    else:
+        confusion = mechanism.to_confusion(tensors)
+    return _histogram_of(confusion)
+
+
+def _histogram_of(confusion: Confusion) -> tuple[np.ndarray, np.ndarray]:
+    tp, fp, tn, fn = (np.asarray(c, np.float64) for c in confusion)
+    out = []
+    for above, below in ((tp, fn), (fp, tn)):
+        total = above[..., :1] + below[..., :1]
+        padded = np.concatenate([total, above, np.zeros_like(total)], -1)
+        out.append(np.maximum(padded[..., :-1] - padded[..., 1:], 0.0))
+    return out[0], out[1]
+
+
+RARE_FLIPS = 3.0  # below this expected number of flips the normal law does not hold
+
+
+def _rare_flips_half(mechanism, release, tail: float) -> np.ndarray:
+    """``rr`` with few expected flips ``n p`` (large epsilon, small n): the noise is a
+    handful of discrete jumps, not normal. A conservative half-width: the ``1 - tail``
+    Poisson quantile ``k`` of the number of flips times the largest move of one flip,
+    ``1 / min(P, N)`` (debiased by ``1 / (1 - 2p)``); 0 where ``n p >= RARE_FLIPS``."""
+    p = mechanism.flip_probability
+    pos = np.asarray(release["pos"], np.float64).sum(-1)
+    n = pos + np.asarray(release["neg"], np.float64).sum(-1)
+    positives = (pos * (1 - p) - (n - pos) * p) / (1 - 2 * p)
+    smaller = np.maximum(np.minimum(positives, n - positives), 1.0)
+    flips = stats.poisson.ppf(1.0 - tail, n * p)
+    return np.where(n * p < RARE_FLIPS, flips / smaller / (1 - 2 * p), 0.0)
+
+
+# -- auc-only: one Laplace draw of a released scale --------------------------------------
+def _auc_only_n(mechanism, num_examples) -> float:
+    """The public number of examples the share of the count was chosen for (refused when the
+    mechanism's share depends on it and it is not given)."""
+    if num_examples is None:
+        if getattr(mechanism, "count_share", 0.0) is None:
+            raise ValueError(
+                "an auc-only interval needs the number of examples (its count's share of "
+                "epsilon depends on it): pass num_examples"
+            )
+        return 0.0
+    return float(num_examples)
+
+
+def _auc_only_scale(mechanism, release, num_examples=None) -> np.ndarray:
+    bound = np.asarray(release["min_count_bound"], np.float64)
+    auc_epsilon = mechanism.auc_epsilon_for(_auc_only_n(mechanism, num_examples))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bound >= 2.0, 1.0 / (np.maximum(bound, 1e-300) * auc_epsilon), np.nan)
+
+
+def _auc_only_sampling(mechanism, release, auc, num_examples) -> np.ndarray:
+    """Hanley-McNeil from the AUC and the noisy ``min(P, N)`` (``bound + margin``, unbiased);
+    the larger class is ``n - min`` (``n`` public; without it, ``min``: the largest variance
+    the release allows). The release does not say which class is the smaller: the mean of the
+    two assignments is taken (on binormal scores, where the true variance is symmetric in the
+    classes, the larger assignment overstates it by about 19%: ``docs/intervals.md``)."""
+    margin = mechanism.margin_for(_auc_only_n(mechanism, num_examples))
+    smaller = np.asarray(release["min_count_bound"], np.float64) + margin
+    smaller = np.maximum(smaller, 2.0)
+    larger = smaller if num_examples is None else np.maximum(float(num_examples) - smaller, smaller)
+    return 0.5 * (
+        hanley_mcneil_variance(auc, smaller, larger) + hanley_mcneil_variance(auc, larger, smaller)
+    )
+
+
+def laplace_normal_quantile(scale, sigma, tail: float) -> np.ndarray:
+    """``t`` with ``P(|L + G| > t) = tail`` for ``L ~ Laplace(scale)``, ``G ~ N(0, sigma^2)``
+    (vectorised bisection on the closed-form CDF; ``sigma = 0``: ``scale ln(1 / tail)``).
+
+    >>> float(laplace_normal_quantile(1.0, 0.0, 0.05)) == math.log(20)
+    True
+    >>> round(float(laplace_normal_quantile(1e-9, 1.0, 0.05)), 4)
+    1.96
+    """
+    b, s = np.broadcast_arrays(np.asarray(scale, np.float64), np.asarray(sigma, np.float64))
+    if np.all(s == 0):
+        return b * math.log(1.0 / tail)
+    s = np.maximum(s, 1e-12)
+    b = np.maximum(b, 1e-12)
+
+    def upper_tail(t):  # P(L + G > t), t >= 0
+        shift = s**2 / (2 * b**2)
+        a = np.exp(np.minimum(-t / b + shift + special.log_ndtr(t / s - s / b), 700))
+        c = np.exp(np.minimum(t / b + shift + special.log_ndtr(-t / s - s / b), 700))
+        return special.ndtr(-t / s) + 0.5 * a - 0.5 * c
+
+    low = np.zeros_like(b)
+    high = 40.0 * (b + s)
+    with np.errstate(all="ignore"):
+        for _ in range(80):
+            mid = (low + high) / 2
+            too_small = 2 * upper_tail(mid) > tail
+            low, high = np.where(too_small, mid, low), np.where(too_small, high, mid)
+    mixed = (low + high) / 2
+    # one part negligible: its own quantile (the closed form loses precision there)
+    mixed = np.where(b < 1e-4 * s, stats.norm.ppf(1 - tail / 2) * s, mixed)
+    return np.where(s < 1e-4 * b, b * math.log(1.0 / tail), mixed)
+
+
+# -- the interval ------------------------------------------------------------------------
+def release_interval(
+    mechanism,
+    release: Mapping[str, Any],
+    *,
+    confidence: float = 0.95,
+    target: str = DEFAULT_TARGET,
+    num_examples: float | None = None,
+    copies: float = 1.0,
+    estimate: np.ndarray | None = None,
+) -> AUCInterval:
+    """The interval of every release (leading repeats axis) for ``target``.
+
+    Args:
+      mechanism: the mechanism the release was drawn with (for secure mechanisms, the one
+        built for the number of shares).
+      release: the (summed) release, arrays ``[..., ...]`` as ``finish_release`` takes.
+      confidence: nominal coverage in (0, 1).
+      target: ``"sample"`` (this test set's AUC) or ``"population"``.
+      num_examples: the (public) number of examples; used by ``auc-only``.
+      copies: :func:`noise_copies` (1 for one central release).
+      estimate: the release's AUC estimate (default: ``mechanism.estimate_auc(release)``).
+
+    Raises:
+      ValueError: the mechanism has no valid interval (:func:`check_interval_support`).
+    """
+    confidence = check_confidence(confidence)
+    if confidence is None:
+        raise ValueError("confidence must be in (0, 1), e.g. 0.95")
+    check_target(target)
+    check_interval_support(mechanism)
+    kind = _kind(mechanism)
+    tensors = {key: tf.constant(np.asarray(value, np.float64)) for key, value in release.items()}
+    if estimate is None:
+        estimate = mechanism.estimate_auc(tensors).numpy()
+    auc = np.asarray(estimate, np.float64)
+    noise = np.broadcast_to(privacy_variance(mechanism, release, copies, num_examples), auc.shape)
+    if kind == "auc-only":
+        sampling = _auc_only_sampling(mechanism, release, auc, num_examples)
+    else:
+        sampling = delong_variance(*projected_histogram(mechanism, release))
+    sampling = np.broadcast_to(sampling, auc.shape)
+    tail = 1.0 - confidence
+    if kind == "auc-only":
+        scale = _auc_only_scale(mechanism, release, num_examples)
+        sigma = np.sqrt(sampling) if target == "population" else np.zeros_like(scale)
+        half = laplace_normal_quantile(np.nan_to_num(scale), np.nan_to_num(sigma), tail)
+    else:
+        total = noise + (sampling if target == "population" else 0.0)
+        half = stats.norm.ppf(1.0 - tail / 2) * np.sqrt(total)
+    if kind == "rr":
+        half = np.maximum(half, _rare_flips_half(mechanism, release, tail))
+    defined = np.isfinite(auc) & np.isfinite(half)
+    low = np.where(defined, np.clip(auc - half, 0.0, 1.0), np.nan)
+    high = np.where(defined, np.clip(auc + half, 0.0, 1.0), np.nan)
+    return AUCInterval(
+        low=np.atleast_1d(low),
+        high=np.atleast_1d(high),
+        target=target,
+        confidence=confidence,
+        privacy_variance=np.atleast_1d(np.where(np.isfinite(auc), noise, np.nan)),
+        sampling_variance=np.atleast_1d(np.where(np.isfinite(auc), sampling, np.nan)),
+    )

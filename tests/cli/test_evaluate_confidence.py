@@ -1,0 +1,74 @@
+"""``dpauc evaluate --confidence``: the releases list in JSON, the interval in the other
+formats, refusals, and no ``+- 0.000000 over 1 repeat(s)`` for one release."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpauc_tf.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def scores(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    labels = (rng.random(3000) < 0.3).astype(int)
+    values = 1 / (1 + np.exp(-rng.normal(labels * 0.95, 1.0)))
+    path = tmp_path_factory.mktemp("ci") / "scores.csv"
+    rows = "\n".join(f"{y},{s:.6f}" for y, s in zip(labels, values, strict=True))
+    path.write_text("label,score\n" + rows + "\n")
+    return str(path)
+
+
+def test_json_has_one_object_per_release(scores, evaluate_json):
+    common = ("--scores", scores, "--mechanism", "histogram", "--epsilon", 1, "--seed", 0)
+    out = evaluate_json(*common, "--repeats", 3, "--confidence", 0.95)
+    assert out["confidence"] == 0.95 and out["ci_target"] == "population"
+    assert [r["auc"] for r in out["releases"]] == out["aucs"]
+    for release in out["releases"]:
+        assert release["ci_low"] < release["auc"] < release["ci_high"]
+        assert release["ci_target"] == "population" and 0 < release["privacy_share"] < 1
+    assert "releases" in out["private_fields"]
+    sample = evaluate_json(*common, "--repeats", 3, "--confidence", 0.95, "--ci-target", "sample")
+    assert sample["aucs"] == out["aucs"]  # the same releases, a narrower interval
+    for wide, narrow in zip(out["releases"], sample["releases"], strict=True):
+        assert wide["ci_low"] < narrow["ci_low"] and narrow["ci_high"] < wide["ci_high"]
+    plain = evaluate_json(*common)
+    assert "releases" not in plain and "confidence" not in plain
+
+
+def test_table_and_csv_show_the_interval(scores, capsys):
+    common = ["evaluate", "--scores", scores, "--mechanism", "histogram", "--epsilon", "1"]
+    assert main([*common, "--seed", "0"]) == 0
+    table = capsys.readouterr().out
+    assert "+- 0.000000" not in table and "repeat(s)" not in table
+    assert main([*common, "--seed", "0", "--confidence", "0.9"]) == 0
+    table = capsys.readouterr().out
+    assert "interval" in table and "90%, population AUC" in table and "privacy share" in table
+    assert main([*common, "--seed", "0", "--confidence", "0.9", "--format", "csv"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split(",")
+    assert {"ci_low", "ci_high", "ci_target", "privacy_share"} <= set(header)
+
+
+@pytest.mark.parametrize("value", ["0", "1", "95", "x"])
+def test_bad_confidence_is_one_line(scores, value, capsys):
+    argv = ["evaluate", "--scores", scores, "--mechanism", "histogram", "--epsilon", "1"]
+    assert main([*argv, "--confidence", value]) == 2
+    assert "--confidence" in capsys.readouterr().err
+
+
+def test_score_noise_is_refused(scores, capsys):
+    argv = ["evaluate", "--scores", scores, "--mechanism", "score-noise", "--epsilon", "1"]
+    assert main([*argv, "--confidence", "0.95"]) == 2
+    err = capsys.readouterr().err
+    assert "no interval" in err and "Traceback" not in err
+
+
+def test_beam_backend_gives_the_interval_too(scores, evaluate_json):
+    pytest.importorskip("apache_beam")
+    out = evaluate_json(
+        "--scores", scores, "--mechanism", "histogram", "--epsilon", 1, "--seed", 0,
+        "--backend", "beam", "--confidence", 0.95,
+    )  # fmt: skip
+    (release,) = out["releases"]
+    assert release["ci_low"] < release["auc"] < release["ci_high"]
