@@ -22,8 +22,9 @@ from dpauc_tf.cli.backends import (
     _kept_examples,
     _reads_with_engine,
 )
-from dpauc_tf.cli.formats import format_rows, json_safe
+from dpauc_tf.cli.formats import format_rows, format_with_notes, json_safe
 from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
+from dpauc_tf.cli.progress import show_progress
 from dpauc_tf.mechanisms.registry import mechanism_spec, parse_options
 
 
@@ -109,12 +110,6 @@ def _check_backend(args) -> None:
         raise CommandError("--round-timeout bounds Flower's round: only with --backend flower")
 
 
-def _show_progress(args) -> bool:
-    if args.progress == "auto":
-        return sys.stderr.isatty()
-    return args.progress == "on"
-
-
 def count_scores(args, grid):
     """Step 1, read and count: one chunked pass over ``--scores`` (bounded memory)."""
     from dpauc_tf.core.thresholds import Thresholds
@@ -132,14 +127,47 @@ def count_scores(args, grid):
         summed,
         score_column=args.score_column,
         label_column=args.label_column,
-        client_column=args.client_column or "client",
-        client_column_optional=args.client_column is None,
+        client_column=args.client_column,  # client ids only from a named column
         from_logits=args.from_logits,
         per_client=args.clients is None,
         chunk_rows=args.chunk_rows,
         max_rows_in_memory=args.max_rows_in_memory,
-        progress=_show_progress(args),
+        progress=show_progress(args),
     )
+
+
+def _hint_client_column(args) -> None:
+    """A one-line hint on stderr when the file has a column named ``client`` that was not
+    named by ``--client-column`` (it is read as any other column: one data holder)."""
+    if args.client_column is not None or args.clients is not None:
+        return
+    if "client" in _first_file_columns(args.scores):
+        print(
+            "dpauc: note: the file has a column named 'client'; it is not read as client ids "
+            "(one data holder's release); pass --client-column client for per-client noise",
+            file=sys.stderr,
+        )
+
+
+def _first_file_columns(path) -> list[str]:
+    """The column names of the first CSV or Parquet file at ``path`` (a hint only: ``[]``
+    where they cannot be read cheaply; the reader reports real errors)."""
+    try:
+        from dpauc_tf.experiments.score_sources import csv_source, file_format, score_files
+
+        first = score_files(path)[0]
+        kind = file_format(first)
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(first).names)
+        if kind == "csv":
+            import pandas as pd
+
+            return [str(c) for c in pd.read_csv(csv_source(first), nrows=0).columns]
+    except Exception:
+        return []
+    return []
 
 
 def reference_aucs(counted, num_thresholds: int) -> dict[str, Any]:
@@ -191,6 +219,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         )
     thresholds = Thresholds.make(args.num_thresholds, args.threshold_grid)
     _check_backend(args)
+    _hint_client_column(args)
     grid = _mechanism(args, 1).count_thresholds(thresholds)  # checks the options first
     private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
     show_exact = bool(getattr(args, "show_exact", False))
@@ -231,12 +260,10 @@ def evaluate_scores(args) -> dict[str, Any]:
         "num_examples": counted.num_examples,
         **({"num_positives": counted.num_positives} if show_exact else {}),
         "num_clients": num_clients,
-        "partition": (PARTITION_NAMES[args.partition] if args.clients else None),
         "num_thresholds": args.num_thresholds,
         "threshold_grid": args.threshold_grid
         if isinstance(args.threshold_grid, str)
         else "explicit",
-        "thresholds_file": getattr(args, "thresholds", None),
         # the grid the clients count on: the mechanism's own where it has one (auc-only)
         "count_thresholds": grid.num_thresholds,
         "repeats": args.repeats,
@@ -248,11 +275,17 @@ def evaluate_scores(args) -> dict[str, Any]:
         "aucs": None if result is None else [float(a) for a in result.aucs],
         # releases whose AUC estimate is undefined (noise left no positive or no negative)
         "num_undefined": None if result is None else result.num_undefined,
-        "undefined_note": mechanism.undefined_note,
         "roc": None
         if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
     }
+    # fields present only where they mean something
+    if args.clients:
+        output["partition"] = PARTITION_NAMES[args.partition]
+    if getattr(args, "thresholds", None):
+        output["thresholds_file"] = args.thresholds
+    if result is not None and result.num_undefined:
+        output["undefined_note"] = mechanism.undefined_note
     if pld[1] is not None:
         output["pld_note"] = pld[1]
     if undefined is not None:
@@ -270,8 +303,9 @@ def evaluate_scores(args) -> dict[str, Any]:
             _exact_roc(plot_pos[None], plot_neg[None]) if show_exact else None,
             {args.mechanism: (result.fpr, result.tpr)},
             args.plot,
-            title=f"{args.mechanism}, epsilon={args.epsilon}, {num_clients} client(s), "
-            f"{args.repeats} repeat(s)",
+            title=f"{args.mechanism}, "
+            + ("no noise" if args.epsilon is None else f"epsilon {args.epsilon:g}")
+            + f", {num_clients} client(s), {args.repeats} release(s)",
         )
         output["plot"] = str(args.plot)
     output["private_fields"] = [k for k in RELEASE_FIELDS if k in output] if private else []
@@ -485,7 +519,7 @@ _ROW_RELEASE_COLUMNS = ("auc", "auc_mean", "auc_std", "num_undefined", "plot")
 
 
 def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per release (markdown, csv): the AUC and the setting's scalar fields, and
+    """One row per release (csv): the AUC and the setting's scalar fields, and
     which of the row's columns are private and which exact."""
     scalars = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
     private = bool(result["private_fields"])
@@ -500,6 +534,42 @@ def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"repeat": i, "auc": auc, **scalars, **marks} for i, auc in enumerate(aucs)]
 
 
+def _setting_row(result: dict[str, Any]) -> dict[str, Any]:
+    """``--format markdown``: one row for the setting (the AUC over all repeats); columns
+    only where they mean something."""
+    row: dict[str, Any] = {"mechanism": result["mechanism"], "epsilon": result["epsilon"]}
+    if result["delta"] is not None:
+        row["delta"] = result["delta"]
+    row["clients"] = result["num_clients"]
+    if "partition" in result:
+        row["partition"] = result["partition"]
+    row["examples"] = result["num_examples"]
+    row["thresholds"] = result["num_thresholds"]
+    row["repeats"] = result["repeats"]
+    row["auc_mean"] = result["auc_mean"]
+    if result["repeats"] > 1:
+        row["auc_std"] = result["auc_std"]
+    if result.get("num_undefined"):
+        row["num_undefined"] = result["num_undefined"]
+    for key in ("exact_auc", "tf_auc"):
+        if key in result:
+            row[key] = result[key]
+    return row
+
+
+def _setting_notes(result: dict[str, Any]) -> list[str]:
+    """What is the same for the whole setting, printed once under the row."""
+    notes = [f"privacy: {result['privacy']}", f"PLD epsilon: {_format_pld(result)}"]
+    if result.get("undefined_note"):
+        notes.append(f"undefined releases: {result['undefined_note']}")
+    if result.get("roc_note"):
+        notes.append(f"ROC curve: {result['roc_note']}")
+    if result.get("plot"):
+        notes.append(f"plot: {result['plot']}")
+    notes.append(f"fields: {fields_note(result)}")
+    return notes
+
+
 def run_evaluate(args) -> int:
     result = evaluate_scores(args)
     if "auc_undefined" in result:
@@ -512,6 +582,8 @@ def run_evaluate(args) -> int:
         print(json.dumps(json_safe(result), allow_nan=False))
     elif args.format == "table":
         print(_format_evaluation(result))
-    else:
+    elif args.format == "markdown":
+        print(format_with_notes([_setting_row(result)], "markdown", _setting_notes(result)))
+    else:  # csv: one row per release, for tools
         print(format_rows(_evaluation_rows(result), args.format))
     return 0

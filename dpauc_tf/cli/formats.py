@@ -11,6 +11,12 @@ bb        -
 >>> print(format_rows([{"x": 1}], "csv").strip())
 x
 1
+>>> print(format_with_notes([{"eps": 1.0, "auc": 0.75}], "markdown", ["privacy: 1-label-DP"]))
+| eps | auc |
+|---|---|
+| 1 | 0.75 |
+<BLANKLINE>
+privacy: 1-label-DP
 """
 
 from __future__ import annotations
@@ -86,6 +92,18 @@ def format_rows(rows: Sequence[dict], fmt: str) -> str:
     out = [line(columns, numeric_right=False), line(["-" * w for w in widths], False)]
     out += [line(row) for row in cells]
     return "\n".join(out)
+
+
+def format_with_notes(rows: Sequence[dict], fmt: str, notes: Sequence[str] = ()) -> str:
+    """A compact Markdown or text table (one row per setting) with the lines that are the
+    same for every row (a privacy statement, which fields are private) printed once below."""
+    if fmt not in ("markdown", "table"):
+        raise ValueError(f"notes go with the markdown or table format, got {fmt!r}")
+    text = format_rows(rows, fmt)
+    if not notes:
+        return text
+    separator = "\n\n" if fmt == "markdown" else "\n"  # Markdown: one paragraph per note
+    return text + "\n\n" + separator.join(notes)
 
 
 def _is_number(text: str) -> bool:
