@@ -137,8 +137,9 @@ def count_scores(args, grid):
 
 
 def _hint_client_column(args) -> None:
-    """A one-line hint on stderr when the file has a column named ``client`` that was not
-    named by ``--client-column`` (it is read as any other column: one data holder)."""
+    """A one-line hint on stderr, after a successful run, when the file has a column named
+    ``client`` that ``--client-column`` did not name (it is read as any other column: one
+    data holder)."""
     if args.client_column is not None or args.clients is not None:
         return
     if "client" in _first_file_columns(args.scores):
@@ -219,7 +220,6 @@ def evaluate_scores(args) -> dict[str, Any]:
         )
     thresholds = Thresholds.make(args.num_thresholds, args.threshold_grid)
     _check_backend(args)
-    _hint_client_column(args)
     grid = _mechanism(args, 1).count_thresholds(thresholds)  # checks the options first
     private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
     show_exact = bool(getattr(args, "show_exact", False))
@@ -586,4 +586,5 @@ def run_evaluate(args) -> int:
         print(format_with_notes([_setting_row(result)], "markdown", _setting_notes(result)))
     else:  # csv: one row per release, for tools
         print(format_rows(_evaluation_rows(result), args.format))
+    _hint_client_column(args)
     return 0

@@ -35,6 +35,7 @@ def run_json(capsys, *args):
 
 
 NOISY = ["--mechanism", "histogram", "--epsilon", "1", "--seed", "3", "--repeats", "2"]
+NOISY += ["--client-column", "client"]  # the file's clients, named (issue 24)
 
 
 def test_chunks_give_the_same_json(capsys, csv_path):
