@@ -22,7 +22,14 @@ from dpauc_tf.cli.backends import (
     _kept_examples,
     _reads_with_engine,
 )
-from dpauc_tf.cli.formats import format_rows, format_with_notes, json_safe
+from dpauc_tf.cli.client_column import hint_client_column
+from dpauc_tf.cli.formats import (
+    format_rows,
+    format_with_notes,
+    json_safe,
+    setting_notes,
+    setting_row,
+)
 from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
 from dpauc_tf.cli.progress import show_progress
 from dpauc_tf.mechanisms.registry import mechanism_spec, parse_options
@@ -134,41 +141,6 @@ def count_scores(args, grid):
         max_rows_in_memory=args.max_rows_in_memory,
         progress=show_progress(args),
     )
-
-
-def _hint_client_column(args) -> None:
-    """A one-line hint on stderr, after a successful run, when the file has a column named
-    ``client`` that ``--client-column`` did not name (it is read as any other column: one
-    data holder)."""
-    if args.client_column is not None or args.clients is not None:
-        return
-    if "client" in _first_file_columns(args.scores):
-        print(
-            "dpauc: note: the file has a column named 'client'; it is not read as client ids "
-            "(one data holder's release); pass --client-column client for per-client noise",
-            file=sys.stderr,
-        )
-
-
-def _first_file_columns(path) -> list[str]:
-    """The column names of the first CSV or Parquet file at ``path`` (a hint only: ``[]``
-    where they cannot be read cheaply; the reader reports real errors)."""
-    try:
-        from dpauc_tf.experiments.score_sources import csv_source, file_format, score_files
-
-        first = score_files(path)[0]
-        kind = file_format(first)
-        if kind == "parquet":
-            import pyarrow.parquet as pq
-
-            return list(pq.read_schema(first).names)
-        if kind == "csv":
-            import pandas as pd
-
-            return [str(c) for c in pd.read_csv(csv_source(first), nrows=0).columns]
-    except Exception:
-        return []
-    return []
 
 
 def reference_aucs(counted, num_thresholds: int) -> dict[str, Any]:
@@ -534,42 +506,6 @@ def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"repeat": i, "auc": auc, **scalars, **marks} for i, auc in enumerate(aucs)]
 
 
-def _setting_row(result: dict[str, Any]) -> dict[str, Any]:
-    """``--format markdown``: one row for the setting (the AUC over all repeats); columns
-    only where they mean something."""
-    row: dict[str, Any] = {"mechanism": result["mechanism"], "epsilon": result["epsilon"]}
-    if result["delta"] is not None:
-        row["delta"] = result["delta"]
-    row["clients"] = result["num_clients"]
-    if "partition" in result:
-        row["partition"] = result["partition"]
-    row["examples"] = result["num_examples"]
-    row["thresholds"] = result["num_thresholds"]
-    row["repeats"] = result["repeats"]
-    row["auc_mean"] = result["auc_mean"]
-    if result["repeats"] > 1:
-        row["auc_std"] = result["auc_std"]
-    if result.get("num_undefined"):
-        row["num_undefined"] = result["num_undefined"]
-    for key in ("exact_auc", "tf_auc"):
-        if key in result:
-            row[key] = result[key]
-    return row
-
-
-def _setting_notes(result: dict[str, Any]) -> list[str]:
-    """What is the same for the whole setting, printed once under the row."""
-    notes = [f"privacy: {result['privacy']}", f"PLD epsilon: {_format_pld(result)}"]
-    if result.get("undefined_note"):
-        notes.append(f"undefined releases: {result['undefined_note']}")
-    if result.get("roc_note"):
-        notes.append(f"ROC curve: {result['roc_note']}")
-    if result.get("plot"):
-        notes.append(f"plot: {result['plot']}")
-    notes.append(f"fields: {fields_note(result)}")
-    return notes
-
-
 def run_evaluate(args) -> int:
     result = evaluate_scores(args)
     if "auc_undefined" in result:
@@ -583,8 +519,9 @@ def run_evaluate(args) -> int:
     elif args.format == "table":
         print(_format_evaluation(result))
     elif args.format == "markdown":
-        print(format_with_notes([_setting_row(result)], "markdown", _setting_notes(result)))
+        notes = setting_notes(result, _format_pld(result), fields_note(result))
+        print(format_with_notes([setting_row(result)], "markdown", notes))
     else:  # csv: one row per release, for tools
         print(format_rows(_evaluation_rows(result), args.format))
-    _hint_client_column(args)
+    hint_client_column(args)
     return 0

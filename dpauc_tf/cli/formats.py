@@ -106,6 +106,42 @@ def format_with_notes(rows: Sequence[dict], fmt: str, notes: Sequence[str] = ())
     return text + "\n\n" + separator.join(notes)
 
 
+def setting_row(result: dict[str, Any]) -> dict[str, Any]:
+    """``dpauc evaluate --format markdown``: one row for the setting (the AUC over all repeats); columns
+    only where they mean something."""
+    row: dict[str, Any] = {"mechanism": result["mechanism"], "epsilon": result["epsilon"]}
+    if result["delta"] is not None:
+        row["delta"] = result["delta"]
+    row["clients"] = result["num_clients"]
+    if "partition" in result:
+        row["partition"] = result["partition"]
+    row["examples"] = result["num_examples"]
+    row["thresholds"] = result["num_thresholds"]
+    row["repeats"] = result["repeats"]
+    row["auc_mean"] = result["auc_mean"]
+    if result["repeats"] > 1:
+        row["auc_std"] = result["auc_std"]
+    if result.get("num_undefined"):
+        row["num_undefined"] = result["num_undefined"]
+    for key in ("exact_auc", "tf_auc"):
+        if key in result:
+            row[key] = result[key]
+    return row
+
+
+def setting_notes(result: dict[str, Any], pld: str, fields: str) -> list[str]:
+    """What is the same for the whole setting, printed once under the row."""
+    notes = [f"privacy: {result['privacy']}", f"PLD epsilon: {pld}"]
+    if result.get("undefined_note"):
+        notes.append(f"undefined releases: {result['undefined_note']}")
+    if result.get("roc_note"):
+        notes.append(f"ROC curve: {result['roc_note']}")
+    if result.get("plot"):
+        notes.append(f"plot: {result['plot']}")
+    notes.append(f"fields: {fields}")
+    return notes
+
+
 def _is_number(text: str) -> bool:
     if text == "-":
         return True
