@@ -90,16 +90,21 @@ def _summary_of_table(part: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any
     first = part[0]["mechanism"]  # the paper's row opens every setting's group
     groups: list[dict[str, Any]] = []
     tf_aucs: dict[int, float] = {}
+    own_grid: list[str] = []  # mechanisms that count on their own grid (score-noise)
     for r in part:
         if r["mechanism"] == first:
             groups.append(
                 {
                     "setting": r["setting"],
                     "K": r["clients"],
-                    "|Theta|": r["num_thresholds"] or "own",
+                    "|Theta|": r["num_thresholds"],
                     "eps": f"{r['epsilon']:g}",
                 }
             )
+        if r["num_thresholds"] is None:
+            own_grid += [] if r["mechanism"] in own_grid else [r["mechanism"]]
+        elif groups[-1]["|Theta|"] is None:
+            groups[-1]["|Theta|"] = r["num_thresholds"]
         groups[-1][r["mechanism"]] = _mean_std(r)
         tf_aucs[r["tf_num_thresholds"]] = r["tf_auc"]
     # columns that do not vary within the table say it once, in the notes
@@ -115,6 +120,8 @@ def _summary_of_table(part: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any
     for g in groups:
         for name in constant:
             del g[name]
+    if own_grid:
+        notes.append(f"{', '.join(own_grid)}: counted on its own grid, not |Theta|")
     tf_text = ", ".join(f"{v:.4f} (T={t})" for t, v in sorted(tf_aucs.items()))
     notes.append(f"exact AUC {part[0]['exact_auc']:.4f} (scikit-learn); TensorFlow AUC {tf_text}")
     return groups, notes
