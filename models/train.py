@@ -447,6 +447,8 @@ def train(config: TrainConfig) -> dict[str, Any]:
     fit_rows, val_rows, test_rows = rare_ids_to_oov(fit_rows, (fit_rows, val_rows, test_rows), rare)
     train_rows = len(fit_rows["label"])
     wide_l2, deep_l2 = l2_for_rows(train_rows)
+    if config.dp_sgd is not None:  # per-example losses: a scalar penalty does not add to them
+        wide_l2 = deep_l2 = 0.0
     if config.embedding_l2 is not None:  # given: the same penalty on both parts
         wide_l2 = deep_l2 = config.embedding_l2
     model = build_wide_deep(
