@@ -20,6 +20,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--tables", default="all", help="comma-separated, or all")
+    parser.add_argument(
+        "--per-client-noise", action="store_true", help="every client's noise (0.2's way)"
+    )
     args = parser.parse_args()
 
     start = time.perf_counter()
@@ -30,12 +33,16 @@ def main() -> None:
     score_sets = paper_score_sets()
     built = time.perf_counter()
     names = list(tables.TABLES) if args.tables == "all" else args.tables.split(",")
-    rows = tables.TableRunner(score_sets, repeats=args.seeds, seed=0).run(names)
+    runner = tables.TableRunner(
+        score_sets, repeats=args.seeds, seed=0, per_client_noise=args.per_client_noise
+    )
+    rows = runner.run(names, progress=False)
     done = time.perf_counter()
     print(
         json.dumps(
             {
                 "seeds": args.seeds,
+                "per_client_noise": args.per_client_noise,
                 "tables": names,
                 "rows": len(rows),
                 "cpus": os.cpu_count(),

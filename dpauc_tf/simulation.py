@@ -51,7 +51,7 @@ from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.io.scores import ScoreSet
 from dpauc_tf.mechanisms import CountMechanism
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
-from dpauc_tf.noise.seeds import derive_seed
+from dpauc_tf.noise.seeds import derive_seed, split_seed
 
 # Noisy values per chunk ([repeats, clients, released values]), to bound memory (~ 80 MB).
 MAX_CHUNK_ELEMENTS = 10_000_000
@@ -153,6 +153,69 @@ def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int)
     return dataclasses.replace(result, num_clients=clients, num_reporting=clients)
 
 
+def _sum_of_laplace(shape, scale: float, num_clients: int, seed, dtype) -> tf.Tensor:
+    """One draw of the sum of ``num_clients`` independent Laplace(scale) variables.
+
+    ``Laplace(b) = b (E1 - E2)`` with standard exponentials, and a sum of ``K`` of them is
+    ``Gamma(K, 1)``: the sum is ``b (G1 - G2)``, ``G ~ Gamma(K, 1)``, exactly in
+    distribution (``tests/experiments/test_summed_client_noise.py`` checks it against the
+    sum of per-client draws)."""
+    gammas = tf.random.stateless_gamma(
+        tf.concat([[2], shape], 0),
+        seed=seed,
+        alpha=tf.constant(float(num_clients), tf.float64),
+        dtype=tf.float64,
+    )
+    return tf.cast(scale * (gammas[0] - gammas[1]), dtype)
+
+
+def _sums_client_noise(mechanism: CountMechanism) -> bool:
+    """Whether :func:`_summed_release` draws the clients' summed noise of ``mechanism``."""
+    from dpauc_tf.mechanisms.histogram import HistogramLaplace, HistogramPublicScores
+    from dpauc_tf.mechanisms.paper import PaperLaplace
+
+    kinds = (PaperLaplace, HistogramLaplace, HistogramPublicScores)
+    return type(mechanism) in kinds and getattr(mechanism, "noise", "continuous") == "continuous"
+
+
+def _summed_release(mechanism: CountMechanism, pos, neg, num_clients: int, seed, repeats):
+    """The server's sum of ``num_clients`` clients' releases, drawn at once: ``[R, 1, ...]``.
+
+    For the mechanisms whose client release is ``counts + Laplace`` with continuous noise
+    (``paper``, ``histogram``, ``histogram-public-scores``) the server's sum is the sum of
+    the counts plus a sum of ``K`` Laplace draws per value (:func:`_sum_of_laplace`), which
+    is what the server sees and all that the estimate uses: the same distribution as ``K``
+    per-client draws, for ``1 / K`` of the random numbers. ``None`` for any other mechanism
+    (drawn client by client)."""
+    from dpauc_tf.core.curve import confusion_from_histogram
+    from dpauc_tf.mechanisms.histogram import HistogramPublicScores
+    from dpauc_tf.mechanisms.paper import PaperLaplace
+
+    if not _sums_client_noise(mechanism):
+        return None
+    kind = type(mechanism)
+    pos = tf.reduce_sum(pos, axis=0, keepdims=True)  # [1, T + 1]: the counts' sum is exact
+    neg = tf.reduce_sum(neg, axis=0, keepdims=True)
+
+    def noisy(counts, scale, key_seed):
+        shape = tf.concat([[repeats], tf.shape(counts)], 0)
+        return counts[None] + _sum_of_laplace(shape, scale, num_clients, key_seed, counts.dtype)
+
+    if kind is PaperLaplace:
+        exact = confusion_from_histogram(pos, neg)
+        seeds = split_seed(seed, 4)
+        return {
+            key: noisy(value, mechanism.noise_scale, seeds[i])
+            for i, (key, value) in enumerate(exact._asdict().items())
+        }
+    if kind is HistogramPublicScores:
+        total = tf.broadcast_to((pos + neg)[None], tf.concat([[repeats], tf.shape(pos)], 0))
+        return {"pos": noisy(pos, mechanism.noise_scale, seed), "total": total}
+    seeds = split_seed(seed, 2)
+    scale_pos, scale_neg = mechanism.class_scales
+    return {"pos": noisy(pos, scale_pos, seeds[0]), "neg": noisy(neg, scale_neg, seeds[1])}
+
+
 def simulate(
     release: ReleaseSpec | CountMechanism,
     pos: np.ndarray,
@@ -160,6 +223,7 @@ def simulate(
     *,
     seed: int | None = None,
     repeats: int = 1,
+    per_client_noise: bool = True,
 ) -> AUCResult:
     """``repeats`` evaluations: every client of ``pos, neg [K, T + 1]`` releases, the server sums.
 
@@ -170,6 +234,11 @@ def simulate(
     takes one client only) and the cost. Secure mechanisms are simulated by their exact
     aggregate (see the module docstring). Mechanisms that transform the data before
     counting cannot be simulated from counts: use :func:`simulate_examples`.
+
+    ``per_client_noise=False`` draws the server's sum of the clients' Laplace noise at once
+    where that sum has a closed form (:func:`_summed_release`: ``paper``, ``histogram``,
+    ``histogram-public-scores``): the same distribution from ``1 / K`` of the random
+    numbers, so different numbers for the same seed. The default draws every client's noise.
     """
     pos = np.asarray(pos, np.float64)
     spec, mechanism, seed = _set_up(release, seed, pos.shape[0] if pos.ndim == 2 else 1)
@@ -197,12 +266,70 @@ def simulate(
     if aggregate is not mechanism:
         pos = tf.reduce_sum(pos, axis=0, keepdims=True)
         neg = tf.reduce_sum(neg, axis=0, keepdims=True)
-    per_repeat = int(pos.shape[0]) * _released_values_per_client(mechanism)
+    per_client = int(pos.shape[0])
+    draw_summed = not per_client_noise and per_client > 1 and aggregate is mechanism
+    draw_summed = draw_summed and _sums_client_noise(mechanism)
+    per_repeat = (1 if draw_summed else per_client) * _released_values_per_client(mechanism)
     summed = []
     for size, chunk_seed in _chunks(repeats, per_repeat, seed):
-        reports = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
+        if draw_summed:
+            reports = _summed_release(mechanism, pos, neg, per_client, chunk_seed, size)
+        else:
+            reports = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
         summed.append({key: tf.reduce_sum(value, axis=1) for key, value in reports.items()})
     return _finish(spec, mechanism, summed, num_examples, num_clients)
+
+
+def even_grid_buckets(values: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
+    """``np.searchsorted(values, scores, side="left")`` for evenly spaced ``values``, by
+    arithmetic (a division, then one exact comparison each way with the thresholds
+    themselves), or ``None`` where ``values`` are not evenly spaced.
+
+    The same ids as the sorted search, element for element: the division's rounding moves
+    the first guess by less than one bucket, and the two comparisons settle it.
+
+    >>> v = np.linspace(-1.0, 2.0, 7)
+    >>> s = np.array([-5.0, -1.0, 0.0, 0.5, 0.50001, 2.0, 9.0])
+    >>> even_grid_buckets(v, s).tolist() == np.searchsorted(v, s, side="left").tolist()
+    True
+    """
+    count = values.size
+    if count < 2:
+        return None
+    step = (values[-1] - values[0]) / (count - 1)
+    if not step > 0 or not np.allclose(np.diff(values), step, rtol=1e-9, atol=0.0):
+        return None
+    guess = np.ceil((scores - values[0]) / step)
+    ids = np.clip(guess, 0, count).astype(np.int64)
+    below = ids < count
+    ids[below] += values[ids[below]] < scores[below]  # one more threshold below the score
+    above = ids > 0
+    ids[above] -= values[ids[above] - 1] >= scores[above]  # one threshold fewer
+    return ids
+
+
+def _grouped_counts(labels: np.ndarray, scores, grid: Thresholds, groups, num_groups: int):
+    """``bucket_counts(labels, scores, grid, group_ids=groups, ...)`` (unit weights, no
+    validation) in NumPy where the grid is evenly spaced: the same float64 counts."""
+    scores_np = scores.numpy() if isinstance(scores, tf.Tensor) else np.asarray(scores)
+    ids = None
+    if grid.grid == "explicit" and not grid.inclusive:
+        ids = even_grid_buckets(grid.as_array(), scores_np.astype(np.float64, copy=False))
+    if ids is None:
+        return bucket_counts(
+            labels,
+            scores,
+            grid,
+            validate=False,  # checked by the caller; noisy scores leave [0, 1] by design
+            group_ids=groups,
+            num_groups=num_groups,
+            dtype=tf.float64,
+        )
+    buckets = grid.num_buckets
+    segment = ids + (labels == 0) * buckets + np.asarray(groups, np.int64) * (2 * buckets)
+    counts = np.bincount(segment, minlength=num_groups * 2 * buckets).astype(np.float64)
+    counts = counts.reshape(num_groups, 2, buckets)
+    return tf.constant(counts[:, 0]), tf.constant(counts[:, 1])
 
 
 def simulate_examples(
@@ -239,15 +366,7 @@ def simulate_examples(
         tiled_labels = np.tile(labels, size)
         _, noisy = mechanism.transform(tiled_labels, np.tile(scores, size), chunk_seed)
         groups = np.repeat(np.arange(size), labels.size) * num_clients + np.tile(client_ids, size)
-        pos, neg = bucket_counts(
-            tiled_labels,
-            noisy,
-            grid,
-            validate=False,  # checked by the caller; noisy scores leave [0, 1] by design
-            group_ids=groups,
-            num_groups=size * num_clients,
-            dtype=tf.float64,
-        )
+        pos, neg = _grouped_counts(tiled_labels, noisy, grid, groups, size * num_clients)
         pos = tf.reshape(pos, [size, num_clients, -1])
         neg = tf.reshape(neg, [size, num_clients, -1])
         reports = aggregate.release(pos, neg, seed=chunk_seed)

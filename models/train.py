@@ -1,10 +1,14 @@
 """Train Wide & Deep on prepared Criteo data; after every epoch, compare AUCs on the test split.
 
-    python -m models.train --data DIR --epochs 3 --batch-size 512 --seed 0 --out runs/wd
+    python -m models.train --data DIR --batch-size 512 --seed 0 --out runs/wd
 
 ``--data`` is a prepared directory (``python -m data_prep``), a Criteo file (raw TSV, Kaggle
 CSV or DeepCTR CSV, gzip or not; prepared into ``OUT/data`` first), or ``synthetic[:ROWS]``
 (the project's synthetic data, 100,000 rows by default, prepared into ``OUT/data``).
+
+A share of the training rows (``--validation-fraction``) is held out: after each epoch its
+AUC decides early stopping (``--patience``; the best epoch's weights are restored), and it
+chooses the baseline's regularisation (:mod:`models.fitting`, :mod:`models.baseline`).
 
 After each epoch (numbered from 0, as in the DPAUC paper) the model scores the test split and
 three AUCs are computed from the same scores: the exact AUC (scikit-learn),
@@ -17,6 +21,9 @@ three AUCs are computed from the same scores: the exact AUC (scikit-learn),
   releases so far, and with DP-SGD
   ``dp_sgd_epsilon``, the training's epsilon so far);
 * ``scores_epoch{N}.parquet``: the test labels and scores (columns ``label``, ``score``);
+* ``metrics.json`` also holds ``baseline`` (a logistic regression on the same split,
+  :mod:`models.baseline`), ``best_epoch`` and ``summary`` (the model's test AUC at its best
+  epoch beside the baseline's, and the training time), printed at the end;
 * ``manifest.json``: this run's id and start/finish times, its configuration, and its score
   files (``{"0": "scores_epoch0.parquet", ...}``), rewritten after every epoch.
 
@@ -53,10 +60,23 @@ from dpauc_tf.tf_startup import import_tensorflow_quietly
 
 import_tensorflow_quietly()  # before models.wide_deep imports TensorFlow: no C++ chatter
 
-from data_prep.io import load_split_arrays, load_tf_dataset, read_metadata, write_json  # noqa: E402
+from data_prep.io import load_split_arrays, read_metadata, write_json  # noqa: E402
 from data_prep.pipeline import prepare_criteo, prepare_synthetic  # noqa: E402
 from data_prep.preprocess import check_test_fraction  # noqa: E402
 from data_prep.reader import MalformedInputError  # noqa: E402
+from models.fitting import (  # noqa: E402
+    DEFAULT_DROPOUT,
+    DEFAULT_EMBEDDING_L2,
+    DEFAULT_MAX_EPOCHS,
+    DEFAULT_PATIENCE,
+    DEFAULT_VALIDATION_FRACTION,
+    EarlyStopping,
+    auc_or_nan,
+    l2_for_rows,
+    rare_id_threshold,
+    rare_ids_to_oov,
+    split_validation,
+)
 from models.wide_deep import (  # noqa: E402
     DEFAULT_EMBEDDING_DIM,
     DEFAULT_HIDDEN_UNITS,
@@ -92,13 +112,13 @@ class TrainConfig:
 
     data: str
     out: str
-    epochs: int = 3
+    epochs: int = DEFAULT_MAX_EPOCHS
     batch_size: int = DEFAULT_BATCH_SIZE
     seed: int | None = 0
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     hidden_units: tuple[int, ...] = DEFAULT_HIDDEN_UNITS
     learning_rate: float = DEFAULT_LEARNING_RATE
-    embedding_l2: float = 0.0
+    embedding_l2: float | None = DEFAULT_EMBEDDING_L2  # None: l2_for_rows (both parts)
     dp_auc_epsilon: float = 1.0
     dp_auc_mechanism: str = "histogram"
     dp_auc_delta: float | None = None
@@ -109,6 +129,11 @@ class TrainConfig:
     verbose: int = 2
     progress: bool = True
     overwrite: bool = False
+    validation_fraction: float = DEFAULT_VALIDATION_FRACTION
+    patience: int = DEFAULT_PATIENCE
+    dropout: float = DEFAULT_DROPOUT
+    rare_id_count: int | None = None  # None: the data size's (rare_id_threshold)
+    baseline: bool = True
 
 
 def validate_config(config: TrainConfig) -> None:
@@ -128,8 +153,18 @@ def validate_config(config: TrainConfig) -> None:
     if any(int(u) < 1 for u in config.hidden_units):
         raise ValueError(f"hidden units must be positive integers, got {config.hidden_units}")
     _check_number("learning rate", config.learning_rate, positive=True)
-    _check_number("embedding L2", config.embedding_l2, positive=False)
+    if config.embedding_l2 is not None:
+        _check_number("embedding L2", config.embedding_l2, positive=False)
     check_test_fraction(config.test_fraction)
+    if not 0.0 < config.validation_fraction < 0.5:
+        raise ValueError(
+            f"validation fraction must be in (0, 0.5), got {config.validation_fraction!r}"
+        )
+    _check_int("patience", config.patience, 1)
+    if config.rare_id_count is not None:
+        _check_int("rare id count", config.rare_id_count, 1)
+    if not 0.0 <= config.dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {config.dropout!r}")
     if config.verbose not in (0, 1, 2):
         raise ValueError(f"verbose must be 0, 1 or 2, got {config.verbose!r}")
     if config.dp_sgd is not None:
@@ -309,11 +344,7 @@ def dp_sgd_epsilon(
 
 def exact_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     """The exact AUC (scikit-learn), NaN when the test split holds a single class."""
-    from sklearn.metrics import roc_auc_score
-
-    if len(np.unique(labels)) < 2:
-        return float("nan")
-    return float(roc_auc_score(labels, scores))
+    return auc_or_nan(labels, scores)
 
 
 def evaluation_seed(seed: int | None, epoch: int) -> int | None:
@@ -406,26 +437,40 @@ def train(config: TrainConfig) -> dict[str, Any]:
     if config.dp_sgd is not None:
         # DP-SGD clips per-example gradients: the loss must stay per example.
         loss = tf.keras.losses.BinaryCrossentropy(reduction=tf.keras.losses.Reduction.NONE)
+    # The training split in memory, cut into the rows the model fits and the validation
+    # rows that choose its epoch (early stopping) and the baseline's regularisation.
+    fit_rows, val_rows = split_validation(
+        load_split_arrays(data_dir, "train"), config.validation_fraction, config.seed
+    )
+    test_rows = load_split_arrays(data_dir, "test")
+    rare = config.rare_id_count or rare_id_threshold(len(fit_rows["label"]))
+    fit_rows, val_rows, test_rows = rare_ids_to_oov(fit_rows, (fit_rows, val_rows, test_rows), rare)
+    train_rows = len(fit_rows["label"])
+    wide_l2, deep_l2 = l2_for_rows(train_rows)
+    if config.dp_sgd is not None:  # per-example losses: a scalar penalty does not add to them
+        wide_l2 = deep_l2 = 0.0
+    if config.embedding_l2 is not None:  # given: the same penalty on both parts
+        wide_l2 = deep_l2 = config.embedding_l2
     model = build_wide_deep(
         metadata,
         embedding_dim=config.embedding_dim,
         hidden_units=config.hidden_units,
         learning_rate=config.learning_rate,
-        embedding_l2=config.embedding_l2,
+        embedding_l2=deep_l2,
+        wide_l2=wide_l2,
+        dropout=config.dropout,
         optimizer=optimizer,
         loss=loss,
     )
-    train_rows = int(metadata["splits"]["train"]["rows"])
-    train_data = load_tf_dataset(
-        data_dir,
-        "train",
-        config.batch_size,
-        shuffle=True,
-        seed=config.seed,
-        drop_remainder=config.dp_sgd is not None,
-    )
-    test_data = load_tf_dataset(data_dir, "test", EVAL_BATCH_SIZE)
-    labels = load_split_arrays(data_dir, "test")["label"]
+    train_data = _dataset(fit_rows, config.batch_size, config.seed, config.dp_sgd is not None)
+    labels = test_rows["label"]
+    baseline = None
+    if config.baseline:
+        from models.baseline import logistic_regression_baseline
+
+        baseline = logistic_regression_baseline(
+            fit_rows, val_rows, test_rows, metadata["vocab_sizes"]
+        )
 
     for path in check_output_dir(out, config.overwrite):
         path.unlink()
@@ -446,14 +491,20 @@ def train(config: TrainConfig) -> dict[str, Any]:
             "directory": str(data_dir),
             "source": metadata["source"],
             "train_rows": train_rows,
+            "validation_rows": len(val_rows["label"]),
             "test_rows": len(labels),
             "test_positives": int(labels.sum()),
             "vocab_sizes": metadata["vocab_sizes"],
+            "rare_id_count": rare,
         },
+        "regularisation": {"wide_l2": wide_l2, "embedding_l2": deep_l2, "dropout": config.dropout},
         "model": {"parameters": int(model.count_params())},
+        "baseline": baseline,
         "epochs": [],
     }
     _print_header(config)
+    stopping = EarlyStopping(config.patience)
+    run_started = time.perf_counter()
     for epoch in range(config.epochs):
         started = time.perf_counter()
         history = model.fit(train_data, epochs=1, verbose=config.verbose, shuffle=False)
@@ -461,8 +512,10 @@ def train(config: TrainConfig) -> dict[str, Any]:
         trained = (
             (train_rows // config.batch_size) * config.batch_size if config.dp_sgd else train_rows
         )
-        scores = model.predict(test_data, verbose=0).reshape(-1)
+        validation_auc = auc_or_nan(val_rows["label"], _predict(model, val_rows))
+        scores = _predict(model, test_rows)
         row = {"epoch": epoch, **test_aucs(labels, scores, config, epoch)}
+        row["validation_auc"] = validation_auc
         row["dp_epsilon_total"] = config.dp_auc_epsilon * (epoch + 1)
         row["dp_delta_total"] = (config.dp_auc_delta or 0.0) * (epoch + 1)
         row["train_loss"] = float(np.mean(history.history["loss"][-1]))
@@ -473,14 +526,73 @@ def train(config: TrainConfig) -> dict[str, Any]:
             row["dp_sgd_epsilon"] = row["dp_sgd"]["epsilon"]
         row["scores_file"] = save_scores(out / f"scores_epoch{epoch}", labels, scores).name
         report["epochs"].append(row)
+        stop = stopping.update(epoch, validation_auc, model)
+        report["best_epoch"] = stopping.best_epoch
+        report["summary"] = _summary(report, time.perf_counter() - run_started)
         write_json(out / METRICS_FILE, report)
         manifest["scores_files"][str(epoch)] = row["scores_file"]
-        manifest["complete"] = epoch == config.epochs - 1
+        manifest["complete"] = stop or epoch == config.epochs - 1
         if manifest["complete"]:
             manifest["finished"] = _now()
         write_json(out / MANIFEST_FILE, manifest)
         _print_row(row)
+        if stop:
+            break
+    stopping.restore(model)  # the best epoch's weights (by validation AUC)
+    _print_summary(report["summary"])
     return report
+
+
+def _dataset(rows: dict[str, np.ndarray], batch_size: int, seed: int | None, drop: bool):
+    """The fitting rows as a shuffled, batched ``tf.data.Dataset`` of ``(features, label)``."""
+    import tensorflow as tf
+
+    from data_prep.schema import CATEGORICAL_IDS_KEY, INTEGER_FEATURES_KEY
+
+    features = {
+        INTEGER_FEATURES_KEY: rows[INTEGER_FEATURES_KEY].astype(np.float32),
+        CATEGORICAL_IDS_KEY: rows[CATEGORICAL_IDS_KEY].astype(np.int32),
+    }
+    data = tf.data.Dataset.from_tensor_slices((features, rows["label"].astype(np.float32)))
+    data = data.shuffle(len(rows["label"]), seed=seed, reshuffle_each_iteration=True)
+    return data.batch(batch_size, drop_remainder=drop).prefetch(2)
+
+
+def _predict(model, rows: dict[str, np.ndarray]) -> np.ndarray:
+    from data_prep.schema import CATEGORICAL_IDS_KEY, INTEGER_FEATURES_KEY
+
+    features = {key: rows[key] for key in (INTEGER_FEATURES_KEY, CATEGORICAL_IDS_KEY)}
+    return model.predict(features, batch_size=EVAL_BATCH_SIZE, verbose=0).reshape(-1)
+
+
+def _summary(report: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The model at its best epoch (by validation AUC) beside the baseline, same split."""
+    best = report["epochs"][report["best_epoch"]]
+    summary = {
+        "best_epoch": report["best_epoch"],
+        "model_validation_auc": best["validation_auc"],
+        "model_test_auc": best["exact_auc"],
+        "train_seconds": round(seconds, 3),
+    }
+    baseline = report.get("baseline")
+    if baseline is not None:
+        summary["baseline_test_auc"] = baseline["test_auc"]
+        summary["model_minus_baseline"] = best["exact_auc"] - baseline["test_auc"]
+    return summary
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    line = (
+        f"best epoch {summary['best_epoch']} (validation AUC "
+        f"{summary['model_validation_auc']:.4f}): Wide & Deep test AUC "
+        f"{summary['model_test_auc']:.4f}"
+    )
+    if "baseline_test_auc" in summary:
+        line += (
+            f"; logistic-regression baseline {summary['baseline_test_auc']:.4f} "
+            f"(difference {summary['model_minus_baseline']:+.4f})"
+        )
+    print(line + f"; trained in {summary['train_seconds']:.1f} s", flush=True)
 
 
 def _config_dict(config: TrainConfig) -> dict[str, Any]:
@@ -529,7 +641,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the score files, metrics.json and manifest.json of a previous run in --out "
         "(without it such a directory is refused)",
     )
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=DEFAULT_MAX_EPOCHS,
+        help="most epochs; training stops earlier when the validation AUC has not improved "
+        f"for --patience epochs (default {DEFAULT_MAX_EPOCHS})",
+    )
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=DEFAULT_PATIENCE,
+        help=f"epochs without a better validation AUC before stopping (default {DEFAULT_PATIENCE})",
+    )
+    parser.add_argument(
+        "--validation-fraction",
+        type=float,
+        default=DEFAULT_VALIDATION_FRACTION,
+        help="share of the training rows held out to choose the epoch and the baseline's "
+        f"regularisation (default {DEFAULT_VALIDATION_FRACTION})",
+    )
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--seed", default="0", help="an integer, or 'none' for fresh entropy")
     parser.add_argument("--embedding-dim", type=int, default=DEFAULT_EMBEDDING_DIM)
@@ -539,7 +670,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated widths of the deep layers",
     )
     parser.add_argument("--learning-rate", type=float, default=DEFAULT_LEARNING_RATE)
-    parser.add_argument("--embedding-l2", type=float, default=0.0)
+    parser.add_argument(
+        "--embedding-l2",
+        type=float,
+        default=None,
+        help="L2 penalty on the wide weights and the embeddings (default: by the number of "
+        "rows, models.fitting.l2_for_rows)",
+    )
+    parser.add_argument("--dropout", type=float, default=DEFAULT_DROPOUT)
+    parser.add_argument(
+        "--rare-id-count",
+        type=int,
+        default=None,
+        help="ids seen fewer times in the fitting rows share the out-of-vocabulary id "
+        "(default: by the number of rows, models.fitting.rare_id_threshold)",
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the logistic-regression baseline"
+    )
     parser.add_argument(
         "--dp-auc-epsilon", type=float, default=1.0, help="DPAUC epsilon per release"
     )
@@ -595,6 +743,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         hidden_units=hidden,
         learning_rate=args.learning_rate,
         embedding_l2=args.embedding_l2,
+        dropout=args.dropout,
+        rare_id_count=args.rare_id_count,
+        patience=args.patience,
+        validation_fraction=args.validation_fraction,
+        baseline=not args.no_baseline,
         dp_auc_epsilon=args.dp_auc_epsilon,
         dp_auc_mechanism=args.dp_auc_mechanism,
         dp_auc_delta=args.dp_auc_delta,

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from dpauc_tf.cli.formats import FORMATS, format_rows
+from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_SAMPLES
 
 # The audit's defaults live in dpauc_tf.core.defaults; these names stay for 0.2 callers.
@@ -77,19 +78,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         default=0.95,
         help="family-wise confidence of all the bounds together (Bonferroni over the audits)",
     )
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="progress bar on stderr (auto: when stderr is a terminal)",
-    )
-    parser.add_argument(
-        "--no-progress",
-        dest="progress",
-        action="store_const",
-        const="off",
-        help="no progress bar (the same as --progress off)",
-    )
+    add_progress_flags(parser)
     if common is not None:
         common(parser)
     else:
@@ -97,13 +86,6 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(func=run_cli)
     return parser
-
-
-def _show_progress(args: argparse.Namespace) -> bool:
-    setting = getattr(args, "progress", "auto")
-    if setting == "auto":
-        return bool(getattr(sys.stderr, "isatty", lambda: False)())
-    return setting == "on"
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -136,7 +118,7 @@ def run_cli(args: argparse.Namespace) -> int:
                     flip_weight=args.flip_weight,
                     confidence=args.confidence,
                     family_size=len(names),
-                    progress=_show_progress(args),
+                    progress=show_progress(args),
                 )
             )
     except (ValueError, TypeError) as error:

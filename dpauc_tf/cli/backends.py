@@ -118,7 +118,11 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
     """``--backend tff``: :func:`dpauc_tf.federated.evaluate`, every repeat a TFF round;
     its :class:`~dpauc_tf.mechanisms.release.AUCResult`."""
     if importlib.util.find_spec("tensorflow_federated") is None:
-        raise CommandError("--backend tff needs tensorflow-federated (the .venv environment)")
+        raise CommandError(
+            "--backend tff needs TensorFlow Federated, which runs on Python 3.11 with "
+            'TensorFlow 2.14: pip install "dpauc-tf[federated]" in a Python 3.11 environment '
+            "of its own (it does not go with the keras3, beam, flower or spark extras)"
+        )
     from dpauc_tf import federated
     from dpauc_tf.core.partitions import client_data_from_partition
 
@@ -203,8 +207,8 @@ def _evaluate_files_with_beam(args):
                 f"--scores {args.scores}: no column {name!r} ({flag}); its columns: "
                 f"{', '.join(columns) or 'none'}"
             )
-    client = args.client_column or "client"
-    if args.client_column is not None and client not in columns:
+    client = args.client_column  # client ids only from a named column (--client-column)
+    if client is not None and client not in columns:
         raise CommandError(f"--scores {args.scores}: no client column {client!r}")
     return evaluate_files_with_beam(
         str(args.scores),
@@ -212,7 +216,7 @@ def _evaluate_files_with_beam(args):
         repeats=args.repeats,
         score_column=args.score_column,
         label_column=args.label_column,
-        client_column=client if client in columns else None,
+        client_column=client,
         from_logits=args.from_logits,
         beam_options=args.beam_options,
     )

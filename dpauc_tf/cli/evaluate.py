@@ -22,10 +22,18 @@ from dpauc_tf.cli.backends import (
     _kept_examples,
     _reads_with_engine,
 )
-from dpauc_tf.cli.formats import format_rows, json_safe
+from dpauc_tf.cli.client_column import hint_client_column
+from dpauc_tf.cli.formats import (
+    format_rows,
+    format_with_notes,
+    json_safe,
+    setting_notes,
+    setting_row,
+)
 from dpauc_tf.cli.grids import resolve_auto_thresholds, warn_if_noise_dominates
 from dpauc_tf.cli.intervals import check_confidence, interval_fields, interval_lines
 from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
+from dpauc_tf.cli.progress import show_progress
 from dpauc_tf.mechanisms.registry import mechanism_spec, parse_options
 
 
@@ -133,12 +141,6 @@ def _check_backend(args) -> None:
         raise CommandError("--round-timeout bounds Flower's round: only with --backend flower")
 
 
-def _show_progress(args) -> bool:
-    if args.progress == "auto":
-        return sys.stderr.isatty()
-    return args.progress == "on"
-
-
 def count_scores(args, grid):
     """Step 1, read and count: one chunked pass over ``--scores`` (bounded memory)."""
     from dpauc_tf.core.thresholds import Thresholds
@@ -156,13 +158,12 @@ def count_scores(args, grid):
         summed,
         score_column=args.score_column,
         label_column=args.label_column,
-        client_column=args.client_column or "client",
-        client_column_optional=args.client_column is None,
+        client_column=args.client_column,  # client ids only from a named column
         from_logits=args.from_logits,
         per_client=args.clients is None,
         chunk_rows=args.chunk_rows,
         max_rows_in_memory=args.max_rows_in_memory,
-        progress=_show_progress(args),
+        progress=show_progress(args),
     )
 
 
@@ -262,12 +263,10 @@ def evaluate_scores(args) -> dict[str, Any]:
         "num_examples": counted.num_examples,
         **({"num_positives": counted.num_positives} if show_exact else {}),
         "num_clients": num_clients,
-        "partition": (PARTITION_NAMES[args.partition] if args.clients else None),
         "num_thresholds": args.num_thresholds,
         "threshold_grid": args.threshold_grid
         if isinstance(args.threshold_grid, str)
         else "explicit",
-        "thresholds_file": getattr(args, "thresholds", None),
         # the grid the clients count on: the mechanism's own where it has one (auc-only)
         "count_thresholds": grid.num_thresholds,
         "repeats": args.repeats,
@@ -279,7 +278,6 @@ def evaluate_scores(args) -> dict[str, Any]:
         "aucs": None if result is None else [float(a) for a in result.aucs],
         # releases whose AUC estimate is undefined (noise left no positive or no negative)
         "num_undefined": None if result is None else result.num_undefined,
-        "undefined_note": mechanism.undefined_note,
         "roc": None
         if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
         else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
@@ -289,6 +287,13 @@ def evaluate_scores(args) -> dict[str, Any]:
         output["num_thresholds_rule"] = auto_rule
     if private and result is not None:
         warn_if_noise_dominates(mechanism, thresholds, counted.num_examples)
+    # fields present only where they mean something
+    if args.clients:
+        output["partition"] = PARTITION_NAMES[args.partition]
+    if getattr(args, "thresholds", None):
+        output["thresholds_file"] = args.thresholds
+    if result is not None and result.num_undefined:
+        output["undefined_note"] = mechanism.undefined_note
     if pld[1] is not None:
         output["pld_note"] = pld[1]
     if undefined is not None:
@@ -306,8 +311,9 @@ def evaluate_scores(args) -> dict[str, Any]:
             _exact_roc(plot_pos[None], plot_neg[None]) if show_exact else None,
             {args.mechanism: (result.fpr, result.tpr)},
             args.plot,
-            title=f"{args.mechanism}, epsilon={args.epsilon}, {num_clients} client(s), "
-            f"{args.repeats} repeat(s)",
+            title=f"{args.mechanism}, "
+            + ("no noise" if args.epsilon is None else f"epsilon {args.epsilon:g}")
+            + f", {num_clients} client(s), {args.repeats} release(s)",
         )
         output["plot"] = str(args.plot)
     output["private_fields"] = [k for k in RELEASE_FIELDS if k in output] if private else []
@@ -539,7 +545,7 @@ _ROW_INTERVAL_COLUMNS = ("ci_low", "ci_high", "ci_target", "privacy_share")
 
 
 def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per release (markdown, csv): the AUC and the setting's scalar fields, and
+    """One row per release (csv): the AUC and the setting's scalar fields, and
     which of the row's columns are private and which exact."""
     scalars = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
     private = bool(result["private_fields"])
@@ -574,6 +580,10 @@ def run_evaluate(args) -> int:
         print(json.dumps(json_safe(result), allow_nan=False))
     elif args.format == "table":
         print(_format_evaluation(result))
-    else:
+    elif args.format == "markdown":
+        notes = setting_notes(result, _format_pld(result), fields_note(result))
+        print(format_with_notes([setting_row(result)], "markdown", notes))
+    else:  # csv: one row per release, for tools
         print(format_rows(_evaluation_rows(result), args.format))
+    hint_client_column(args)
     return 0

@@ -11,6 +11,12 @@ bb        -
 >>> print(format_rows([{"x": 1}], "csv").strip())
 x
 1
+>>> print(format_with_notes([{"eps": 1.0, "auc": 0.75}], "markdown", ["privacy: 1-label-DP"]))
+| eps | auc |
+|---|---|
+| 1 | 0.75 |
+<BLANKLINE>
+privacy: 1-label-DP
 """
 
 from __future__ import annotations
@@ -86,6 +92,54 @@ def format_rows(rows: Sequence[dict], fmt: str) -> str:
     out = [line(columns, numeric_right=False), line(["-" * w for w in widths], False)]
     out += [line(row) for row in cells]
     return "\n".join(out)
+
+
+def format_with_notes(rows: Sequence[dict], fmt: str, notes: Sequence[str] = ()) -> str:
+    """A compact Markdown or text table (one row per setting) with the lines that are the
+    same for every row (a privacy statement, which fields are private) printed once below."""
+    if fmt not in ("markdown", "table"):
+        raise ValueError(f"notes go with the markdown or table format, got {fmt!r}")
+    text = format_rows(rows, fmt)
+    if not notes:
+        return text
+    separator = "\n\n" if fmt == "markdown" else "\n"  # Markdown: one paragraph per note
+    return text + "\n\n" + separator.join(notes)
+
+
+def setting_row(result: dict[str, Any]) -> dict[str, Any]:
+    """``dpauc evaluate --format markdown``: one row for the setting (the AUC over all repeats); columns
+    only where they mean something."""
+    row: dict[str, Any] = {"mechanism": result["mechanism"], "epsilon": result["epsilon"]}
+    if result["delta"] is not None:
+        row["delta"] = result["delta"]
+    row["clients"] = result["num_clients"]
+    if "partition" in result:
+        row["partition"] = result["partition"]
+    row["examples"] = result["num_examples"]
+    row["thresholds"] = result["num_thresholds"]
+    row["repeats"] = result["repeats"]
+    row["auc_mean"] = result["auc_mean"]
+    if result["repeats"] > 1:
+        row["auc_std"] = result["auc_std"]
+    if result.get("num_undefined"):
+        row["num_undefined"] = result["num_undefined"]
+    for key in ("exact_auc", "tf_auc"):
+        if key in result:
+            row[key] = result[key]
+    return row
+
+
+def setting_notes(result: dict[str, Any], pld: str, fields: str) -> list[str]:
+    """What is the same for the whole setting, printed once under the row."""
+    notes = [f"privacy: {result['privacy']}", f"PLD epsilon: {pld}"]
+    if result.get("undefined_note"):
+        notes.append(f"undefined releases: {result['undefined_note']}")
+    if result.get("roc_note"):
+        notes.append(f"ROC curve: {result['roc_note']}")
+    if result.get("plot"):
+        notes.append(f"plot: {result['plot']}")
+    notes.append(f"fields: {fields}")
+    return notes
 
 
 def _is_number(text: str) -> bool:

@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dpauc_tf.cli.formats import FORMATS
+from dpauc_tf.cli.progress import add_progress_flags
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms
 
@@ -244,7 +245,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--client-column",
-        help="column of client ids; must exist when given (default: 'client', used when present)",
+        metavar="NAME",
+        help="column of client ids (each client releases its own noisy counts); must exist "
+        "when given. Without it the file is one data holder's, whatever its columns are "
+        "named (a column named 'client' is read only when named here)",
     )
     ev.add_argument(
         "--mechanism",
@@ -349,12 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Beam pipeline flags in one quoted string, e.g. '--runner=FlinkRunner "
         "--flink_master=HOST:8081' (docs/beam.md); default: the local runner, 2 processes",
     )
-    ev.add_argument(
-        "--progress",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="progress bar on stderr (auto: when stderr is a terminal)",
-    )
+    add_progress_flags(ev)
     ev.add_argument(
         "--max-rows-in-memory",
         type=_int_at_least(0),
@@ -394,7 +393,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(rp, default_format="markdown")
     rp.add_argument("--plot", help='directory for PNG plots (needs "dpauc-tf[plot]")')
-    rp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rp.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="markdown/table: every row (every epoch, setting and mechanism) instead of the "
+        "summary (the last epoch, one row per setting, one column per mechanism); json and "
+        "csv always hold every row",
+    )
+    rp.add_argument(
+        "--per-client-noise",
+        action="store_true",
+        help="draw every client's noise, as 0.2 did (slow at K = 1000); by default the "
+        "server's sum of the clients' Laplace noise is drawn at once: the same distribution, "
+        "other numbers for the same seed",
+    )
+    add_progress_flags(rp)
     rp.set_defaults(func=_lazy("reproduce", "run_reproduce"))
 
     from dpauc_tf.cli import audit as audit_cli

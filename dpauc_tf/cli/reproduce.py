@@ -3,14 +3,22 @@
 >>> from dpauc_tf.cli.main import build_parser
 >>> build_parser().parse_args(["reproduce", "table5", "--scores", "synthetic"]).format
 'markdown'
+
+``--format markdown`` and ``table`` print a summary per paper table: the last epoch, one row
+per setting and one column per mechanism (the AUC's mean ± std over the repeats), the exact
+and TensorFlow AUCs once below it. ``--all-rows`` prints every row (every epoch, setting and
+mechanism, with its guarantee); ``json`` and ``csv`` always hold every row.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from dpauc_tf.cli.formats import format_rows
+from dpauc_tf.cli.formats import format_rows, format_with_notes
+from dpauc_tf.cli.progress import show_progress
 
 
 def load_score_sets(source: str) -> dict:
@@ -29,21 +37,26 @@ def run_reproduce(args) -> int:
 
     targets = list(tables.TABLES) if args.target == "all" else [args.target]
     score_sets = load_score_sets(args.scores)
-    runner = tables.TableRunner(score_sets, repeats=args.seeds, seed=args.seed)
+    runner = tables.TableRunner(
+        score_sets, repeats=args.seeds, seed=args.seed, per_client_noise=args.per_client_noise
+    )
     last_epoch = max(score_sets)
     rows = runner.run(
         targets,
         paper_grid=args.threshold_grid,
-        progress=not args.no_progress,
+        progress=show_progress(args),
         keep=(lambda table, epoch, setting: epoch == last_epoch) if args.plot else None,
     )
-    formatter = {
-        "markdown": tables.format_markdown,
-        "csv": tables.format_csv,
-        "json": tables.format_json,
-        "table": lambda rows: format_rows(rows, "table"),
-    }[args.format]
-    print(formatter(rows))
+    if args.format in ("markdown", "table") and not args.all_rows:
+        print(format_summary(rows, args.format))
+    else:
+        formatter = {
+            "markdown": tables.format_markdown,
+            "csv": tables.format_csv,
+            "json": tables.format_json,
+            "table": lambda rows: format_rows(rows, "table"),
+        }[args.format]
+        print(formatter(rows))
     if args.plot:
         from dpauc_tf.experiments import plots
 
@@ -51,3 +64,84 @@ def run_reproduce(args) -> int:
         for path in written:
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _mean_std(row: Mapping[str, Any]) -> str:
+    if row["mean"] is None or row["mean"] != row["mean"]:  # None or NaN: no defined release
+        return "undefined"
+    text = f"{row['mean']:.4f} ± {row['std']:.2g}"
+    return text + (f" ({row['undefined']} undefined)" if row.get("undefined") else "")
+
+
+def _summary_of_table(part: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per setting of one paper table (one epoch), a column per mechanism."""
+    table = part[0]["table"]
+    if table == 2:
+        rows = [
+            {
+                "top K": r["top_k"],
+                "positives": r["positives_in_top_k"],
+                "precision": round(r["precision"], 4),
+                "recall": round(r["recall"], 4),
+            }
+            for r in part
+        ]
+        return rows, [f"positive rate {part[0]['positive_rate']:.4f}"]
+    first = part[0]["mechanism"]  # the paper's row opens every setting's group
+    groups: list[dict[str, Any]] = []
+    tf_aucs: dict[int, float] = {}
+    own_grid: list[str] = []  # mechanisms that count on their own grid (score-noise)
+    for r in part:
+        if r["mechanism"] == first:
+            groups.append(
+                {
+                    "setting": r["setting"],
+                    "K": r["clients"],
+                    "|Theta|": r["num_thresholds"],
+                    "eps": f"{r['epsilon']:g}",
+                }
+            )
+        if r["num_thresholds"] is None:
+            own_grid += [] if r["mechanism"] in own_grid else [r["mechanism"]]
+        elif groups[-1]["|Theta|"] is None:
+            groups[-1]["|Theta|"] = r["num_thresholds"]
+        groups[-1][r["mechanism"]] = _mean_std(r)
+        tf_aucs[r["tf_num_thresholds"]] = r["tf_auc"]
+    # columns that do not vary within the table say it once, in the notes
+    constant = [
+        name
+        for name in ("setting", "K", "|Theta|", "eps")
+        if len(groups) > 1 and len({str(g[name]) for g in groups}) == 1
+    ]
+    notes = []
+    if constant:
+        same = ", ".join(f"{name} = {groups[0][name]}" for name in constant)
+        notes.append(f"in every row: {same}")
+    for g in groups:
+        for name in constant:
+            del g[name]
+    if own_grid:
+        notes.append(f"{', '.join(own_grid)}: counted on its own grid, not |Theta|")
+    tf_text = ", ".join(f"{v:.4f} (T={t})" for t, v in sorted(tf_aucs.items()))
+    notes.append(f"exact AUC {part[0]['exact_auc']:.4f} (scikit-learn); TensorFlow AUC {tf_text}")
+    return groups, notes
+
+
+def format_summary(rows: Sequence[Mapping[str, Any]], fmt: str) -> str:
+    """The tables as the README shows them: per paper table, the last epoch's settings as
+    rows and the mechanisms as columns (mean ± std over the repeats)."""
+    out = []
+    for table in sorted({row["table"] for row in rows}):
+        part = [row for row in rows if row["table"] == table]
+        epochs = sorted({row["epoch"] for row in part})
+        last = [row for row in part if row["epoch"] == epochs[-1]]
+        summary, notes = _summary_of_table(last)
+        repeats = last[0].get("repeats")
+        title = f"Table {table}, epoch {epochs[-1]}"
+        if repeats:
+            title += f", AUC mean ± std over {repeats} releases"
+        if len(epochs) > 1:
+            title += f" (epochs {', '.join(map(str, epochs[:-1]))}: --all-rows)"
+        heading = f"### {title}" if fmt == "markdown" else title
+        out.append(heading + "\n\n" + format_with_notes(summary, fmt, notes))
+    return "\n\n".join(out)

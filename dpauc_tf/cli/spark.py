@@ -75,7 +75,7 @@ def evaluate_file_with_spark(args, per_client: bool | None = None):
     """``args.scores`` read by Spark's reader, counted on the executors and released on the
     driver: an :class:`~dpauc_tf.mechanisms.release.AUCResult`. The driver holds no row.
     ``per_client=None`` sums every client's report when the file has the client column
-    (``--client-column``, or a column named ``client``)."""
+    (``--client-column``; a column merely named ``client`` is not one)."""
     from dpauc_tf.cli.evaluate import release_settings
 
     if importlib.util.find_spec("pyspark") is None:
@@ -89,11 +89,11 @@ def evaluate_file_with_spark(args, per_client: bool | None = None):
         if fmt == "csv":
             reader = reader.option("header", True).option("inferSchema", True)
         frame = reader.format(fmt).load(str(args.scores))
-        client = args.client_column or "client"
-        if args.client_column is not None and client not in frame.columns:
+        client = args.client_column  # client ids only from a named column (--client-column)
+        if client is not None and client not in frame.columns:
             raise CommandError(f"--scores {args.scores}: no client column {client!r}")
         if per_client is None:
-            per_client = client in frame.columns
+            per_client = client is not None
         return private_auc(
             frame,
             score_col=args.score_column,

@@ -1,7 +1,8 @@
 """PNG plots of the experiments (matplotlib, Agg backend: no display needed).
 
 * :func:`roc_band`: the exact ROC curve and, per mechanism, the band of its noisy curves
-  (pointwise 5-95 % of the TPR at a common FPR grid) and their median;
+  (pointwise 5-95 % of the TPR at a common FPR grid, min-max under 20 curves) and their
+  median, or the one noisy curve;
 * :func:`auc_vs_epsilon`: AUC mean +- std against epsilon, one line per mechanism;
 * :func:`std_vs_clients`: the std of the AUC against the number of clients;
 * :func:`score_densities`: densities of the positive and negative scores (table 2's argument);
@@ -49,39 +50,61 @@ def roc_band(
     path: str | os.PathLike,
     title: str = "",
 ) -> str:
-    """Exact ROC plus, for each mechanism, the 5-95 % band and median of its noisy curves
+    """Exact ROC plus, for each mechanism, its noisy curves: the 5-95 % band and median of
+    20 or more, the min-max band and median of 2 to 19, the curve itself for one
     (``exact=None``: the noisy curves only, for a plot that may be published)."""
+    plt = _pyplot()
+    fig = roc_band_figure(exact, noisy, title)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def roc_band_figure(
+    exact: tuple[np.ndarray, np.ndarray] | None,
+    noisy: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    title: str = "",
+):
+    """The matplotlib figure of :func:`roc_band` (the title wrapped to the figure's width)."""
+    import textwrap
+
     plt = _pyplot()
     names = list(noisy)
     cols = min(3, max(1, len(names)))
     rows = -(-max(1, len(names)) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4.0 * rows), squeeze=False)
+    width = 4.2 * cols
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(width, 4.0 * rows), squeeze=False, layout="constrained"
+    )
     for ax in axes.ravel()[len(names) :]:
         ax.axis("off")
     for ax, name in zip(axes.ravel(), names, strict=False):
         tprs = _interpolated_tpr(*noisy[name])
-        low, mid, high = np.percentile(tprs, [5, 50, 95], axis=0)
-        ax.fill_between(_FPR_GRID, low, high, alpha=0.3, color="tab:orange", label="noisy 5-95 %")
-        ax.plot(_FPR_GRID, mid, color="tab:orange", lw=1, label="noisy median")
+        count = len(tprs)
+        if count == 1:
+            ax.plot(_FPR_GRID, tprs[0], color="tab:orange", lw=1.5, label="noisy release")
+        else:
+            band = (5, 95) if count >= 20 else (0, 100)
+            low, mid, high = np.percentile(tprs, [band[0], 50, band[1]], axis=0)
+            what = "5-95 %" if count >= 20 else "min-max"
+            ax.fill_between(
+                _FPR_GRID, low, high, alpha=0.3, color="tab:orange", label=f"noisy {what}"
+            )
+            ax.plot(_FPR_GRID, mid, color="tab:orange", lw=1, label="noisy median")
         if exact is not None:
             ax.plot(exact[0], exact[1], color="black", lw=1.5, label="exact")
         ax.plot([0, 1], [0, 1], color="grey", lw=0.5, ls=":")
         ax.set(
-            title=f"{name} ({len(tprs)} curves)",
+            title=f"{name} ({count} curve{'s' if count != 1 else ''})",
             xlabel="FPR",
             ylabel="TPR",
             xlim=(0, 1),
             ylim=(0, 1),
         )
         ax.legend(loc="lower right", fontsize=8)
-    if title:
-        fig.suptitle(title)
-        fig.tight_layout(rect=(0, 0, 1, 0.96))
-    else:
-        fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return str(path)
+    if title:  # about 8 characters per inch at 12 points: wrapped, never clipped
+        fig.suptitle("\n".join(textwrap.wrap(title, width=max(20, int(width * 8)))))
+    return fig
 
 
 def _epsilon_ticks(ax, values: Sequence[float]) -> None:

@@ -132,6 +132,10 @@ class TableRunner:
       score_sets: ``{epoch: ScoreSet}``.
       repeats: noisy releases per setting (the paper: 100).
       seed: base seed; every setting's noise and the IID partitions derive from it.
+      per_client_noise: draw every client's Laplace noise (as 0.2 did); by default the
+        server's sum of the clients' noise is drawn at once where it has a closed form,
+        the same distribution from far fewer random numbers
+        (:func:`dpauc_tf.simulation.simulate`).
 
     >>> from dpauc_tf.experiments.synthetic import binormal_score_set
     >>> runner = TableRunner({0: binormal_score_set(3000, 800, 0.75)}, repeats=5, seed=0)
@@ -140,7 +144,13 @@ class TableRunner:
     [10, 25, 50, 100, 200]
     """
 
-    def __init__(self, score_sets: Mapping[int, ScoreSet], repeats: int = 100, seed: int = 0):
+    def __init__(
+        self,
+        score_sets: Mapping[int, ScoreSet],
+        repeats: int = 100,
+        seed: int = 0,
+        per_client_noise: bool = False,
+    ):
         if repeats < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats}")
         if not score_sets:
@@ -148,6 +158,7 @@ class TableRunner:
         self.score_sets = dict(score_sets)
         self.repeats = int(repeats)
         self.seed = int(seed)
+        self.per_client_noise = bool(per_client_noise)
         self._histograms: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._client_ids: dict[tuple, np.ndarray] = {}
         self._exact: dict[int, float] = {}
@@ -239,7 +250,14 @@ class TableRunner:
                 repeats=self.repeats,
             )
         pos, neg = self.histograms(epoch, setting)
-        return simulate(mechanism, pos, neg, seed=seed, repeats=self.repeats)
+        return simulate(
+            mechanism,
+            pos,
+            neg,
+            seed=seed,
+            repeats=self.repeats,
+            per_client_noise=self.per_client_noise,
+        )
 
     def row(self, epoch: int, setting: Setting, result: AUCResult) -> dict[str, Any]:
         own_grid = mechanism_spec(setting.mechanism).capabilities.transforms_data

@@ -19,8 +19,8 @@ try:
     import tensorflow_federated  # noqa: F401
 except ImportError as error:  # pragma: no cover - the keras3 world
     raise ImportError(
-        "dpauc_tf.federated needs tensorflow-federated (the federated world: "
-        "`uv sync --extra federated`, i.e. .venv)"
+        "dpauc_tf.federated needs TensorFlow Federated, which runs on Python 3.11 with "
+        'TensorFlow 2.14: pip install "dpauc-tf[federated]" in a Python 3.11 environment'
     ) from error
 
 from dpauc_tf.federated.evaluate import (

@@ -63,6 +63,8 @@ def test_every_mechanism_json(capsys, csv_path, score_frame, name):
         "--seed",
         1,
         "--show-exact",
+        "--client-column",
+        "client",
     )
     for key in (
         "exact_auc",

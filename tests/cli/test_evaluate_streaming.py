@@ -35,6 +35,7 @@ def run_json(capsys, *args):
 
 
 NOISY = ["--mechanism", "histogram", "--epsilon", "1", "--seed", "3", "--repeats", "2"]
+NOISY += ["--client-column", "client"]  # the file's clients, named (issue 24)
 
 
 def test_chunks_give_the_same_json(capsys, csv_path):
@@ -85,7 +86,8 @@ def test_what_needs_every_example_is_refused_past_the_limit(capsys, csv_path, ar
 def test_a_bad_last_row_is_one_line_and_no_output(capsys, tmp_path, csv_path):
     path = tmp_path / "bad.csv"
     path.write_text(csv_path.read_text() + "0.5,1,\n")
-    code = main(["evaluate", "--scores", str(path), "--mechanism", "none", "--chunk-rows", "1000"])
+    argv = ["evaluate", "--scores", str(path), "--mechanism", "none", "--chunk-rows", "1000"]
+    code = main([*argv, "--client-column", "client"])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     assert f"row {N + 1}: client id is missing" in captured.err

@@ -25,6 +25,7 @@ def csv_path(tmp_path_factory):
 
 def test_tff_backend_matches_tf_auc_without_noise_and_adds_noise_with_it(capfd, csv_path):
     base = ["evaluate", "--scores", str(csv_path), "--num-thresholds", "50", "--backend", "tff"]
+    base += ["--client-column", "client"]
     assert main([*base, "--mechanism", "none", "--format", "json", "--show-exact"]) == 0
     exact = json.loads(capfd.readouterr().out)
     assert exact["backend"] == "tff" and exact["num_clients"] == 3

@@ -17,7 +17,7 @@ from models.train import (
 
 EPOCH_KEYS = {
     "epoch", "exact_auc", "tf_auc", "dp_auc", "dp_epsilon", "dp_mechanism", "num_thresholds",
-    "train_loss", "examples_per_second",
+    "train_loss", "examples_per_second", "validation_auc",
 }  # fmt: skip
 
 
@@ -46,6 +46,16 @@ def test_metrics_json_per_epoch(synthetic_run):
         assert row["examples_per_second"] > 0 and row["train_loss"] > 0
     assert written["epochs"][0]["exact_auc"] > 0.65  # the planted signal is learnt
     assert written["epochs"][1]["dp_epsilon_total"] == 2.0
+    # early stopping's choice and the baseline on the same split (issue 24)
+    summary, best = written["summary"], written["best_epoch"]
+    assert summary["model_test_auc"] == written["epochs"][best]["exact_auc"]
+    assert summary["model_validation_auc"] == max(r["validation_auc"] for r in written["epochs"])
+    assert written["baseline"]["test_auc"] > 0.6 and summary["train_seconds"] > 0
+    assert summary["model_minus_baseline"] == pytest.approx(
+        summary["model_test_auc"] - written["baseline"]["test_auc"]
+    )
+    data = written["data"]
+    assert data["validation_rows"] > 0 and data["rare_id_count"] >= 2
 
 
 def test_scores_files_match_the_reported_auc(synthetic_run):
@@ -128,7 +138,8 @@ def test_real_criteo_three_epochs(criteo_combined_file, tmp_path):
     report = train(config)
     aucs = [row["exact_auc"] for row in report["epochs"]]
     print("real Criteo test AUC per epoch:", [round(a, 4) for a in aucs])
-    assert report["data"]["train_rows"] + report["data"]["test_rows"] == 19_532
+    data = report["data"]
+    assert data["train_rows"] + data["validation_rows"] + data["test_rows"] == 19_532
     assert max(aucs) > 0.68
 
 

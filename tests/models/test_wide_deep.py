@@ -27,7 +27,7 @@ def test_output_shape_and_range():
 def test_parameter_count_matches_the_architecture():
     model = build_wide_deep(VOCAB, embedding_dim=4, hidden_units=(16, 8))
     total_ids = sum(VOCAB)
-    deep_in = 26 * 4 + 13
+    deep_in = 26 * 4 + 13 * 2  # the integers and their logarithms
     expected = total_ids * 1 + total_ids * 4 + (deep_in * 16 + 16) + (16 * 8 + 8) + (8 + 1)
     assert model.count_params() == expected
 
