@@ -1,16 +1,16 @@
 """The pipeline behind ``dpauc evaluate --backend beam``, and Beam's runner options.
 
-:func:`evaluate_with_beam` ships the scores of a file (read by the command line) to a Beam
-pipeline in batches keyed by client, runs :class:`~dpauc_tf.beam.release.PrivateAUC` on
+[`evaluate_with_beam`][dpauc_tf.beam.pipeline.evaluate_with_beam] ships the scores of a file (read by the command line) to a Beam
+pipeline in batches keyed by client, runs [`PrivateAUC`][dpauc_tf.beam.release.PrivateAUC] on
 them, and reads the slice's result back. Without runner flags it runs on the local
-``DirectRunner`` with :data:`LOCAL_WORKERS` worker processes; any other Beam pipeline
+``DirectRunner`` with `LOCAL_WORKERS` worker processes; any other Beam pipeline
 options (``--runner=FlinkRunner --flink_master=...``, ``--runner=DataflowRunner
 --project=... --region=... --temp_location=gs://...``) are passed through unchanged (see
 ``docs/beam.md``). Results are written to ``--temp_location`` when it is given (a shared
 file system, which remote runners need), else to a local temporary directory.
 
->>> pipeline_options([]).get_all_options()["direct_num_workers"]
-2
+    >>> pipeline_options([]).get_all_options()["direct_num_workers"]
+    2
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _encode(value) -> str:
 def run_and_collect(
     build, options: PipelineOptions | None = None, directory: str | None = None
 ) -> tuple[list[SliceRelease], int | None]:
-    """Runs ``build(pipeline) -> PCollection`` (of :class:`SliceRelease` or any picklable
+    """Runs ``build(pipeline) -> PCollection`` (of `SliceRelease` or any picklable
     values) and returns its elements read back from files, with the number of releases Beam
     counted (``None`` if the runner reports no metrics)."""
     options = options or PipelineOptions([])
@@ -129,7 +129,7 @@ def evaluate_with_beam(
     With one client the counts are released once with central noise; with several, every
     client reports through the mechanism and the reports are summed (as ``--backend
     simulate`` does). ``mechanism_options`` go to the mechanism's constructor (e.g.
-    ``{"positive_rate": 0.25}``). Returns the one slice's :class:`SliceRelease`.
+    ``{"positive_rate": 0.25}``). Returns the one slice's `SliceRelease`.
     """
     per_client = num_clients > 1
     transform = PrivateAUC(
@@ -178,7 +178,7 @@ def evaluate_files_with_beam(
 
     ``client_column`` names the clients' column (each client's counts are a report, and the
     reports are summed); ``None`` releases the counts once, with central noise. Returns the
-    overall slice's :class:`~dpauc_tf.mechanisms.release.AUCResult`.
+    overall slice's `AUCResult`.
     """
     from dpauc_tf.beam.io import ReadScores
 

@@ -1,16 +1,16 @@
 """Output formats shared by every ``dpauc`` subcommand: table, json, markdown, csv.
 
-Every subcommand produces rows (a list of flat dicts); :func:`format_rows` renders them.
+Every subcommand produces rows (a list of flat dicts); [`format_rows`][dpauc_tf.cli.formats.format_rows] renders them.
 Pure Python: no TensorFlow.
 
->>> print(format_rows([{"name": "a", "value": 0.5}, {"name": "bb", "value": None}], "table"))
-name  value
-----  -----
-a       0.5
-bb        -
->>> print(format_rows([{"x": 1}], "csv").strip())
-x
-1
+    >>> print(format_rows([{"name": "a", "value": 0.5}, {"name": "bb", "value": None}], "table"))
+    name  value
+    ----  -----
+    a       0.5
+    bb        -
+    >>> print(format_rows([{"x": 1}], "csv").strip())
+    x
+    1
 """
 
 from __future__ import annotations

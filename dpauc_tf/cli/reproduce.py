@@ -1,8 +1,9 @@
 """``dpauc reproduce``: the DPAUC paper's tables 1-5, next to the project's mechanisms.
 
->>> from dpauc_tf.cli.main import build_parser
->>> build_parser().parse_args(["reproduce", "table5", "--scores", "synthetic"]).format
-'markdown'
+Examples:
+    >>> from dpauc_tf.cli.main import build_parser
+    >>> build_parser().parse_args(["reproduce", "table5", "--scores", "synthetic"]).format
+    'markdown'
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """PNG plots of the experiments (matplotlib, Agg backend: no display needed).
 
-* :func:`roc_band`: the exact ROC curve and, per mechanism, the band of its noisy curves
+* [`roc_band`][dpauc_tf.experiments.plots.roc_band]: the exact ROC curve and, per mechanism, the band of its noisy curves
   (pointwise 5-95 % of the TPR at a common FPR grid) and their median;
-* :func:`auc_vs_epsilon`: AUC mean +- std against epsilon, one line per mechanism;
-* :func:`std_vs_clients`: the std of the AUC against the number of clients;
-* :func:`score_densities`: densities of the positive and negative scores (table 2's argument);
-* :func:`table_plots`: all of the above for a :class:`~dpauc_tf.experiments.tables.TableRunner`.
+* [`auc_vs_epsilon`][dpauc_tf.experiments.plots.auc_vs_epsilon]: AUC mean +- std against epsilon, one line per mechanism;
+* [`std_vs_clients`][dpauc_tf.experiments.plots.std_vs_clients]: the std of the AUC against the number of clients;
+* [`score_densities`][dpauc_tf.experiments.plots.score_densities]: densities of the positive and negative scores (table 2's argument);
+* [`table_plots`][dpauc_tf.experiments.plots.table_plots]: all of the above for a [`TableRunner`][dpauc_tf.experiments.tables.TableRunner].
 
->>> import numpy as np, tempfile, os
->>> path = os.path.join(tempfile.mkdtemp(), "d.png")
->>> score_densities(np.array([0, 1, 0, 1]), np.array([0.1, 0.8, 0.3, 0.6]), path)
-'...d.png'
+    >>> import numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.png")
+    >>> score_densities(np.array([0, 1, 0, 1]), np.array([0.1, 0.8, 0.3, 0.6]), path)
+    '...d.png'
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _pyplot():
 
 
 def _interpolated_tpr(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
-    """TPR of each curve ``[R, T]`` (sorted by FPR) at :data:`_FPR_GRID` -> ``[R, 201]``."""
+    """TPR of each curve ``[R, T]`` (sorted by FPR) at `_FPR_GRID` -> ``[R, 201]``."""
     fpr = np.atleast_2d(fpr)
     tpr = np.atleast_2d(tpr)
     return np.stack([np.interp(_FPR_GRID, f, t) for f, t in zip(fpr, tpr, strict=True)])

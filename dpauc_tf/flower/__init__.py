@@ -1,10 +1,10 @@
 """Federated DP-AUC on Flower (``pip install "dpauc-tf[flower]"``): client reports, a
-summing server strategy, secure mechanisms through SecAgg+, and :func:`evaluate` on
+summing server strategy, secure mechanisms through SecAgg+, and [`evaluate`][dpauc_tf.flower.evaluate] on
 Flower's simulation engine. Flower is imported only when a function needs it.
 
->>> from dpauc_tf.flower import LimbLayout
->>> LimbLayout.for_clients(100).bits
-25
+    >>> from dpauc_tf.flower import LimbLayout
+    >>> LimbLayout.for_clients(100).bits
+    25
 """
 
 from dpauc_tf.flower.client import client_report, make_client_app, model_client_report

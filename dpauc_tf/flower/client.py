@@ -1,8 +1,8 @@
 """The client side on Flower: a client's scores and labels (or a Keras model and its data)
 -> the mechanism's report, and the Flower ``ClientApp`` that sends it.
 
-A report is exactly :meth:`~dpauc_tf.mechanisms.base.CountMechanism.release` of the client's
-bucket counts (:func:`dpauc_tf.core.counts.bucket_counts`): a noisy histogram (or noisy
+A report is exactly [`release`][dpauc_tf.mechanisms.base.CountMechanism.release] of the client's
+bucket counts ([`dpauc_tf.core.counts.bucket_counts`][dpauc_tf.core.counts.bucket_counts]): a noisy histogram (or noisy
 cumulative counts, for ``paper``) for the local-DP mechanisms, integer counts plus one
 noise share for the secure ones (whose reports only make sense summed by SecAgg+). No
 mechanism math lives here.
@@ -11,12 +11,12 @@ Randomness is the client's own: its seed is held by the client (``None``: drawn 
 operating system), never sent by the server; a server that chose the clients' seeds could
 subtract their noise.
 
->>> from dpauc_tf import get_mechanism
->>> from dpauc_tf.core.thresholds import Thresholds
->>> m = get_mechanism("none", epsilon=None, num_thresholds=3)
->>> report = client_report(m, Thresholds.make(3), [0, 1, 1], [0.2, 0.7, 0.9])
->>> report["pos"].tolist(), report["neg"].tolist()
-([0.0, 0.0, 2.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+    >>> from dpauc_tf import get_mechanism
+    >>> from dpauc_tf.core.thresholds import Thresholds
+    >>> m = get_mechanism("none", epsilon=None, num_thresholds=3)
+    >>> report = client_report(m, Thresholds.make(3), [0, 1, 1], [0.2, 0.7, 0.9])
+    >>> report["pos"].tolist(), report["neg"].tolist()
+    ([0.0, 0.0, 2.0, 0.0], [0.0, 1.0, 0.0, 0.0])
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def model_client_report(
     repeats: int | None = None,
     batch_size: int = 1024,
 ) -> dict[str, np.ndarray]:
-    """:func:`client_report` of a Keras model's scores on the client's own data.
+    """[`client_report`][dpauc_tf.flower.client.client_report] of a Keras model's scores on the client's own data.
 
     The model must output probabilities in [0, 1] (one per example, e.g. a sigmoid unit).
     """
@@ -92,7 +92,7 @@ def flatten_report(report: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def unflatten_report(vector: np.ndarray, like: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Inverse of :func:`flatten_report`, shapes taken from ``like`` (key -> shape)."""
+    """Inverse of [`flatten_report`][dpauc_tf.flower.client.flatten_report], shapes taken from ``like`` (key -> shape)."""
     out, start = {}, 0
     for key in sorted(like):
         shape = tuple(like[key])
@@ -136,7 +136,7 @@ class ClientSetup:
 def make_client_app(setup: ClientSetup, *, secure: bool):
     """Flower ``ClientApp`` whose client ``k`` (``partition-id``) reports ``setup.report(k)``.
 
-    With ``secure`` the report is cut into exact limbs (:mod:`dpauc_tf.flower.encoding`) and
+    With ``secure`` the report is cut into exact limbs ([`dpauc_tf.flower.encoding`][dpauc_tf.flower.encoding]) and
     sent through ``secaggplus_mod``; clients in ``setup.vanishing_clients`` take part in
     SecAgg+'s key sharing, then vanish before sending their masked vector (a dropout).
     """

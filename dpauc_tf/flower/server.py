@@ -4,15 +4,15 @@ masked sum that SecAgg+ unmasks) and a ``ServerApp`` running one evaluation roun
 The server adds no noise: it turns the summed release into the ROC curve and the AUC with
 the mechanism's own post-processing (``mechanism.aggregate()``, ``to_confusion``,
 ``estimate_auc``) and states the epsilon achieved by the reports that arrived
-(:func:`dpauc_tf.mechanisms.base.achieved_statement`).
+([`dpauc_tf.mechanisms.base.achieved_statement`][dpauc_tf.mechanisms.base.achieved_statement]).
 
 Secure mechanisms run ``SecAggPlusWorkflow`` (with the clients' ``secaggplus_mod``): the
 server only ever holds masked vectors and their unmasked **sum**; clients that drop out
 after key sharing are unmasked away by SecAgg+ and are not counted as reporting.
 
->>> summed = SummedReports({"pos": np.zeros(3), "neg": np.zeros(3)}, num_reporting=2)
->>> summed.num_reporting
-2
+    >>> summed = SummedReports({"pos": np.zeros(3), "neg": np.zeros(3)}, num_reporting=2)
+    >>> summed.num_reporting
+    2
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def make_strategy(
     ``layout`` given: the fit results carry SecAgg+'s unmasked sum of the limbs (every
     result holds the same aggregate), decoded exactly; otherwise every result is one
     client's report and they are summed here. ``on_result`` receives the
-    :class:`SummedReports`.
+    [`SummedReports`][dpauc_tf.flower.server.SummedReports].
     """
     from flwr.common import FitIns, Parameters, parameters_to_ndarrays
     from flwr.server.strategy import Strategy
@@ -115,11 +115,11 @@ class RoundLog:
     not at all, and which failed. Clients are named by their index (``partition-id``),
     learnt from their replies; a client that never answered is named by elimination.
 
-    >>> log = RoundLog(num_clients=3, timeout=5.0)
-    >>> log.record("train", sent=[11, 12, 13], answered=[11], failed={12: "boom"})
-    >>> log.partitions.update({11: 0, 12: 1})
-    >>> log.unanswered, log.failed
-    ([2], {1: 'boom'})
+        >>> log = RoundLog(num_clients=3, timeout=5.0)
+        >>> log.record("train", sent=[11, 12, 13], answered=[11], failed={12: "boom"})
+        >>> log.partitions.update({11: 0, 12: 1})
+        >>> log.unanswered, log.failed
+        ([2], {1: 'boom'})
     """
 
     num_clients: int
@@ -277,9 +277,9 @@ def make_secagg_workflow(
     timeout: float | None = None,
 ):
     """``SecAggPlusWorkflow`` with ``settings``' neighbourhoods, configured so that integer
-    limbs are summed exactly (:mod:`dpauc_tf.flower.encoding`): weight 1 per report,
+    limbs are summed exactly ([`dpauc_tf.flower.encoding`][dpauc_tf.flower.encoding]): weight 1 per report,
     quantizer scale 1, no clipping. ``on_graph`` sees the neighbourhoods and the clients
-    whose masked vectors arrived (:func:`dpauc_tf.flower.secagg.make_recording_workflow`)."""
+    whose masked vectors arrived ([`dpauc_tf.flower.secagg.make_recording_workflow`][dpauc_tf.flower.secagg.make_recording_workflow])."""
     return make_recording_workflow(
         on_graph if on_graph is not None else (lambda neighbours, active: None),
         **settings.flower_arguments,
