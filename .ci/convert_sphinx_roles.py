@@ -171,6 +171,7 @@ SECTION = re.compile(
     r"|Examples|Example|Notes|Note|See Also|References|Todo):"
 )
 QUOTES = ('"""', "'''")
+LIST_ITEM = re.compile(r"([*+-]|\d+[.)]) ")
 
 
 def indent_doctests(text: str, spans) -> str:
@@ -193,9 +194,14 @@ def indent_doctests(text: str, spans) -> str:
                     last_block = not any(
                         lines[k].strip() and lines[k].strip() not in QUOTES for k in range(j, end)
                     )
-                    # After Args: or Returns:, or at the end: an Examples: section of its own
-                    # (an indented last block would be dedented again by ruff format).
-                    if in_section or last_block:
+                    # After Args: or Returns:, after a list or at the end: an Examples:
+                    # section of its own (Markdown would take an indented block after a list
+                    # for more of the list; ruff format dedents an indented last block).
+                    k = i - 1  # the paragraph before: a list swallows an indented block
+                    while k > first and lines[k - 1].strip():
+                        k -= 1
+                    after_list = bool(LIST_ITEM.match(lines[k].strip()))
+                    if in_section or last_block or after_list:
                         block = [" " * base + "Examples:"]
                         inserts.append((i, ([""] if lines[i - 1].strip() else []) + block))
                     elif lines[i - 1].strip():

@@ -115,7 +115,8 @@ class AuditResult:
 
     Attributes:
       mechanism: the mechanism's name.
-      epsilon, delta: the parameters it was built with.
+      epsilon: the parameters it was built with.
+      delta: as ``epsilon``.
       claimed_epsilon: the epsilon of one release that the library states
         (``statement().epsilon``; for ``paper`` the tight ``epsilon / 2``).
       source_claimed_epsilon: what the source (the paper) claims, when that differs.
@@ -131,14 +132,19 @@ class AuditResult:
       samples: releases per neighbour (a `SELECTION_FRACTION`, at most
         `MAX_SELECTION_SAMPLES`, selects the event, the rest evaluates it).
       evaluation_samples: releases per neighbour that evaluate the event.
-      statistic, event: the chosen test.
-      rate_a, rate_b: observed event frequencies under the favoured and the other neighbour.
-      rate_a_lower, rate_b_upper: their Clopper-Pearson bounds.
+      statistic: the chosen test.
+      event: as ``statistic``.
+      rate_a: observed event frequencies under the favoured and the other neighbour.
+      rate_b: as ``rate_a``.
+      rate_a_lower: their Clopper-Pearson bounds.
+      rate_b_upper: as ``rate_a_lower``.
       confidence: the confidence of this bound alone (``1 - (1 - family_confidence) /
         family_size``: Bonferroni).
       family_confidence: the confidence that *every* bound of the family holds at once.
       family_size: the number of audits run together (and corrected for).
-      num_thresholds, flip_weight, pair: the neighbours audited.
+      num_thresholds: the neighbours audited.
+      flip_weight: as ``num_thresholds``.
+      pair: as ``num_thresholds``.
       neighbouring: the relation audited, the one the mechanism claims: ``"label"`` (one
         example's label flips) or ``"score"`` (one example's score moves, ``score-noise``).
     """

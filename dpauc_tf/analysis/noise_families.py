@@ -51,7 +51,9 @@ class FamilyComparison:
     """Per-evaluation noise and AUC error of both families under one total budget.
 
     Attributes:
-      num_evaluations, epsilon_total, delta: the total budget and how often it is spent.
+      num_evaluations: the total budget and how often it is spent.
+      epsilon_total: as ``num_evaluations``.
+      delta: as ``num_evaluations``.
       laplace_epsilon: per-evaluation epsilon of the discrete Laplace tree.
       laplace_accountant: which composition certified it (``"basic"``, ``"pld"``, ``"rdp"``).
       laplace_auc_std: AUC standard deviation of one discrete Laplace evaluation.

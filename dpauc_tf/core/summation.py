@@ -10,6 +10,7 @@ it equals Keras' metric; on a noisy release it is post-processing (no privacy co
 * interpolation: trapezoids (for PR, the Davis & Goadrich interpolation Keras uses);
   minoring / majoring: the lower / upper of the two heights of every step.
 
+Examples:
     >>> import tensorflow as tf
     >>> from dpauc_tf.core.curve import confusion_from_histogram
     >>> c = confusion_from_histogram(tf.constant([0., 0., 1., 2.]), tf.constant([0., 2., 1., 0.]))

@@ -1,7 +1,7 @@
 """Noise-free reference AUCs of a score set: scikit-learn's exact AUC and TensorFlow's.
 
 ``tf_auc`` is computed as [`dpauc_tf.core.curve.auc_from_histogram`][dpauc_tf.core.curve.auc_from_histogram] of the counts on the
-``"tf"`` threshold grid: NOTES.md records (and ``tests/core`` checks) that this reproduces
+``"tf"`` threshold grid: ``tests/core`` checks that this reproduces
 ``tf.keras.metrics.AUC(num_thresholds=T)`` to float precision, and it takes one pass over
 the data instead of a Keras metric update.
 

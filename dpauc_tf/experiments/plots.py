@@ -7,6 +7,7 @@
 * [`score_densities`][dpauc_tf.experiments.plots.score_densities]: densities of the positive and negative scores (table 2's argument);
 * [`table_plots`][dpauc_tf.experiments.plots.table_plots]: all of the above for a [`TableRunner`][dpauc_tf.experiments.tables.TableRunner].
 
+Examples:
     >>> import numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "d.png")
     >>> score_densities(np.array([0, 1, 0, 1]), np.array([0.1, 0.8, 0.3, 0.6]), path)

@@ -73,11 +73,14 @@ class CountedScores:
     """What one pass over a score file leaves: counts, totals and maybe the examples.
 
     Attributes:
-      pos, neg: int64 ``[K, T + 1]`` per-client counts on the counting grid (``K = 1``
+      pos: int64 ``[K, T + 1]`` per-client counts on the counting grid (``K = 1``
         without a client column).
+      neg: as ``pos``.
       summed: ``{name: (pos, neg)}``, int64 ``[T' + 1]`` counts of every extra grid.
-      fine_pos, fine_neg: int64 ``[2^20]`` fine histogram over [0, 1].
-      num_examples, num_positives: totals.
+      fine_pos: int64 ``[2^20]`` fine histogram over [0, 1].
+      fine_neg: as ``fine_pos``.
+      num_examples: totals.
+      num_positives: as ``num_examples``.
       client_keys: the raw client ids in sorted order (``None`` without a client column).
       examples: the validated examples (client ids ``0..K-1``) if there were at most
         ``max_rows_in_memory``, else ``None``.

@@ -55,9 +55,11 @@ class FlowerEvaluation:
 
     Attributes:
       aucs: the AUC estimate of every repeat ``[R]`` (NaN where undefined).
-      fpr, tpr: the ROC curve of every repeat ``[R, T]`` (sorted by FPR, then TPR).
+      fpr: the ROC curve of every repeat ``[R, T]`` (sorted by FPR, then TPR).
+      tpr: as ``fpr``.
       mechanism: the mechanism's name.
-      epsilon, delta: the guarantee of one release, achieved by the reports that arrived.
+      epsilon: the guarantee of one release, achieved by the reports that arrived.
+      delta: as ``epsilon``.
       statement: its [`PrivacyStatement`][dpauc_tf.privacy.statement.PrivacyStatement].
       num_clients: clients asked to report. num_reporting: reports in the sum.
       release: the server's summed release (NumPy arrays with the leading ``R`` axis).

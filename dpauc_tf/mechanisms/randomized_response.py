@@ -16,7 +16,7 @@ positive count ``Binomial(pos[b], 1 - p) + Binomial(neg[b], p)``, so `release` d
 exactly that from the bucket counts: the same distribution as flipping each example's
 label and counting (integer counts only: fractional weights are refused).
 
-The server sees exact counts of the *flipped* labels and debiases (DESIGN.md, Menon et al.),
+The server sees exact counts of the *flipped* labels and debiases (Menon et al.),
 with ``q = p``:
 
 ``P^ = (N~+ (1 - q) - N~- q) / (1 - p - q)``, ``pi = P^ / n``,

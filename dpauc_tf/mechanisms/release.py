@@ -186,13 +186,16 @@ class AUCResult:
 
     Attributes:
       aucs: the AUC estimate of every repeat ``[R]`` (NaN where undefined, e.g. one class).
-      fpr, tpr: the ROC points of every repeat ``[R, T]`` (``[R, 0]`` for a mechanism that
+      fpr: the ROC points of every repeat ``[R, T]`` (``[R, 0]`` for a mechanism that
         releases only the AUC).
+      tpr: as ``fpr``.
       mechanism: the mechanism's name (``"none"`` without noise).
       statement: the guarantee of one release, achieved by the reports that arrived.
-      epsilon, delta: one release's (``None``, 0 without noise).
-      epsilon_total, delta_total: the whole output's: ``R * slices_per_example`` releases,
+      epsilon: one release's (``None``, 0 without noise).
+      delta: as ``epsilon``.
+      epsilon_total: the whole output's: ``R * slices_per_example`` releases,
         composed with dp-accounting.
+      delta_total: as ``epsilon_total``.
       num_examples: the (weighted) number of counted examples (does not depend on labels).
       num_clients: clients asked to report (``None``: one data holder, central noise).
       num_reporting: clients whose reports were summed.

@@ -8,6 +8,7 @@
 * [`shortfall_unit_epsilon`][dpauc_tf.noise.shares.shortfall_unit_epsilon]: what a unit change costs when fewer shares arrive than they
   were sized for (dropout).
 
+Examples:
     >>> from dpauc_tf.noise.seeds import make_seed
     >>> share = polya_difference([4], 2.0, 10, make_seed(0))
     >>> bool(tf.reduce_all(share == tf.round(share)))
