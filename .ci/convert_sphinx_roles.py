@@ -4,9 +4,11 @@ Two rewrites, in docstrings only (and Sphinx roles in ``#`` comments):
 
 1. Sphinx roles (``:class:`X```, ``:func:``, ``:meth:``, ``:mod:``, ``:attr:``, ``:data:``,
    ``:exc:``, ``:obj:``, ``:const:``) become mkdocstrings/autorefs cross-references,
-   ``[`X`][dpauc_tf.module.X]``, where X resolves (in the docstring's own scope, the way
-   Python would see the name there) to an object the site renders; otherwise plain code,
-   ``` `X` ```, so the strict build never meets a dangling reference.
+   ``[`X`][]`` where X, looked up in the docstring's own scope the way Python would see the
+   name there (mkdocs.yml turns on mkdocstrings' ``scoped_crossrefs``), is an object the site
+   renders; ``[`X`][dpauc_tf.module.X]`` where only the full path reaches it; otherwise plain
+   code, ``` `X` ```, so the strict build never meets a dangling reference. Full-path links
+   that the short form reaches are shortened.
 2. Doctest blocks (``>>>`` lines at the docstring's own indentation, with their output) are
    indented four spaces, so Markdown shows them as code instead of nested block quotes.
    Blocks already indented (in an ``Examples:`` section, or by an earlier run) are left alone.
@@ -127,6 +129,36 @@ def link_text(body: str) -> tuple[str, str]:
     return target.lstrip("."), target
 
 
+def scoped(obj, name: str) -> str | None:
+    """What mkdocstrings' ``scoped_crossrefs`` makes of ``[name][]`` in ``obj``'s docstring."""
+    head, _, rest = name.partition(".")
+    try:
+        path = obj.resolve(head)
+    except Exception:
+        return None
+    return f"{path}.{rest}" if rest else path
+
+
+def link(obj, shown: str, path: str) -> str:
+    """``[`shown`][]`` where the name resolves to ``path`` in the docstring's scope (short,
+    readable in the source), else ``[`shown`][path]``."""
+    if shown == path or scoped(obj, shown) == path:
+        return f"[`{shown}`][]"
+    return f"[`{shown}`][{path}]"
+
+
+FULL_LINK = re.compile(r"\[`(?P<shown>[A-Za-z_][\w.]*)`\]\[(?P<path>dpauc_tf(?:\.\w+)*)\]")
+
+
+def shorten_links(text: str, spans) -> str:
+    """Full-path links that the short form reaches too become ``[`X`][]``."""
+    lines = text.split("\n")
+    for first, last, obj in sorted(spans, key=lambda span: span[0]):
+        for i in range(first - 1, min(last, len(lines))):
+            lines[i] = FULL_LINK.sub(lambda m, o=obj: link(o, m["shown"], m["path"]), lines[i])
+    return "\n".join(lines)
+
+
 def convert_roles(text: str, spans, inventory: set[str]) -> str:
     line_starts = [0]
     for index, char in enumerate(text):
@@ -160,7 +192,7 @@ def convert_roles(text: str, spans, inventory: set[str]) -> str:
         path = resolve(owner[1], target, inventory)
         if path is None:
             return f"`{shown}`"
-        return f"[`{shown}`][{path}]"
+        return link(owner[1], shown, path)
 
     return ROLE.sub(replace, text)
 
@@ -228,14 +260,16 @@ def main(argv: list[str] | None = None) -> int:
     inventory = read_inventory(args.inventory) if args.inventory else build_inventory()
     stale = []
     # Two passes: indenting doctests moves lines, so the docstring spans are read again.
-    for step in ("doctests", "roles"):
+    for step in ("doctests", "roles", "links"):
         package = griffe.load(PACKAGE, search_paths=[str(REPO)], resolve_aliases=False)
         for path, spans in sorted(docstring_spans(package).items()):
             text = path.read_text()
             if step == "doctests":
                 new = indent_doctests(text, spans)
-            else:
+            elif step == "roles":
                 new = convert_roles(text, spans, inventory)
+            else:
+                new = shorten_links(text, spans)
             if new != text:
                 stale.append(f"{path.relative_to(REPO)} ({step})")
                 if not args.check:

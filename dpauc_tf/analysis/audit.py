@@ -17,21 +17,21 @@ claim is for this pair and sample size.
 family-wise. With ``m`` audits each bound is computed at ``1 - (1 - confidence) / m``
 (Bonferroni), so the probability that *any* honest mechanism of the family is reported
 violated stays below ``1 - confidence`` (with ``m`` separate 95% bounds it could reach
-``1 - 0.95^m``). See [`per_audit_confidence`][dpauc_tf.analysis.audit_statistics.per_audit_confidence].
+``1 - 0.95^m``). See [`per_audit_confidence`][].
 
 **Power**: `AuditResult.detectable_multiple` is the smallest factor by which the
 mechanism's privacy loss would have to grow (its noise scale shrink) for the audit to catch
-it about half of the time at the observed rates and sample size ([`detectable_multiple`][dpauc_tf.analysis.audit_statistics.detectable_multiple]).
+it about half of the time at the observed rates and sample size ([`detectable_multiple`][]).
 A claim that the audit cannot come close to (a composition of many small losses, such as
 ``paper`` at large ``T``) needs more samples to be checked; docs/audit.md gives figures.
 
 How the pieces are chosen:
 
-* **Worst-case neighbours** ([`worst_case_pair`][dpauc_tf.analysis.audit_pairs.worst_case_pair]): a tiny test set (the target example
+* **Worst-case neighbours** ([`worst_case_pair`][]): a tiny test set (the target example
   plus one positive and one negative) whose target example sits on a threshold, so its label
   moves a unit of weight between ``pos[b]`` and ``neg[b]`` of its bucket and, for the
   paper's cumulative release, changes ``2T`` counts. Counts come from
-  [`dpauc_tf.core.counts.bucket_counts`][dpauc_tf.core.counts.bucket_counts].
+  [`dpauc_tf.core.counts.bucket_counts`][].
 * **Coordinates that the flip touches** are found without looking inside the mechanism: the
   two neighbours are released with the *same* seed, and the mean difference of the outputs
   is the shift ``d`` (exact for additive-noise mechanisms). Midpoints are the medians of the
@@ -49,7 +49,7 @@ How the pieces are chosen:
 mechanisms that protect labels; score DP for ``score-noise`` (one example's score moves from
 0 to 1, its label stays: `_ScoreAudit`), which does not protect labels.
 
-**Memory** ([`run_audit`][dpauc_tf.analysis.audit.run_audit]): releases are drawn in chunks of at most
+**Memory** ([`run_audit`][]): releases are drawn in chunks of at most
 `MAX_CHUNK_VALUES` values and reduced to the statistics before the next chunk; only
 the selection's statistics grow with ``samples`` (32 bytes per selection release, twice
 that while the event is chosen), up to `MAX_SELECTION_SAMPLES` releases.
@@ -235,7 +235,7 @@ def _num_coordinates(mechanism, pair: NeighbouringPair) -> int:
 
 def _shift(mechanism, pair: NeighbouringPair, seed: int, num_coordinates: int) -> np.ndarray:
     """Mean output difference ``D' - D`` under common random numbers (the same seed), over
-    `_DIRECTION_REPEATS` releases, drawn in chunks of [`chunk_rows`][dpauc_tf.analysis.audit.chunk_rows]."""
+    `_DIRECTION_REPEATS` releases, drawn in chunks of [`chunk_rows`][]."""
     rows = chunk_rows(num_coordinates)
     if rows >= _DIRECTION_REPEATS:
         plan = [(seed, _DIRECTION_REPEATS)]
@@ -263,7 +263,7 @@ def _statistics(x: np.ndarray, shift: np.ndarray, middle: np.ndarray) -> dict[st
 class _LabelAudit:
     """Releases of the label-DP pair, reduced chunk by chunk to the test statistics.
 
-    Memory: one chunk of releases ([`chunk_rows`][dpauc_tf.analysis.audit.chunk_rows]: at most `MAX_CHUNK_VALUES`
+    Memory: one chunk of releases ([`chunk_rows`][]: at most `MAX_CHUNK_VALUES`
     values, or one release) and, per neighbour, the touched coordinates of the first
     selection releases (at most `MAX_BUFFER_VALUES` values, plus one chunk), whose
     medians are the midpoints; every other release is reduced to its statistics at once.
@@ -435,19 +435,19 @@ def run_audit(
 ) -> AuditResult:
     """Audits one mechanism on its worst-case pair and returns the lower bound.
 
-    A mechanism that protects labels is audited for label DP on [`pair_for`][dpauc_tf.analysis.audit_pairs.pair_for]; one that
+    A mechanism that protects labels is audited for label DP on [`pair_for`][]; one that
     protects scores (``score-noise``) for score DP, the relation it claims: one example's
     score moves from 0 to 1, its label stays (see `_ScoreAudit`).
 
     Memory is bounded whatever ``samples`` is: the statistics the event is chosen from take
     32 bytes per selection release (twice that while they are sorted), at most
     `MAX_SELECTION_SAMPLES` of them; releases are drawn in chunks of at most
-    `MAX_CHUNK_VALUES` values ([`chunk_rows`][dpauc_tf.analysis.audit.chunk_rows]) and reduced to the test statistic
+    `MAX_CHUNK_VALUES` values ([`chunk_rows`][]) and reduced to the test statistic
     before the next chunk is drawn.
 
     Args:
       mechanism: a registered name (built with ``epsilon``, ``num_thresholds``, ``delta`` and
-        ``mechanism_kwargs``) or a built [`CountMechanism`][dpauc_tf.mechanisms.base.CountMechanism] (its own settings are used).
+        ``mechanism_kwargs``) or a built [`CountMechanism`][] (its own settings are used).
       samples: releases per neighbour; a `SELECTION_FRACTION` of them (at most
         `MAX_SELECTION_SAMPLES`) chooses the event, the rest evaluates it.
       seed: ``None`` for OS entropy, an int for a reproducible audit.

@@ -1,9 +1,9 @@
-"""The audit's neighbouring test sets, as bucket counts (see [`dpauc_tf.analysis.audit`][dpauc_tf.analysis.audit]).
+"""The audit's neighbouring test sets, as bucket counts (see [`dpauc_tf.analysis.audit`][]).
 
-Curve mechanisms are audited on [`worst_case_pair`][dpauc_tf.analysis.audit_pairs.worst_case_pair] (three examples, the target on a
-threshold); mechanisms that release only the AUC on [`auc_worst_case_pair`][dpauc_tf.analysis.audit_pairs.auc_worst_case_pair] (large
+Curve mechanisms are audited on [`worst_case_pair`][] (three examples, the target on a
+threshold); mechanisms that release only the AUC on [`auc_worst_case_pair`][] (large
 classes, the target above all, so the flip moves the AUC by about ``1 / min(P, N)``).
-[`pair_for`][dpauc_tf.analysis.audit_pairs.pair_for] picks the right one.
+[`pair_for`][] picks the right one.
 """
 
 from __future__ import annotations
@@ -120,8 +120,8 @@ def auc_worst_case_pair(thresholds: Thresholds, flip_weight: float = 1.0) -> Nei
 
 
 def pair_for(mechanism: CountMechanism, flip_weight: float = 1.0) -> NeighbouringPair:
-    """The audit's neighbours for ``mechanism``: [`worst_case_pair`][dpauc_tf.analysis.audit_pairs.worst_case_pair] for curve releases,
-    [`auc_worst_case_pair`][dpauc_tf.analysis.audit_pairs.auc_worst_case_pair] for AUC-only releases."""
+    """The audit's neighbours for ``mechanism``: [`worst_case_pair`][] for curve releases,
+    [`auc_worst_case_pair`][] for AUC-only releases."""
     if mechanism.capabilities.releases == "auc":
         grid = mechanism.count_thresholds(Thresholds.make(DEFAULT_AUDIT_NUM_THRESHOLDS))
         return auc_worst_case_pair(grid, flip_weight)

@@ -1,5 +1,5 @@
 """The audit's statistics: Clopper-Pearson bounds, the epsilon an event shows, the audit's
-power, and the choice of the event on the selection half ([`dpauc_tf.analysis.audit`][dpauc_tf.analysis.audit]).
+power, and the choice of the event on the selection half ([`dpauc_tf.analysis.audit`][]).
 
     >>> per_audit_confidence(0.95, 10)
     0.995

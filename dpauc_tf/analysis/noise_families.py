@@ -2,7 +2,7 @@
 
 A user who evaluates ``n`` times under one total budget ``(epsilon_total, delta)`` must
 split it over the evaluations. The two families of
-[`dpauc_tf.mechanisms.tree.SecureTreeHistogram`][dpauc_tf.mechanisms.tree.SecureTreeHistogram] compose differently:
+[`dpauc_tf.mechanisms.tree.SecureTreeHistogram`][] compose differently:
 
 * ``"discrete-laplace"`` (pure DP per evaluation): ``n`` releases of epsilon ``e`` cost
   ``n e`` by basic composition; with ``delta > 0`` the PLD accountant of dp-accounting
@@ -10,12 +10,12 @@ split it over the evaluations. The two families of
   larger than ``epsilon_total / n``. Here ``e`` is the largest per-evaluation epsilon whose
   ``n``-fold composition is at most ``epsilon_total`` by the best of basic / PLD / RDP.
 * ``"skellam"`` (Gaussian family): Renyi-DP bounds add over evaluations
-  ([`dpauc_tf.privacy.skellam.skellam_tree_rdp`][dpauc_tf.privacy.skellam.skellam_tree_rdp]); the noise grows like ``sqrt(n)``
+  ([`dpauc_tf.privacy.skellam.skellam_tree_rdp`][]); the noise grows like ``sqrt(n)``
   instead of ``n``. dp-accounting has no Skellam event, so the Renyi bound of Agarwal,
-  Kairouz & Liu (2021) is used ([`dpauc_tf.privacy.skellam`][dpauc_tf.privacy.skellam]).
+  Kairouz & Liu (2021) is used ([`dpauc_tf.privacy.skellam`][]).
 
 Both are compared by the exact (linearised) AUC standard deviation of one evaluation on the
-user's bucket counts ([`dpauc_tf.analysis.tree_design.mechanism_auc_variance`][dpauc_tf.analysis.tree_design.mechanism_auc_variance]), with the
+user's bucket counts ([`dpauc_tf.analysis.tree_design.mechanism_auc_variance`][]), with the
 secure-aggregation (central) noise. Few evaluations favour Laplace (pure DP, no delta
 spent on tails); many favour Skellam (``python benchmarks/bench_utility.py --families``
 prints the comparison on the paper-sized score set; ``docs/tree_histograms.md``).
@@ -85,7 +85,7 @@ def _laplace_epsilon(
     num_evaluations: int, epsilon_total: float, delta: float, make
 ) -> tuple[float, str]:
     """Largest per-evaluation epsilon whose composition fits, and the accountant that
-    certified it ([`dpauc_tf.privacy.calibration.largest_parameter`][dpauc_tf.privacy.calibration.largest_parameter])."""
+    certified it ([`dpauc_tf.privacy.calibration.largest_parameter`][])."""
 
     def figures(eps: float) -> dict[str, float]:
         spent = make(eps).privacy_spent(num_evaluations, delta)
@@ -129,10 +129,10 @@ def compare_noise_families(
       neg: the same for the negatives.
       branching: the tree's branching factor.
       budget: the tree's split of epsilon over its levels.
-      public_scores: the tree's option of that name (for all three, see [`SecureTreeHistogram`][dpauc_tf.mechanisms.tree.SecureTreeHistogram]).
+      public_scores: the tree's option of that name (for all three, see [`SecureTreeHistogram`][]).
 
     Returns:
-      A [`FamilyComparison`][dpauc_tf.analysis.noise_families.FamilyComparison].
+      A [`FamilyComparison`][].
     """
     if isinstance(num_evaluations, bool) or not isinstance(num_evaluations, (int, np.integer)):
         raise TypeError(f"num_evaluations must be an int, got {num_evaluations!r}")

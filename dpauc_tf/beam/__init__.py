@@ -3,10 +3,10 @@
 Needs Apache Beam (``pip install "dpauc-tf[beam]"``); importing this package without it
 raises a one-line ``ImportError`` naming the extra. The pieces:
 
-* [`CountBuckets`][dpauc_tf.beam.counting.CountBuckets]: a ``CombineFn`` whose accumulator is the
-  per-bucket ``pos, neg`` counts of [`dpauc_tf.core.counts.bucket_counts`][dpauc_tf.core.counts.bucket_counts] (float64,
+* [`CountBuckets`][]: a ``CombineFn`` whose accumulator is the
+  per-bucket ``pos, neg`` counts of [`dpauc_tf.core.counts.bucket_counts`][] (float64,
   exact integers up to 2^53), merged by addition.
-* [`PrivateAUC`][dpauc_tf.beam.release.PrivateAUC]: a ``PTransform`` from keyed examples to one
+* [`PrivateAUC`][]: a ``PTransform`` from keyed examples to one
   release per slice through a mechanism of the registry (central noise at extraction), or
   the sum of clients' reports when the input is per client, with the epsilon of every slice
   and of the whole.

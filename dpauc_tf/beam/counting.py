@@ -1,8 +1,8 @@
 """Per-bucket class counts as an Apache Beam ``CombineFn`` (count in parallel, merge by adding).
 
-[`CountBuckets`][dpauc_tf.beam.counting.CountBuckets] buffers examples and counts them in vectorised batches with the
-library's one counting function, [`dpauc_tf.core.counts.bucket_counts`][dpauc_tf.core.counts.bucket_counts] (the same
-bucket rule, the same validation). Its accumulator, [`BucketCounts`][dpauc_tf.beam.counting.BucketCounts], holds ``pos``
+[`CountBuckets`][] buffers examples and counts them in vectorised batches with the
+library's one counting function, [`dpauc_tf.core.counts.bucket_counts`][] (the same
+bucket rule, the same validation). Its accumulator, [`BucketCounts`][], holds ``pos``
 and ``neg`` as float64 arrays of ``T + 1`` buckets: exact integers up to 2^53 (a float32
 counter would stop at 2^24). Merging adds them, so any split of the data over workers and
 bundles gives the same integer counts.
@@ -119,7 +119,7 @@ def _one_line(error: Exception) -> str:
 
 
 class CountBuckets(beam.CombineFn):
-    """A ``CombineFn``: examples -> [`BucketCounts`][dpauc_tf.beam.counting.BucketCounts] (see the module docstring).
+    """A ``CombineFn``: examples -> [`BucketCounts`][] (see the module docstring).
 
     Args:
       thresholds: the grid whose ``T + 1`` buckets are counted.

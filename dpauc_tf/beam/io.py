@@ -13,7 +13,7 @@ of up to ``batch_size`` rows. It reads with Beam's sources, on the workers:
   one header line per file (the driver reads each file's first line to find the columns,
   never a row).
 
-[`PrivateAUC`][dpauc_tf.beam.release.PrivateAUC] with ``slicing=`` takes these batches directly.
+[`PrivateAUC`][] with ``slicing=`` takes these batches directly.
 
 Examples:
     >>> ReadScores("scores-*.parquet", ["score", "label"]).format

@@ -1,7 +1,7 @@
 """The pipeline behind ``dpauc evaluate --backend beam``, and Beam's runner options.
 
-[`evaluate_with_beam`][dpauc_tf.beam.pipeline.evaluate_with_beam] ships the scores of a file (read by the command line) to a Beam
-pipeline in batches keyed by client, runs [`PrivateAUC`][dpauc_tf.beam.release.PrivateAUC] on
+[`evaluate_with_beam`][] ships the scores of a file (read by the command line) to a Beam
+pipeline in batches keyed by client, runs [`PrivateAUC`][] on
 them, and reads the slice's result back. Without runner flags it runs on the local
 ``DirectRunner`` with `LOCAL_WORKERS` worker processes; any other Beam pipeline
 options (``--runner=FlinkRunner --flink_master=...``, ``--runner=DataflowRunner

@@ -5,7 +5,7 @@ Input: either **column batches** with ``slicing=`` (``{column: array}`` dicts, a
 transform from the examples' own columns, as TFMA's ``SlicingSpec`` does), or a
 ``PCollection`` of ``(slice_keys, example)`` pairs, or with ``per_client=True``
 ``(slice_keys, client_id, example)`` triples. ``example`` is what
-[`CountBuckets`][dpauc_tf.beam.counting.CountBuckets] takes (one example or a batch); ``slice_keys``
+[`CountBuckets`][] takes (one example or a batch); ``slice_keys``
 is one hashable key (the example is in one slice) or a ``list``/``set`` of keys (the
 example is in each of them: overlapping slices).
 

@@ -1,8 +1,8 @@
 """DPAUC as a TensorFlow Model Analysis metric (an ``EvalConfig`` metric spec).
 
-Needs TFMA (``pip install "dpauc-tf[tfma]"``). [`DPAUCMetric`][dpauc_tf.beam.tfma_metric.DPAUCMetric] is a
+Needs TFMA (``pip install "dpauc-tf[tfma]"``). [`DPAUCMetric`][] is a
 ``tfma.metrics.Metric`` whose combiner is the library's own counting
-([`CountBuckets`][dpauc_tf.beam.counting.CountBuckets]: per-bucket counts, merged by adding) and
+([`CountBuckets`][]: per-bucket counts, merged by adding) and
 whose ``extract_output`` releases the merged counts once through a mechanism of the
 registry; the AUC is the mechanism's estimate. Use it in an ``EvalConfig``::
 
@@ -18,7 +18,7 @@ of resampled data; the metric cannot tell TFMA's resample outputs from the real 
 ``confidence_intervals="allow"`` lets TFMA do it anyway (the metric's own interval is not
 reported, ``compute_confidence_interval`` is False, but every resample still draws a
 release); the cost is then ``21 k`` releases. For one release per slice with the accounting
-in the output, use [`dpauc_tf.beam.release.PrivateAUC`][dpauc_tf.beam.release.PrivateAUC].
+in the output, use [`dpauc_tf.beam.release.PrivateAUC`][].
 
 Noise: every release draws its seed from the operating system (TFMA's combiner does not
 see the slice key, so a fixed seed would give every slice the same noise).
@@ -200,7 +200,7 @@ def _one_example(label, prediction, weight) -> tuple[np.ndarray, np.ndarray, np.
 
 
 class _DPAUCCombiner(beam.CombineFn):
-    """Counts with [`CountBuckets`][dpauc_tf.beam.counting.CountBuckets]; ``extract_output`` is the (one) release."""
+    """Counts with [`CountBuckets`][]; ``extract_output`` is the (one) release."""
 
     def __init__(self, keys, eval_config, spec: ReleaseSpec, example_weighted, slices: int):
         self._keys = keys

@@ -1,4 +1,4 @@
-"""``dpauc audit``: the command-line face of [`dpauc_tf.analysis.audit`][dpauc_tf.analysis.audit].
+"""``dpauc audit``: the command-line face of [`dpauc_tf.analysis.audit`][].
 
 Building the parser imports neither TensorFlow nor dp-accounting; running it does.
 

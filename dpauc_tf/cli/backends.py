@@ -114,7 +114,7 @@ BACKENDS = {
 
 
 def _evaluate_with_tff(args, data, client_ids, num_clients):
-    """``--backend tff``: [`dpauc_tf.federated.evaluate`][dpauc_tf.federated.evaluate], one TFF evaluation per repeat."""
+    """``--backend tff``: [`dpauc_tf.federated.evaluate`][], one TFF evaluation per repeat."""
     if importlib.util.find_spec("tensorflow_federated") is None:
         raise CommandError("--backend tff needs tensorflow-federated (the .venv environment)")
     from dpauc_tf import federated
@@ -142,7 +142,7 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
 
 
 def _evaluate_with_beam(args, data, client_ids, num_clients):
-    """``--backend beam``: [`dpauc_tf.beam.pipeline.evaluate_with_beam`][dpauc_tf.beam.pipeline.evaluate_with_beam], all repeats."""
+    """``--backend beam``: [`dpauc_tf.beam.pipeline.evaluate_with_beam`][], all repeats."""
     if importlib.util.find_spec("apache_beam") is None:
         raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
     from dpauc_tf.beam.pipeline import evaluate_with_beam
@@ -199,7 +199,7 @@ def _counted(args, out) -> tuple[_CountedByEngine, Any]:
 
 def _evaluate_files_with_beam(args):
     """``--backend beam`` on the files themselves: ``ReadScores`` and ``PrivateAUC`` in one
-    pipeline ([`dpauc_tf.beam.pipeline.evaluate_files_with_beam`][dpauc_tf.beam.pipeline.evaluate_files_with_beam])."""
+    pipeline ([`dpauc_tf.beam.pipeline.evaluate_files_with_beam`][])."""
     if importlib.util.find_spec("apache_beam") is None:
         raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
     from dpauc_tf.beam.io import available_columns

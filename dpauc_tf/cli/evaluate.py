@@ -175,8 +175,8 @@ def reference_aucs(counted, num_thresholds: int) -> dict[str, Any]:
 def evaluate_scores(args) -> dict[str, Any]:
     """Runs ``dpauc evaluate`` and returns the JSON-ready result.
 
-    Three steps: read and count ([`count_scores`][dpauc_tf.cli.evaluate.count_scores], one chunked pass), the reference AUCs
-    ([`reference_aucs`][dpauc_tf.cli.evaluate.reference_aucs]) and the release (``BACKENDS[args.backend]``).
+    Three steps: read and count ([`count_scores`][], one chunked pass), the reference AUCs
+    ([`reference_aucs`][]) and the release (``BACKENDS[args.backend]``).
     """
     from dpauc_tf.core.thresholds import Thresholds
 

@@ -2,7 +2,7 @@
 
 The engine is Flower's simulation engine (``run_simulation`` on local Ray) unless the
 environment variable ``DPAUC_FLOWER_ENGINE=in-process`` selects the in-process grid
-([`dpauc_tf.flower.local`][dpauc_tf.flower.local]; no Ray, for small or busy machines and tests).
+([`dpauc_tf.flower.local`][]; no Ray, for small or busy machines and tests).
 ``--round-timeout SECONDS`` bounds each exchange of the round
 (`dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT` by default).
 """
@@ -16,7 +16,7 @@ ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
 
 
 def evaluate_with_flower(args, data, client_ids, num_clients):
-    """Runs [`dpauc_tf.flower.evaluate`][dpauc_tf.flower.evaluate] on the file's clients; returns a
+    """Runs [`dpauc_tf.flower.evaluate`][] on the file's clients; returns a
     [`SimulationResult`][dpauc_tf.experiments.simulation.SimulationResult] (the CLI's common result).
 
     Clients left out (no answer in time, or an error) are named in one warning on stderr:

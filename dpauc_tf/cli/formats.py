@@ -1,6 +1,6 @@
 """Output formats shared by every ``dpauc`` subcommand: table, json, markdown, csv.
 
-Every subcommand produces rows (a list of flat dicts); [`format_rows`][dpauc_tf.cli.formats.format_rows] renders them.
+Every subcommand produces rows (a list of flat dicts); [`format_rows`][] renders them.
 Pure Python: no TensorFlow.
 
     >>> print(format_rows([{"name": "a", "value": 0.5}, {"name": "bb", "value": None}], "table"))

@@ -3,20 +3,20 @@
 Coarse or badly placed thresholds bias the AUC: examples that share a bucket count as ties
 (1/2), which pulls the AUC towards 0.5. Click-through scores crowd near 0, so an even grid
 of 100 thresholds puts most buckets where no score falls and few where the scores are.
-Two remedies, both explicit threshold lists for [`dpauc_tf.core.thresholds.Thresholds.explicit`][dpauc_tf.core.thresholds.Thresholds.explicit]
+Two remedies, both explicit threshold lists for [`dpauc_tf.core.thresholds.Thresholds.explicit`][]
 (and for ``DPAUC(thresholds=...)``):
 
-* [`fine_grid`][dpauc_tf.core.adaptive_thresholds.fine_grid]: many evenly spaced thresholds (e.g. 1,023, i.e. 1,024 buckets, a
+* [`fine_grid`][]: many evenly spaced thresholds (e.g. 1,023, i.e. 1,024 buckets, a
   complete 4-ary tree). It does not look at the data, so it is free under **every**
   neighbouring relation (label DP and example-level DP alike). Pair it with a tree mechanism
-  ([`dpauc_tf.mechanisms.tree`][dpauc_tf.mechanisms.tree]), whose error barely grows with the number of buckets.
-* [`quantile_thresholds`][dpauc_tf.core.adaptive_thresholds.quantile_thresholds]: thresholds at the quantiles of the scores, so every bucket
+  ([`dpauc_tf.mechanisms.tree`][]), whose error barely grows with the number of buckets.
+* [`quantile_thresholds`][]: thresholds at the quantiles of the scores, so every bucket
   holds about the same number of examples. **Privacy**: the list is a function of the scores
   only. Under **label DP** (neighbours differ in one label; scores identical) it therefore
   costs no epsilon at all, but it *publishes score quantiles*, which label DP never
   protected. Under **example-level DP** (add/remove one example) it is *not* private: the
   quantiles would have to be estimated with a DP quantile mechanism and charged to the
-  budget; this module does not do that, so use [`fine_grid`][dpauc_tf.core.adaptive_thresholds.fine_grid] there.
+  budget; this module does not do that, so use [`fine_grid`][] there.
 
 Both lists start at ``-1e-7`` and end at ``1 + 1e-7`` (as TensorFlow's grid): the first and
 last buckets are then empty and the ROC curve runs from (1, 1) to (0, 0); without them the

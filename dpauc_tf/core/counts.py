@@ -1,7 +1,7 @@
 """Scores and labels -> per-bucket positive and negative counts (the only pass over the data).
 
 ``bucket_counts`` is O(n + T): one bucket id per example (see
-[`dpauc_tf.core.thresholds.Thresholds.bucketize`][dpauc_tf.core.thresholds.Thresholds.bucketize]) and one ``unsorted_segment_sum`` over
+[`dpauc_tf.core.thresholds.Thresholds.bucketize`][]) and one ``unsorted_segment_sum`` over
 ``2 (T + 1)`` segments. It validates its input, because a wrong label or an out-of-range
 weight would silently break the sensitivity bound that every mechanism relies on:
 
@@ -220,9 +220,9 @@ def bucket_counts_numpy(
     group_ids: np.ndarray | None = None,
     num_groups: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """[`bucket_counts`][dpauc_tf.core.counts.bucket_counts] in NumPy for unweighted, already validated examples: int64 counts.
+    """[`bucket_counts`][] in NumPy for unweighted, already validated examples: int64 counts.
 
-    The streaming reader's counter ([`dpauc_tf.experiments.streaming`][dpauc_tf.experiments.streaming]): one
+    The streaming reader's counter ([`dpauc_tf.experiments.streaming`][]): one
     [`bucketize_numpy`][dpauc_tf.core.thresholds.Thresholds.bucketize_numpy] (TensorFlow's bucket rule,
     bit for bit) and one ``np.bincount``. Labels must be 0/1 and scores in [0, 1] (after
     any sigmoid): the caller validates them (with row numbers). Returns ``(pos, neg)`` of

@@ -3,20 +3,20 @@
 All functions are TensorFlow ops that work eagerly, in graphs and under XLA, and broadcast
 over any leading axes (for example a leading "repeat" axis of noisy releases).
 
-Conventions (see [`dpauc_tf.core.thresholds`][dpauc_tf.core.thresholds]): with ``T`` thresholds and ``T + 1`` buckets, an
+Conventions (see [`dpauc_tf.core.thresholds`][]): with ``T`` thresholds and ``T + 1`` buckets, an
 example in bucket ``b`` is predicted positive at threshold ``j`` when ``b > j``, so
 ``TP[j] = sum_{b > j} pos[b]`` and ``FN[j] = P - TP[j]`` with ``P = sum_b pos[b]``.
 
-[`roc_from_confusion`][dpauc_tf.core.curve.roc_from_confusion] and [`auc_from_roc`][dpauc_tf.core.curve.auc_from_roc] are the DPAUC reference code's rule: the
+[`roc_from_confusion`][] and [`auc_from_roc`][] are the DPAUC reference code's rule: the
 four aggregates are clipped at 0, ``TPR = TP / (TP + FN)`` and ``FPR = FP / (FP + TN)`` (0
 where a denominator is 0, as in TensorFlow), the points are sorted by FPR (then TPR, which
 reproduces TensorFlow's order on noise-free counts), and the area is the trapezoid sum. No
 (0, 0) or (1, 1) point is added: TensorFlow's grid already produces them from its end
-thresholds. On exact counts this is TensorFlow's AUC ([`auc_from_histogram`][dpauc_tf.core.curve.auc_from_histogram]). On noisy
+thresholds. On exact counts this is TensorFlow's AUC ([`auc_from_histogram`][]). On noisy
 counts it is **not** a consistent estimator: points that share an FPR (buckets that hold
 only positives) land in the order of their noise, so it is kept only to reproduce the paper
 (``estimator="reference"``); the default estimate of every mechanism is
-[`dpauc_tf.core.postprocessing.mann_whitney_auc`][dpauc_tf.core.postprocessing.mann_whitney_auc].
+[`dpauc_tf.core.postprocessing.mann_whitney_auc`][].
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The area under a curve of cumulative counts, with Keras' ``AUC`` options.
 
 ``tf.keras.metrics.AUC`` offers ``curve="ROC"`` or ``"PR"`` and
-``summation_method="interpolation"``, ``"minoring"`` or ``"majoring"``. [`keras_auc`][dpauc_tf.core.summation.keras_auc]
-computes the same area from a [`Confusion`][dpauc_tf.core.curve.Confusion] (cumulative counts at
+``summation_method="interpolation"``, ``"minoring"`` or ``"majoring"``. [`keras_auc`][]
+computes the same area from a [`Confusion`][] (cumulative counts at
 ascending thresholds, ``[..., T]``), with the same arithmetic, so that on noise-free counts
 it equals Keras' metric; on a noisy release it is post-processing (no privacy cost).
 

@@ -5,7 +5,7 @@ A list of ``T`` sorted thresholds ``theta_0 <= ... <= theta_{T-1}`` cuts the sco
 (``s > theta`` by default, ``s >= theta`` for the paper's reference grid), so an example is
 predicted positive at threshold ``j`` exactly when its bucket is ``> j``. Every cumulative count
 (TP, FP, TN, FN at every threshold) is then a suffix sum of per-bucket counts; see
-[`dpauc_tf.core.curve`][dpauc_tf.core.curve].
+[`dpauc_tf.core.curve`][].
 
 Three grids are offered:
 
@@ -16,9 +16,9 @@ Three grids are offered:
   [0, 0.2], ``T//4`` in [0.2, 0.5] and the rest in [0.5, 1], ends included (0.2 and 0.5 appear
   twice), with ``s >= theta``.
 * an explicit list, as ``tf.keras.metrics.AUC(thresholds=...)`` takes it
-  ([`Thresholds.from_keras`][dpauc_tf.core.thresholds.Thresholds.from_keras]): see there for what TensorFlow does with it.
+  ([`Thresholds.from_keras`][]): see there for what TensorFlow does with it.
 
-[`Thresholds.explicit`][dpauc_tf.core.thresholds.Thresholds.explicit] is the raw building block (exactly the given sorted list, no end
+[`Thresholds.explicit`][] is the raw building block (exactly the given sorted list, no end
 points added) for grids the library builds itself.
 """
 
@@ -94,7 +94,7 @@ class Thresholds:
       values: the thresholds, ascending, as a tuple of floats.
       inclusive: ``True`` when ``score >= theta`` counts as positive, ``False`` for ``>``.
       grid: ``"tf"``, ``"reference"``, ``"keras"`` (an explicit list as TensorFlow takes
-        it, [`from_keras`][dpauc_tf.core.thresholds.Thresholds.from_keras]) or ``"explicit"`` (a raw list, [`explicit`][dpauc_tf.core.thresholds.Thresholds.explicit]).
+        it, [`from_keras`][]) or ``"explicit"`` (a raw list, [`explicit`][]).
 
     Example:
 
@@ -120,7 +120,7 @@ class Thresholds:
         """Builds thresholds from a grid name and size, or from an explicit list.
 
         An explicit list (``thresholds`` or a non-string ``threshold_grid``) is taken as
-        ``tf.keras.metrics.AUC(thresholds=...)`` takes it ([`from_keras`][dpauc_tf.core.thresholds.Thresholds.from_keras]), so that
+        ``tf.keras.metrics.AUC(thresholds=...)`` takes it ([`from_keras`][]), so that
         noise-free results equal TensorFlow's; ``num_thresholds`` is then ignored.
         """
         if thresholds is not None:
@@ -148,13 +148,13 @@ class Thresholds:
         float32), TensorFlow takes its fast path, which clips scores to [0, 1] and ignores
         the exact values: that is the ``"tf"`` grid with ``len(thresholds) + 2``
         thresholds, and this returns it. Otherwise every score is compared with every
-        threshold, ``score > theta`` in float32, which is what [`bucketize`][dpauc_tf.core.thresholds.Thresholds.bucketize] does for
+        threshold, ``score > theta`` in float32, which is what [`bucketize`][] does for
         this ``"keras"`` grid. An empty list gives just the two end thresholds (the
         curve from (1, 1) to (0, 0)).
 
         Refused (``ValueError``) where TensorFlow would give a meaningless curve: NaN or
         infinite thresholds. Scores are checked to lie in [0, 1] when counted
-        ([`dpauc_tf.core.counts`][dpauc_tf.core.counts]), so values outside [0, 1] only add empty buckets.
+        ([`dpauc_tf.core.counts`][]), so values outside [0, 1] only add empty buckets.
 
         Examples:
             >>> Thresholds.from_keras([0.7, 0.3, 0.3]).values
@@ -177,7 +177,7 @@ class Thresholds:
 
         The raw building block for grids the library builds itself (for example the
         score-noise grid). To match ``tf.keras.metrics.AUC(thresholds=...)`` use
-        [`from_keras`][dpauc_tf.core.thresholds.Thresholds.from_keras] (what [`make`][dpauc_tf.core.thresholds.Thresholds.make] does with an explicit list).
+        [`from_keras`][] (what [`make`][] does with an explicit list).
         """
         values = np.asarray(thresholds, dtype=np.float64).ravel()
         if values.size < 2:
@@ -214,13 +214,13 @@ class Thresholds:
         return tf.searchsorted(sorted_values, scores, side=side, out_type=tf.int32)
 
     def bucketize_numpy(self, scores: np.ndarray) -> np.ndarray:
-        """[`bucketize`][dpauc_tf.core.thresholds.Thresholds.bucketize] in NumPy (int64 bucket ids), the same rule bit for bit.
+        """[`bucketize`][] in NumPy (int64 bucket ids), the same rule bit for bit.
 
         For streaming many examples without a TensorFlow op per chunk. The arithmetic is
-        [`bucketize`][dpauc_tf.core.thresholds.Thresholds.bucketize]'s: on the ``"tf"`` grid ``clip(ceil(float32(s) * float32(T - 1)),
+        [`bucketize`][]'s: on the ``"tf"`` grid ``clip(ceil(float32(s) * float32(T - 1)),
         1, T - 1)``; otherwise a sorted search (``side="left"`` for ``>``, ``"right"`` for
         ``>=``) in float64, or in float32 on the ``"keras"`` grid
-        (``tests/core/test_counts_numpy.py`` checks the ids equal [`bucketize`][dpauc_tf.core.thresholds.Thresholds.bucketize]'s).
+        (``tests/core/test_counts_numpy.py`` checks the ids equal [`bucketize`][]'s).
 
         Examples:
             >>> Thresholds.make(num_thresholds=5).bucketize_numpy(np.array([0.0, 0.3, 1.0])).tolist()
@@ -264,7 +264,7 @@ class Thresholds:
         return self.bucketize(scores) + negative * self.num_buckets
 
     def float32_values(self) -> np.ndarray:
-        """The thresholds as float32 numbers that bucket float32 scores as [`bucketize`][dpauc_tf.core.thresholds.Thresholds.bucketize].
+        """The thresholds as float32 numbers that bucket float32 scores as [`bucketize`][].
 
         For the ``"keras"`` grid that is TensorFlow's own rounding (to nearest: it compares
         in float32). Otherwise the comparison is exact: ``s >= theta`` holds for a float32
@@ -286,10 +286,10 @@ class Thresholds:
         return np.where(nearest.astype(np.float64) > values, below, nearest)
 
     def segment_ids_with(self, ops, scores, labels):
-        """[`segment_ids`][dpauc_tf.core.thresholds.Thresholds.segment_ids] for float32 scores, written with ``ops``, ``keras.ops`` (or a
+        """[`segment_ids`][] for float32 scores, written with ``ops``, ``keras.ops`` (or a
         namespace with its ``reshape``, ``cast``, ``ceil``, ``clip``, ``searchsorted`` and
         ``convert_to_tensor``), for Keras 3's backends other than TensorFlow. The same
-        buckets as [`segment_ids`][dpauc_tf.core.thresholds.Thresholds.segment_ids] (``tests/core/test_thresholds_ops.py``).
+        buckets as [`segment_ids`][] (``tests/core/test_thresholds_ops.py``).
         """
         scores = ops.reshape(ops.cast(scores, "float32"), [-1])
         negative = 1 - ops.cast(ops.reshape(labels, [-1]), "int32")

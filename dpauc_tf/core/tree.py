@@ -2,11 +2,11 @@
 
 The ``T + 1`` score buckets are the leaves of a complete ``b``-ary tree of depth
 ``h = ceil(log_b(T + 1))`` (padded on the right with empty leaves when ``T + 1 < b^h``);
-every node counts the leaves below it. [`least_squares_leaves`][dpauc_tf.core.tree.least_squares_leaves] computes the best linear
+every node counts the leaves below it. [`least_squares_leaves`][] computes the best linear
 unbiased estimate of the leaves from all noisy nodes (Hay et al. 2010; Honaker 2015): one
 upward and one downward pass over the levels, closed form for a complete tree with one noise
-variance per level, vectorised over any leading axes. [`level_weights`][dpauc_tf.core.tree.level_weights] splits a budget
-over the levels. Mechanisms on top of this: [`dpauc_tf.mechanisms.tree`][dpauc_tf.mechanisms.tree].
+variance per level, vectorised over any leading axes. [`level_weights`][] splits a budget
+over the levels. Mechanisms on top of this: [`dpauc_tf.mechanisms.tree`][].
 
     >>> layout = TreeLayout.for_buckets(16, branching=4)
     >>> layout.level_sizes
@@ -177,7 +177,7 @@ def least_squares_leaves(
     """Best linear unbiased estimate of the leaves from noisy node counts.
 
     Args:
-      nodes: ``[..., num_nodes]`` noisy counts, root first (as [`TreeLayout.node_counts`][dpauc_tf.core.tree.TreeLayout.node_counts]).
+      nodes: ``[..., num_nodes]`` noisy counts, root first (as [`TreeLayout.node_counts`][]).
       layout: the tree.
       level_variances: noise variance of one node at each level ``0 .. depth`` (only their
         ratios matter).
@@ -234,7 +234,7 @@ def auc_gradient(
     ``dAUC/dpos[b] = (F_neg(b) - AUC) / P`` and ``dAUC/dneg[b] = (1 - F_pos(b) - AUC) / N``,
     where ``F(b)`` counts the class below bucket ``b`` plus half of bucket ``b``. With
     ``within_bucket="linear"`` the AUC also holds
-    [`dpauc_tf.core.postprocessing.within_bucket_correction`][dpauc_tf.core.postprocessing.within_bucket_correction] ``C / (P N)``, ``C = sum_b
+    [`dpauc_tf.core.postprocessing.within_bucket_correction`][] ``C / (P N)``, ``C = sum_b
     w_b (neg[b] pos[b+1] - pos[b] neg[b+1]) / 12``, whose derivatives are added, and ``AUC``
     above includes it.
     """

@@ -1,6 +1,6 @@
 """Noise-free reference AUCs of a score set: scikit-learn's exact AUC and TensorFlow's.
 
-``tf_auc`` is computed as [`dpauc_tf.core.curve.auc_from_histogram`][dpauc_tf.core.curve.auc_from_histogram] of the counts on the
+``tf_auc`` is computed as [`dpauc_tf.core.curve.auc_from_histogram`][] of the counts on the
 ``"tf"`` threshold grid: ``tests/core`` checks that this reproduces
 ``tf.keras.metrics.AUC(num_thresholds=T)`` to float precision, and it takes one pass over
 the data instead of a Keras metric update.

@@ -1,12 +1,12 @@
 """PNG plots of the experiments (matplotlib, Agg backend: no display needed).
 
-* [`roc_band`][dpauc_tf.experiments.plots.roc_band]: the exact ROC curve and, per mechanism, the band of its noisy curves
+* [`roc_band`][]: the exact ROC curve and, per mechanism, the band of its noisy curves
   (pointwise 5-95 % of the TPR at a common FPR grid) and their median;
-* [`auc_vs_epsilon`][dpauc_tf.experiments.plots.auc_vs_epsilon]: the AUC's error against epsilon (log scale), one line per
+* [`auc_vs_epsilon`][]: the AUC's error against epsilon (log scale), one line per
   mechanism, with a band only where there are repeats;
-* [`std_vs_clients`][dpauc_tf.experiments.plots.std_vs_clients]: the std of the AUC against the number of clients;
-* [`score_densities`][dpauc_tf.experiments.plots.score_densities]: densities of the positive and negative scores (table 2's argument);
-* [`table_plots`][dpauc_tf.experiments.plots.table_plots]: all of the above for a [`TableRunner`][dpauc_tf.experiments.tables.TableRunner].
+* [`std_vs_clients`][]: the std of the AUC against the number of clients;
+* [`score_densities`][]: densities of the positive and negative scores (table 2's argument);
+* [`table_plots`][]: all of the above for a [`TableRunner`][dpauc_tf.experiments.tables.TableRunner].
 
 Examples:
     >>> import numpy as np, tempfile, os

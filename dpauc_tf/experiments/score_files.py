@@ -2,11 +2,11 @@
 
 A score file has one row per test example with a ``score`` in [0, 1], a ``label`` in {0, 1}
 and optionally an integer ``client`` id (column names are configurable). Every problem is a
-[`ScoreFileError`][dpauc_tf.experiments.score_files.ScoreFileError] with a one-line message: a missing file or column, an empty file,
+[`ScoreFileError`][] with a one-line message: a missing file or column, an empty file,
 NaN, labels other than 0/1, scores outside [0, 1].
 
 ``models.train`` writes one file per epoch, ``scores_epoch{N}.parquet`` (or ``.csv``);
-[`epoch_files`][dpauc_tf.experiments.score_files.epoch_files] finds them in a directory.
+[`epoch_files`][] finds them in a directory.
 
     >>> import numpy as np
     >>> s = ScoreSet.checked(np.array([0, 1]), np.array([0.2, 0.7]))
@@ -42,7 +42,7 @@ class ScoreSet:
 
     @classmethod
     def checked(cls, labels, scores, clients=None, *, source: str = "input") -> ScoreSet:
-        """Validates and converts; raises [`ScoreFileError`][dpauc_tf.experiments.score_files.ScoreFileError] naming the problem."""
+        """Validates and converts; raises [`ScoreFileError`][] naming the problem."""
         labels = np.asarray(labels).ravel()
         scores = np.asarray(scores).ravel()
         if labels.size == 0:

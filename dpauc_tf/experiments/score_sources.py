@@ -1,9 +1,9 @@
 """Score files read in chunks: CSV, Parquet and TFRecord, one file, a directory or a glob.
 
-[`iter_score_chunks`][dpauc_tf.experiments.score_sources.iter_score_chunks] yields validated [`ScoreChunk`][dpauc_tf.experiments.score_sources.ScoreChunk] s of at most ``chunk_rows``
+[`iter_score_chunks`][] yields validated [`ScoreChunk`][] s of at most ``chunk_rows``
 examples, so that a file of any size is read in bounded memory. Validation is as strict as
-[`dpauc_tf.experiments.score_files.read_score_file`][dpauc_tf.experiments.score_files.read_score_file]'s and every problem is a
-[`ScoreFileError`][dpauc_tf.experiments.score_files.ScoreFileError] with a one-line message that names
+[`dpauc_tf.experiments.score_files.read_score_file`][]'s and every problem is a
+[`ScoreFileError`][] with a one-line message that names
 the file and the row (``row N``: the N-th example of that file, counted from 1, header not
 counted): a missing column, a missing value, a NaN or text score, a score outside [0, 1]
 (infinite included), a label other than 0/1, missing or mixed-type client ids.
@@ -124,7 +124,7 @@ def iter_score_chunks(
 ) -> Iterator[ScoreChunk]:
     """Validated chunks of the score file(s) at ``path`` (see the module docstring).
 
-    Column arguments as in [`dpauc_tf.experiments.score_files.read_score_file`][dpauc_tf.experiments.score_files.read_score_file];
+    Column arguments as in [`dpauc_tf.experiments.score_files.read_score_file`][];
     ``from_logits``: a sigmoid (``scipy.special.expit``, as the whole-file reader) maps the
     scores. Empty chunks are skipped; a file of zero bytes is an error.
     """

@@ -1,11 +1,11 @@
 """Federated evaluation simulated centrally: count once per client, release all repeats at once.
 
 ``R`` repeats of a DP evaluation must not mean ``R`` passes over the data. The data are
-bucketed once per client ([`client_histograms`][dpauc_tf.experiments.simulation.client_histograms], one [`dpauc_tf.core.counts.bucket_counts`][dpauc_tf.core.counts.bucket_counts]
+bucketed once per client ([`client_histograms`][], one [`dpauc_tf.core.counts.bucket_counts`][]
 pass with the client as group id); a mechanism's ``release(..., repeats=R)`` then draws the
 noise of all ``R`` repeats for all ``K`` clients in one vectorised call (``[R, K, ...]``
 tensors, in chunks of repeats to bound memory); the server's sum over clients, the confusion
-counts, the ROC and the AUC are the library's own functions ([`dpauc_tf.core.curve`][dpauc_tf.core.curve]). Every
+counts, the ROC and the AUC are the library's own functions ([`dpauc_tf.core.curve`][]). Every
 repeat and every client gets independent noise, so the result has exactly the distribution of
 ``R`` separate evaluations with ``K`` separate client releases each
 (``tests/experiments/test_simulation.py`` checks this against one-at-a-time releases).
@@ -15,9 +15,9 @@ Secure mechanisms are simulated through their exactly equivalent aggregate
 clients' shares is one draw of the total noise, so the sum is simulated as one release of
 the summed counts with the full noise. Mechanisms that transform the data before counting
 (capability ``transforms_data``, e.g. ``score-noise``) need a pass over the examples per
-release: [`simulate_examples`][dpauc_tf.experiments.simulation.simulate_examples] does that in chunks of repeats, one counting pass per
+release: [`simulate_examples`][] does that in chunks of repeats, one counting pass per
 chunk with (repeat, client) as the group id; for every other mechanism it counts once and
-calls [`simulate`][dpauc_tf.experiments.simulation.simulate].
+calls [`simulate`][].
 
 Examples:
     >>> import numpy as np
@@ -153,7 +153,7 @@ def simulate(
     Returns the AUC and ROC of every repeat (``[R, 0]`` ROC arrays for a mechanism that
     releases only the AUC, which also takes one client only). Secure mechanisms are simulated by their exact
     aggregate (see the module docstring). Mechanisms that transform the data before
-    counting cannot be simulated from counts: use [`simulate_examples`][dpauc_tf.experiments.simulation.simulate_examples].
+    counting cannot be simulated from counts: use [`simulate_examples`][].
     """
     pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
     neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
@@ -201,7 +201,7 @@ def simulate_examples(
 ) -> SimulationResult:
     """``repeats`` evaluations of examples held by ``num_clients`` clients (any mechanism).
 
-    Counts once and calls [`simulate`][dpauc_tf.experiments.simulation.simulate] unless the mechanism transforms the data before
+    Counts once and calls [`simulate`][] unless the mechanism transforms the data before
     counting; then every chunk of repeats transforms all examples (one independent draw per
     repeat and example) and counts them in one pass, grouped by (repeat, client).
     """

@@ -1,8 +1,8 @@
 """Score files of any size: per-client bucket counts in one chunked pass, bounded memory.
 
-[`count_score_file`][dpauc_tf.experiments.streaming.count_score_file] reads a file (or a directory or glob of them) in chunks
-([`dpauc_tf.experiments.score_sources`][dpauc_tf.experiments.score_sources]) and keeps only counts: per client, the mechanism
-grid's ``T + 1`` buckets ([`dpauc_tf.core.counts.bucket_counts_numpy`][dpauc_tf.core.counts.bucket_counts_numpy], TensorFlow's
+[`count_score_file`][] reads a file (or a directory or glob of them) in chunks
+([`dpauc_tf.experiments.score_sources`][]) and keeps only counts: per client, the mechanism
+grid's ``T + 1`` buckets ([`dpauc_tf.core.counts.bucket_counts_numpy`][], TensorFlow's
 bucket rule bit for bit, int64); summed over clients, any further grids (TensorFlow's, for
 the reference ``tf_auc``) and a fine histogram of ``2^20`` equal buckets over [0, 1] for
 the reference AUC. State is ``O(K x T + 2^20)`` whatever the number of examples.
@@ -12,7 +12,7 @@ them: then the reference AUC is scikit-learn's exact one (as for a whole file in
 and what needs every example (a ``--clients`` partition, a mechanism that transforms the
 data) can run. Past the limit they are dropped and the reference AUC comes from the fine
 histogram, with its largest possible error stated
-([`dpauc_tf.experiments.ground_truth.histogram_auc`][dpauc_tf.experiments.ground_truth.histogram_auc]); never silently approximate.
+([`dpauc_tf.experiments.ground_truth.histogram_auc`][]); never silently approximate.
 
 Client ids (a client column) may be any sortable values; they become ``0..K-1`` in sorted
 order, exactly as the whole-file reader numbers them.
@@ -164,7 +164,7 @@ class _ClientIndex:
 
 
 class ScoreCounter:
-    """Accumulates [`ScoreChunk`][dpauc_tf.experiments.score_sources.ScoreChunk] s into [`CountedScores`][dpauc_tf.experiments.streaming.CountedScores] (see the module).
+    """Accumulates [`ScoreChunk`][] s into [`CountedScores`][] (see the module).
 
     ``grid``: the per-client counting grid; ``summed_grids``: further grids counted over all
     clients; ``per_client``: count per client of the chunks' client ids (else one client).
@@ -357,8 +357,8 @@ def count_score_file(
 ) -> CountedScores:
     """Reads ``path`` in chunks of ``chunk_rows`` and counts it (see the module docstring).
 
-    Column arguments as [`dpauc_tf.experiments.score_files.read_score_file`][dpauc_tf.experiments.score_files.read_score_file]'s. Errors
-    are [`ScoreFileError`][dpauc_tf.experiments.score_files.ScoreFileError] (one line, with the row).
+    Column arguments as [`dpauc_tf.experiments.score_files.read_score_file`][]'s. Errors
+    are [`ScoreFileError`][] (one line, with the row).
     """
     chunks = iter_score_chunks(
         path,

@@ -3,8 +3,8 @@
 The federated round (one evaluation) is
 
 ``(client data {score, label} as two float32 vectors, client seeds) @CLIENTS``
-  -> client: per-bucket counts ([`dpauc_tf.core.counts.bucket_counts`][dpauc_tf.core.counts.bucket_counts]), then the mechanism's
-     client-side release ([`dpauc_tf.mechanisms.base.CountMechanism.release`][dpauc_tf.mechanisms.base.CountMechanism.release]);
+  -> client: per-bucket counts ([`dpauc_tf.core.counts.bucket_counts`][]), then the mechanism's
+     client-side release ([`dpauc_tf.mechanisms.base.CountMechanism.release`][]);
   -> ``tff.federated_sum`` of the releases (``tff.federated_secure_sum_bitwidth`` of integer
      releases for secure mechanisms), and of a 1 per client (the number that reported);
   -> server: cumulative counts ([`to_confusion`][dpauc_tf.mechanisms.base.CountMechanism.to_confusion]),
@@ -52,7 +52,7 @@ def client_counts(client_data, thresholds: Thresholds, integer_weights: bool = F
     """Per-bucket ``(pos, neg)`` counts of one client's data (float64, ``[T + 1]`` each).
 
     ``client_data`` is ``{score, label}`` vectors (`ARRAYS_TYPE`: one
-    [`bucket_counts`][dpauc_tf.core.counts.bucket_counts]) or a ``tf.data.Dataset`` of such batches
+    [`bucket_counts`][]) or a ``tf.data.Dataset`` of such batches
     (`DATASET_TYPE`: summed batch by batch). The counts are the same either way:
     whole numbers, exact in float64.
     """
@@ -234,8 +234,8 @@ def build_summed_release(
     """The round without the server's curve: every client's release, summed.
 
     Type: ``(<score=float32[?], label=float32[?]>@CLIENTS, int64[2]@CLIENTS) ->
-    <release, num_reporting>@SERVER``. [`dpauc_tf.federated.evaluate`][dpauc_tf.federated.evaluate] runs it once per
-    cohort of clients and the server's step ([`build_server_curve`][dpauc_tf.federated.computations.build_server_curve]) once on the sum of
+    <release, num_reporting>@SERVER``. [`dpauc_tf.federated.evaluate`][] runs it once per
+    cohort of clients and the server's step ([`build_server_curve`][]) once on the sum of
     the cohorts' sums: the curve is computed once per evaluation, not once per cohort.
     """
     clients_to_server = _clients_to_server_sum(mechanism, thresholds, secure_bitwidth)
@@ -264,7 +264,7 @@ def build_federated_evaluation(
     release and ``num_reporting`` the number of clients whose reports entered the sum.
     With ``secure_bitwidth`` the integer releases are summed by
     ``tff.federated_secure_sum_bitwidth`` (needs the test execution context in simulation).
-    This is [`build_summed_release`][dpauc_tf.federated.computations.build_summed_release] followed by [`build_server_curve`][dpauc_tf.federated.computations.build_server_curve] in one
+    This is [`build_summed_release`][] followed by [`build_server_curve`][] in one
     computation.
     """
     clients_to_server = _clients_to_server_sum(mechanism, thresholds, secure_bitwidth)

@@ -258,7 +258,7 @@ def evaluate(
         change the result: integer counts are summed exactly).
 
     Returns:
-      A [`FederatedEvaluation`][dpauc_tf.federated.evaluate.FederatedEvaluation] (AUC, ROC points with thresholds, epsilon and delta
+      A [`FederatedEvaluation`][] (AUC, ROC points with thresholds, epsilon and delta
       spent per client, number of clients reporting, the summed noisy counts).
 
     Raises:
@@ -405,7 +405,7 @@ def _cohorts(clients: Iterable, cohort_size: int) -> Iterator[list]:
 
 
 def _server_curve(mechanism, thresholds) -> tff.Computation:
-    """The server's step of the round ([`computations.build_server_curve`][dpauc_tf.federated.computations.build_server_curve]), cached."""
+    """The server's step of the round ([`computations.build_server_curve`][]), cached."""
     key = ("server", type(mechanism).__name__, repr(mechanism), thresholds)
     if key not in _COMPUTATIONS:
         release_type = computations.release_type(mechanism, thresholds)
@@ -416,7 +416,7 @@ def _server_curve(mechanism, thresholds) -> tff.Computation:
 def iter_client_data(
     scores: np.ndarray, labels: np.ndarray, client_ids: np.ndarray, num_clients: int
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Like [`client_data_from_partition`][dpauc_tf.core.partitions.client_data_from_partition], one client at a time (a generator)."""
+    """Like [`client_data_from_partition`][], one client at a time (a generator)."""
     from dpauc_tf.core.partitions import client_slices
 
     scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()

@@ -6,7 +6,7 @@ metric from its config, assigns the sums and calls ``result()``. For a noisy
 the exact label counts; and since ``result()`` inside a TFF computation cannot draw a release,
 ``DPAUC`` refuses that path with a ``ValueError`` naming this module when ``build_fed_eval``
 (or any ``tff.learning`` algorithm) builds its finalizers.
-[`build_dpauc_metrics_aggregation_process`][dpauc_tf.federated.learning.build_dpauc_metrics_aggregation_process] returns the ``metrics_aggregation_process``
+[`build_dpauc_metrics_aggregation_process`][] returns the ``metrics_aggregation_process``
 to use instead. Each round,
 
 * every client releases each DPAUC metric's counts through the metric's mechanism **on the
@@ -18,7 +18,7 @@ to use instead. Each round,
   Skellam shares): each client adds its integer noise *share* to its integer counts and sends
   the residues modulo ``2^secure_bitwidth``; ``tff.federated_secure_sum_bitwidth`` sums them
   and the server maps the sum back to signed counts (the code
-  [`dpauc_tf.federated.evaluate`][dpauc_tf.federated.evaluate] runs: [`dpauc_tf.federated.computations`][dpauc_tf.federated.computations]). The
+  [`dpauc_tf.federated.evaluate`][] runs: [`dpauc_tf.federated.computations`][]). The
   shares are sized for ``num_clients`` reports per round; if fewer clients report, the
   achieved epsilon is ``mechanism.achieved_epsilon(num_reporting)`` (``num_reporting`` is in
   the output with ``report_noisy_counts=True``);
@@ -32,7 +32,7 @@ client one release (``epsilon`` of its DPAUC metric).
 
 Supported DPAUC mechanisms: those with the ``fed_eval`` capability
 (``dpauc_tf.list_mechanisms(fed_eval=True)``) and ``epsilon=None`` (no noise); the others
-are refused with the registry's message (use [`dpauc_tf.federated.evaluate`][dpauc_tf.federated.evaluate]).
+are refused with the registry's message (use [`dpauc_tf.federated.evaluate`][]).
 
 Example (``model_fn`` returns ``tff.learning.models.from_keras_model(..., metrics=[
 DPAUC(epsilon=1.0, num_thresholds=100, mechanism="secure-histogram"),
@@ -83,7 +83,7 @@ class ClientNoiseSumFactory(tff.aggregators.UnweightedAggregationFactory):
 
     The inner summation of a ``tff.learning.metrics.SumThenFinalizeFactory``, for **local**
     mechanisms whose release is a per-bucket histogram (``histogram``,
-    ``histogram-public-scores``). [`build_dpauc_metrics_aggregation_process`][dpauc_tf.federated.learning.build_dpauc_metrics_aggregation_process] covers
+    ``histogram-public-scores``). [`build_dpauc_metrics_aggregation_process`][] covers
     these and the secure mechanisms, and is what ``build_fed_eval`` should get.
 
     Args:
@@ -143,9 +143,9 @@ def _build_client_releases(
     """The client step for the metrics named in ``mechanisms`` (the others pass through).
 
     ``secure_bitwidth=None``: local releases in place of the metrics' ``[positives,
-    negatives]`` (histogram-shaped, as [`ClientNoiseSumFactory`][dpauc_tf.federated.learning.ClientNoiseSumFactory] needs). With a bitwidth:
+    negatives]`` (histogram-shaped, as [`ClientNoiseSumFactory`][] needs). With a bitwidth:
     only the named (secure) metrics, each as its release's int64 residues modulo
-    ``2^secure_bitwidth`` ([`dpauc_tf.federated.computations.modular_from_signed`][dpauc_tf.federated.computations.modular_from_signed]).
+    ``2^secure_bitwidth`` ([`dpauc_tf.federated.computations.modular_from_signed`][]).
     """
 
     @tff.tensorflow.computation(value_type)
@@ -181,7 +181,7 @@ def build_client_reports(
     value_type,
     secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
 ) -> tuple[tff.Computation, tff.Computation | None]:
-    """The two client steps of [`build_dpauc_metrics_aggregation_process`][dpauc_tf.federated.learning.build_dpauc_metrics_aggregation_process].
+    """The two client steps of [`build_dpauc_metrics_aggregation_process`][].
 
     Returns ``(summed, secure)``: ``summed`` maps a client's unfinalized metrics to what
     ``tff.federated_sum`` receives (other metrics unchanged, each local DPAUC metric as its
@@ -267,7 +267,7 @@ def build_dpauc_metrics_aggregation_process(
         trees) instead of the AUC alone (for audits, tests and the achieved epsilon).
 
     Secure mechanisms need TFF's test execution context in simulation; it is installed here
-    ([`dpauc_tf.federated.install_secure_sum_context`][dpauc_tf.federated.install_secure_sum_context]: an **ordinary** sum, no
+    ([`dpauc_tf.federated.install_secure_sum_context`][]: an **ordinary** sum, no
     cryptography).
 
     Raises:

@@ -1,5 +1,5 @@
 """Federated DP-AUC on Flower (``pip install "dpauc-tf[flower]"``): client reports, a
-summing server strategy, secure mechanisms through SecAgg+, and [`evaluate`][dpauc_tf.flower.evaluate] on
+summing server strategy, secure mechanisms through SecAgg+, and [`evaluate`][] on
 Flower's simulation engine. Flower is imported only when a function needs it.
 
     >>> from dpauc_tf.flower import LimbLayout

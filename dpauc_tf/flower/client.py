@@ -2,7 +2,7 @@
 -> the mechanism's report, and the Flower ``ClientApp`` that sends it.
 
 A report is exactly [`release`][dpauc_tf.mechanisms.base.CountMechanism.release] of the client's
-bucket counts ([`dpauc_tf.core.counts.bucket_counts`][dpauc_tf.core.counts.bucket_counts]): a noisy histogram (or noisy
+bucket counts ([`dpauc_tf.core.counts.bucket_counts`][]): a noisy histogram (or noisy
 cumulative counts, for ``paper``) for the local-DP mechanisms, integer counts plus one
 noise share for the secure ones (whose reports only make sense summed by SecAgg+). No
 mechanism math lives here.
@@ -78,7 +78,7 @@ def model_client_report(
     repeats: int | None = None,
     batch_size: int = 1024,
 ) -> dict[str, np.ndarray]:
-    """[`client_report`][dpauc_tf.flower.client.client_report] of a Keras model's scores on the client's own data.
+    """[`client_report`][] of a Keras model's scores on the client's own data.
 
     The model must output probabilities in [0, 1] (one per example, e.g. a sigmoid unit).
     """
@@ -92,7 +92,7 @@ def flatten_report(report: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def unflatten_report(vector: np.ndarray, like: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Inverse of [`flatten_report`][dpauc_tf.flower.client.flatten_report], shapes taken from ``like`` (key -> shape)."""
+    """Inverse of [`flatten_report`][], shapes taken from ``like`` (key -> shape)."""
     out, start = {}, 0
     for key in sorted(like):
         shape = tuple(like[key])
@@ -136,7 +136,7 @@ class ClientSetup:
 def make_client_app(setup: ClientSetup, *, secure: bool):
     """Flower ``ClientApp`` whose client ``k`` (``partition-id``) reports ``setup.report(k)``.
 
-    With ``secure`` the report is cut into exact limbs ([`dpauc_tf.flower.encoding`][dpauc_tf.flower.encoding]) and
+    With ``secure`` the report is cut into exact limbs ([`dpauc_tf.flower.encoding`][]) and
     sent through ``secaggplus_mod``; clients in ``setup.vanishing_clients`` take part in
     SecAgg+'s key sharing, then vanish before sending their masked vector (a dropout).
     """

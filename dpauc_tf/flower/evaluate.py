@@ -1,7 +1,7 @@
 """``evaluate``: one federated DP-AUC evaluation on Flower's simulation engine (Ray, local).
 
-Every client runs [`dpauc_tf.flower.client.client_report`][dpauc_tf.flower.client.client_report] in a Flower ``ClientApp``;
-the ``ServerApp`` ([`dpauc_tf.flower.server`][dpauc_tf.flower.server]) sums the reports, through SecAgg+ for the
+Every client runs [`dpauc_tf.flower.client.client_report`][] in a Flower ``ClientApp``;
+the ``ServerApp`` ([`dpauc_tf.flower.server`][]) sums the reports, through SecAgg+ for the
 secure mechanisms, and computes the curve. The simulation runs on this machine only: Ray
 is started on the loopback address, without its dashboard, and Flower's telemetry is off.
 """
@@ -68,7 +68,7 @@ class FlowerEvaluation:
       failed: clients whose reply was an error (index -> reason).
       unmasked_groups: sizes of the groups of reporting clients whose sums the server can
         unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
-        the epsilon is then the smallest group's ([`dpauc_tf.flower.secagg`][dpauc_tf.flower.secagg]).
+        the epsilon is then the smallest group's ([`dpauc_tf.flower.secagg`][]).
     """
 
     aucs: np.ndarray
@@ -162,7 +162,7 @@ def evaluate(
       num_shares: SecAgg+'s neighbourhood size ``k`` (odd, or the number of clients);
         see ``reconstruction_threshold``.
       reconstruction_threshold: the shares ``t`` that rebuild a client's secret
-        ([`SecAggSettings`][dpauc_tf.flower.secagg.SecAggSettings]; floats are fractions, as in
+        ([`SecAggSettings`][]; floats are fractions, as in
         ``SecAggPlusWorkflow``). Default: ``k = 2 ceil(log2 K) + 1`` (all clients when that
         is not fewer) and ``t = k // 2 + 1``; see ``docs/flower.md`` for the trade-off.
       observe_replies: called with every message the server receives (an audit hook).

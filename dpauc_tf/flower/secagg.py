@@ -22,7 +22,7 @@ What each setting guarantees (honest-but-curious server; ``c`` clients colluding
   the surviving honest clients (pairwise masks cancel only inside such a group). With
   ``k = K`` that is one group, the total; on the ring, whose connectivity is ``k - 1``, it
   is one group whenever ``c + d < k - 1``. When dropouts do split the ring,
-  [`unmasked_groups`][dpauc_tf.flower.secagg.unmasked_groups] finds the groups and the result states the epsilon of the
+  [`unmasked_groups`][] finds the groups and the result states the epsilon of the
   smallest (its noise has only that group's shares).
 
 Bell et al. show that a random ring of degree ``O(log K)`` keeps these properties with
@@ -78,7 +78,7 @@ class SecAggSettings:
         reconstruction_threshold: int | float | None = None,
     ) -> SecAggSettings:
         """The settings for ``num_clients``; ``None`` takes the defaults
-        ([`default_num_shares`][dpauc_tf.flower.secagg.default_num_shares], a majority ``k // 2 + 1`` of the neighbourhood).
+        ([`default_num_shares`][], a majority ``k // 2 + 1`` of the neighbourhood).
 
         Floats in ``(0, 1]`` are fractions, read as Flower's ``SecAggPlusWorkflow`` reads
         them (``num_shares``: of the clients, rounded, made odd; ``reconstruction_threshold``:

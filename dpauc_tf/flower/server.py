@@ -4,7 +4,7 @@ masked sum that SecAgg+ unmasks) and a ``ServerApp`` running one evaluation roun
 The server adds no noise: it turns the summed release into the ROC curve and the AUC with
 the mechanism's own post-processing (``mechanism.aggregate()``, ``to_confusion``,
 ``estimate_auc``) and states the epsilon achieved by the reports that arrived
-([`dpauc_tf.mechanisms.base.achieved_statement`][dpauc_tf.mechanisms.base.achieved_statement]).
+([`dpauc_tf.mechanisms.base.achieved_statement`][]).
 
 Secure mechanisms run ``SecAggPlusWorkflow`` (with the clients' ``secaggplus_mod``): the
 server only ever holds masked vectors and their unmasked **sum**; clients that drop out
@@ -49,7 +49,7 @@ def make_strategy(
     ``layout`` given: the fit results carry SecAgg+'s unmasked sum of the limbs (every
     result holds the same aggregate), decoded exactly; otherwise every result is one
     client's report and they are summed here. ``on_result`` receives the
-    [`SummedReports`][dpauc_tf.flower.server.SummedReports].
+    [`SummedReports`][].
     """
     from flwr.common import FitIns, Parameters, parameters_to_ndarrays
     from flwr.server.strategy import Strategy
@@ -277,9 +277,9 @@ def make_secagg_workflow(
     timeout: float | None = None,
 ):
     """``SecAggPlusWorkflow`` with ``settings``' neighbourhoods, configured so that integer
-    limbs are summed exactly ([`dpauc_tf.flower.encoding`][dpauc_tf.flower.encoding]): weight 1 per report,
+    limbs are summed exactly ([`dpauc_tf.flower.encoding`][]): weight 1 per report,
     quantizer scale 1, no clipping. ``on_graph`` sees the neighbourhoods and the clients
-    whose masked vectors arrived ([`dpauc_tf.flower.secagg.make_recording_workflow`][dpauc_tf.flower.secagg.make_recording_workflow])."""
+    whose masked vectors arrived ([`dpauc_tf.flower.secagg.make_recording_workflow`][])."""
     return make_recording_workflow(
         on_graph if on_graph is not None else (lambda neighbours, active: None),
         **settings.flower_arguments,

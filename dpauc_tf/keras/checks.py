@@ -1,4 +1,4 @@
-"""The Keras metric's input, setting and environment checks ([`dpauc_tf.keras.metric`][dpauc_tf.keras.metric]):
+"""The Keras metric's input, setting and environment checks ([`dpauc_tf.keras.metric`][]):
 shapes, labels, distribution strategies, TFF's server-side finalizer, and the marking that
 lets DPAUC's own errors through Keras 2's AutoGraph unchanged."""
 

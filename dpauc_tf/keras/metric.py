@@ -6,7 +6,7 @@ up to 2^47) and releases a noisy AUC from them (central
 DP: whoever runs Keras holds the labels and publishes the value). It runs unchanged in
 Keras 2 (TensorFlow 2.14) and Keras 3 (TensorFlow >= 2.16) on the TensorFlow and the JAX
 backends (on JAX it counts with ``keras.ops`` and releases on the host:
-[`dpauc_tf.keras.ops_counts`][dpauc_tf.keras.ops_counts], ``docs/keras_backends.md``). PyTorch is refused (not
+[`dpauc_tf.keras.ops_counts`][], ``docs/keras_backends.md``). PyTorch is refused (not
 supported yet).
 
 **Which values are releases.** A release draws fresh noise and costs its epsilon. It
@@ -19,12 +19,12 @@ nothing: it shows the last release (NaN before the first), so per-batch display 
 churns nor creates releases that no ledger counts.
 ``releases_drawn`` counts the releases.
 
-**Charged before drawn.** Every release first asks the release guards ([`add_release_guard`][dpauc_tf.keras.metric.add_release_guard])
+**Charged before drawn.** Every release first asks the release guards ([`add_release_guard`][])
 for permission, before any noise is drawn or any count is read: a guard that refuses raises,
 and the release never exists, so no callback, log, file or later step can show it.
-[`dpauc_tf.keras.callbacks.DPAUCBudgetCallback`][dpauc_tf.keras.callbacks.DPAUCBudgetCallback] is such a guard: during ``fit`` and
+[`dpauc_tf.keras.callbacks.DPAUCBudgetCallback`][] is such a guard: during ``fit`` and
 ``evaluate`` it charges each release of its model's metrics to a
-[`dpauc_tf.privacy.ledger.PrivacyLedger`][dpauc_tf.privacy.ledger.PrivacyLedger], or refuses it past the budget.
+[`dpauc_tf.privacy.ledger.PrivacyLedger`][], or refuses it past the budget.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _RELEASE_GUARDS: list = []
 
 
 def add_release_guard(guard) -> None:
-    """Asks ``guard(metric)`` before every release any [`DPAUC`][dpauc_tf.keras.metric.DPAUC] draws, before the draw:
+    """Asks ``guard(metric)`` before every release any [`DPAUC`][] draws, before the draw:
     to refuse it, the guard raises (the exception reaches ``result()``'s caller and nothing
     is drawn). Added once however often it is called."""
     if all(guard != known for known in _RELEASE_GUARDS):
@@ -85,7 +85,7 @@ class DPAUC(tf.keras.metrics.Metric):
         value is the ROC AUC (``curve="ROC"``, interpolation), ``"histogram"``
         (Laplace(2/eps) on the class histograms, pure epsilon) otherwise: for ``curve="PR"``,
         other summation methods, or without ``delta``. ``"auc-only"`` releases no curve
-        ([`roc_curve`][dpauc_tf.keras.metric.DPAUC.roc_curve] refuses). Others: ``"histogram-public-scores"``,
+        ([`roc_curve`][] refuses). Others: ``"histogram-public-scores"``,
         ``"tree-histogram"`` (fine buckets at almost no extra noise, e.g.
         ``num_thresholds=1023``), ``"paper"``, ``"paper-gaussian"`` (needs ``delta``),
         ``"rr"``, the secure mechanisms (integer noise; one data holder is one share). See
@@ -219,7 +219,7 @@ class DPAUC(tf.keras.metrics.Metric):
 
     def _jax_variables(self, shape) -> None:
         """JAX: counts as float32 ``high + low`` halves ``[2 (pos, neg), ...]`` (exact without
-        float64, [`dpauc_tf.keras.ops_counts`][dpauc_tf.keras.ops_counts]), and the last release as a metric variable:
+        float64, [`dpauc_tf.keras.ops_counts`][]), and the last release as a metric variable:
         a jitted step reads only the state Keras passes in, so the value a step shows must
         be part of it (its float64 original stays on the host)."""
         import keras
@@ -286,7 +286,7 @@ class DPAUC(tf.keras.metrics.Metric):
 
     @property
     def releases_drawn(self) -> int:
-        """How many releases this metric has drawn (each costs [`dp_event`][dpauc_tf.keras.metric.DPAUC.dp_event])."""
+        """How many releases this metric has drawn (each costs [`dp_event`][])."""
         return self._releases_drawn
 
     @property

@@ -10,9 +10,9 @@ except for ``score-noise``), counting on ``count_thresholds`` (the metric's grid
 ``score-noise``), then ``release``. Every mechanism is vectorised over a leading "repeat"
 axis: ``release(..., repeats=R)`` draws ``R`` independent releases of the same counts.
 
-What a mechanism can take is stated once, in its [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities]; callers (the Keras
+What a mechanism can take is stated once, in its [`Capabilities`][]; callers (the Keras
 metric, the command line, the simulation, TFF, the audit) ask the registry
-([`dpauc_tf.mechanisms.registry`][dpauc_tf.mechanisms.registry]), which refuses what a mechanism cannot do.
+([`dpauc_tf.mechanisms.registry`][]), which refuses what a mechanism cannot do.
 
 Examples:
     >>> from dpauc_tf.mechanisms import get_mechanism
@@ -50,19 +50,19 @@ Release = dict[str, tf.Tensor]
 class CountMechanism(abc.ABC):
     """A mechanism on bucket counts ``pos, neg`` of shape ``[..., T + 1]``.
 
-    Subclasses set ``name`` and implement `_noisy_release`, [`to_confusion`][dpauc_tf.mechanisms.base.CountMechanism.to_confusion],
-    [`dp_event`][dpauc_tf.mechanisms.base.CountMechanism.dp_event], [`statement`][dpauc_tf.mechanisms.base.CountMechanism.statement] and [`noise_stddev`][dpauc_tf.mechanisms.base.CountMechanism.noise_stddev]; their summary and
-    [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] are stated once, in the registry entry that names them
-    ([`dpauc_tf.mechanisms.registry`][dpauc_tf.mechanisms.registry]). An option that changes a capability (for example
+    Subclasses set ``name`` and implement `_noisy_release`, [`to_confusion`][],
+    [`dp_event`][], [`statement`][] and [`noise_stddev`][]; their summary and
+    [`Capabilities`][] are stated once, in the registry entry that names them
+    ([`dpauc_tf.mechanisms.registry`][]). An option that changes a capability (for example
     exact integer noise) sets ``self._capabilities``. Construction validates ``epsilon``,
     ``delta`` and ``estimator``.
 
     **Estimators** (``estimator=``): ``"mann-whitney"`` (default) is
-    [`dpauc_tf.core.postprocessing.mann_whitney_auc`][dpauc_tf.core.postprocessing.mann_whitney_auc] of [`released_confusion`][dpauc_tf.mechanisms.base.CountMechanism.released_confusion]:
+    [`dpauc_tf.core.postprocessing.mann_whitney_auc`][] of [`released_confusion`][]:
     consistent (it converges to TensorFlow's AUC as epsilon grows, on any data), NaN where
     the estimated number of positives or negatives is not positive (the AUC is undefined).
     ``"mann-whitney-smooth"`` (opt-in) adds
-    [`dpauc_tf.core.postprocessing.within_bucket_correction`][dpauc_tf.core.postprocessing.within_bucket_correction]: the pairs inside a bucket
+    [`dpauc_tf.core.postprocessing.within_bucket_correction`][]: the pairs inside a bucket
     count ``1/2 + `` the slope of the log density ratio ``/ 12`` instead of 1/2, which
     removes most of the grid's bias on **continuous, smoothly distributed** scores (so
     coarser grids, with less noise, can be used); on tied scores (point masses) it moves
@@ -207,7 +207,7 @@ class CountMechanism(abc.ABC):
 
     def released_confusion(self, release: Release) -> Confusion:
         """The cumulative counts as released (no projection): what the AUC is estimated
-        from. Defaults to [`to_confusion`][dpauc_tf.mechanisms.base.CountMechanism.to_confusion]."""
+        from. Defaults to [`to_confusion`][]."""
         return self.to_confusion(release)
 
     def estimate_auc(self, release: Release) -> tf.Tensor:
@@ -239,7 +239,7 @@ class CountMechanism(abc.ABC):
         """Standard deviation of the noise on one released count."""
 
     def privacy_spent(self, releases: int = 1, delta: float | None = None) -> EpsilonSpent:
-        """Epsilon of ``releases`` releases (see [`dpauc_tf.privacy.accounting.composed_epsilon`][dpauc_tf.privacy.accounting.composed_epsilon])."""
+        """Epsilon of ``releases`` releases (see [`dpauc_tf.privacy.accounting.composed_epsilon`][])."""
         return composed_epsilon(self.dp_event(), releases, self.delta if delta is None else delta)
 
     def achieved_epsilon(self, num_reporting: int) -> float:
@@ -260,7 +260,7 @@ class CountMechanism(abc.ABC):
         Colluders (possibly with the server) know their own noise shares and can subtract
         them from a secure sum: only the ``num_reporting - num_colluding`` other shares
         protect the labels, exactly as if those clients had dropped out, so this is
-        [`achieved_epsilon`][dpauc_tf.mechanisms.base.CountMechanism.achieved_epsilon] of that many shares (``inf`` when no honest share is left).
+        [`achieved_epsilon`][] of that many shares (``inf`` when no honest share is left).
         For local mechanisms every report is private on its own: collusion changes nothing.
 
         **Valid only below the secure aggregation's reconstruction threshold.** The figure
@@ -268,7 +268,7 @@ class CountMechanism(abc.ABC):
         SecAgg+ (Bell et al. 2020; Flower's ``reconstruction_threshold``) and the honest
         survivors summed in one group. At ``c >= t`` colluders in a client's neighbourhood
         can rebuild its secrets and read its report alone, which carries only its own
-        share: pass ``threshold`` and such a ``c`` gets that figure, [`achieved_epsilon`][dpauc_tf.mechanisms.base.CountMechanism.achieved_epsilon]
+        share: pass ``threshold`` and such a ``c`` gets that figure, [`achieved_epsilon`][]
         of one share (``inf`` if no honest client is left). Without ``threshold`` the caller
         asserts ``c < t``.
 

@@ -29,7 +29,7 @@ clipped to [0, 1] (the reference code does not clip; values above 1 occur there)
 the reference code and earlier versions returned 0 there):
 
 * the flipped labels hold one class (or no example): the flipped AUC is undefined
-  ([`dpauc_tf.core.postprocessing.mann_whitney_auc`][dpauc_tf.core.postprocessing.mann_whitney_auc]); always the case for one row;
+  ([`dpauc_tf.core.postprocessing.mann_whitney_auc`][]); always the case for one row;
 * ``pi`` is not strictly inside (0, 1): the debiased number of positives says the data
   hold no positive (``pi <= 0``) or no negative (``pi >= 1``). Then ``alpha + beta = 1``
   and the debiasing divides by 0. At small epsilon (``1 - 2p`` near 0) this happens often
@@ -107,7 +107,7 @@ class RandomizedResponse(CountMechanism):
 
     See the module docstring for the guarantee. The release is the flipped labels' bucket
     counts ``pos``/``neg`` (their totals equal the exact bucket totals: scores are not
-    protected); [`estimate_auc`][dpauc_tf.mechanisms.randomized_response.RandomizedResponse.estimate_auc] debiases the flipped curve's AUC (Menon et al.).
+    protected); [`estimate_auc`][] debiases the flipped curve's AUC (Menon et al.).
 
         >>> m = RandomizedResponse(epsilon=1.0, num_thresholds=3)
         >>> r = m.release(tf.constant([0., 50., 30., 0.]), tf.constant([0., 40., 10., 0.]), seed=0)
@@ -156,10 +156,10 @@ class RandomizedResponse(CountMechanism):
         return confusion_from_histogram(release["pos"], release["neg"])
 
     def estimate_auc(self, release):
-        """Debiased AUC of the flipped labels ([`debias_auc`][dpauc_tf.mechanisms.randomized_response.debias_auc]); NaN where undefined.
+        """Debiased AUC of the flipped labels ([`debias_auc`][]); NaN where undefined.
 
         The flipped counts are exact counts of the flipped labels, so the flipped AUC is
-        [`mann_whitney_auc`][dpauc_tf.core.postprocessing.mann_whitney_auc] (``estimator="reference"``: the reference code's rule, which
+        [`mann_whitney_auc`][] (``estimator="reference"``: the reference code's rule, which
         gives the same number on exact counts except where it is undefined).
         """
         confusion = self.to_confusion(release)

@@ -1,14 +1,14 @@
 """The one registry of mechanisms: every name, where its class lives, and what it can take.
 
 Every caller (the Keras metric, the command line, the simulation, TFF, the audit, the demo,
-the docs table) reads this registry: [`list_mechanisms`][dpauc_tf.mechanisms.registry.list_mechanisms] for choices,
-[`get_mechanism`][dpauc_tf.mechanisms.registry.get_mechanism] to build one, [`require`][dpauc_tf.mechanisms.registry.require] to refuse what a mechanism's
-[`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] exclude, with one message per
+the docs table) reads this registry: [`list_mechanisms`][] for choices,
+[`get_mechanism`][] to build one, [`require`][] to refuse what a mechanism's
+[`Capabilities`][] exclude, with one message per
 capability. The entries are plain data and the classes load on first use, so listing the
 mechanisms (``dpauc --help``) imports neither TensorFlow nor dp-accounting.
 
-Adding a mechanism means one new module and one [`MechanismSpec`][dpauc_tf.mechanisms.registry.MechanismSpec] line in
-`BUILTIN_MECHANISMS` (or [`register_mechanism`][dpauc_tf.mechanisms.registry.register_mechanism] from outside the package).
+Adding a mechanism means one new module and one [`MechanismSpec`][] line in
+`BUILTIN_MECHANISMS` (or [`register_mechanism`][] from outside the package).
 
     >>> "histogram" in list_mechanisms()
     True
@@ -170,7 +170,7 @@ def register_mechanism(
 ) -> type[CountMechanism]:
     """Makes a mechanism class available by its ``name``, with its summary and capabilities.
 
-    The class must subclass [`CountMechanism`][dpauc_tf.mechanisms.base.CountMechanism]; a name that
+    The class must subclass [`CountMechanism`][]; a name that
     is taken raises. ``options`` declares the types of constructor options that are not in
     `OPTION_TYPES`; an undeclared one is typed by its default (``bool``, ``int``,
     ``float``, ``str``), or passed as given when the default is ``None``.
@@ -195,7 +195,7 @@ def register_mechanism(
 
 
 def unregister_mechanism(name: str) -> None:
-    """Removes a mechanism registered with [`register_mechanism`][dpauc_tf.mechanisms.registry.register_mechanism] (built-ins stay)."""
+    """Removes a mechanism registered with [`register_mechanism`][] (built-ins stay)."""
     if any(spec.name == name for spec in BUILTIN_MECHANISMS):
         raise ValueError(f"{name!r} is built in and cannot be unregistered")
     MECHANISMS.pop(name, None)
@@ -222,7 +222,7 @@ def list_mechanisms(*, private: bool | None = None, **capabilities: Any) -> list
     """Registered names, sorted, optionally only those with the given capability values.
 
     ``private=True`` leaves out ``none``; keyword arguments filter on
-    [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] fields (``keras_metric=True``).
+    [`Capabilities`][] fields (``keras_metric=True``).
     """
     fields = {f.name for f in dataclasses.fields(Capabilities)}
     unknown = set(capabilities) - fields
@@ -333,7 +333,7 @@ def parse_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
 def check_mechanism_options(
     name: str, options: Mapping[str, Any] | None, *, entry: str, num_clients: str
 ) -> dict[str, Any]:
-    """The ``mechanism_options`` an entry point was given, parsed ([`parse_options`][dpauc_tf.mechanisms.registry.parse_options]);
+    """The ``mechanism_options`` an entry point was given, parsed ([`parse_options`][]);
     a key that an argument of the entry point sets is refused, naming that argument.
 
     Every Python entry point that takes ``mechanism_options`` (``dpauc_tf.federated.evaluate``,

@@ -7,7 +7,7 @@ its own engine:
    mechanism options and the seed policy. It is plain, hashable data (cheap to ship to a
    worker) and `ReleaseSpec.build` makes the mechanism for a number of clients
    (cached). `ReleaseSpec.seed_for` gives every client's, slice's and repeat's seed
-   from one derivation ([`dpauc_tf.noise.seeds.derive_seed`][dpauc_tf.noise.seeds.derive_seed]).
+   from one derivation ([`dpauc_tf.noise.seeds.derive_seed`][]).
 2. The engine counts per bucket on `ReleaseSpec.count_grid` (the mechanism's own grid
    where it has one), every client (or the one data holder) calls ``mechanism.release``,
    and the engine sums the reports.
@@ -63,7 +63,7 @@ class ReleaseSpec:
       mechanism: a registered mechanism's name (``dpauc_tf.list_mechanisms()``).
       epsilon: epsilon of one release (``None``: no noise, NOT private).
       delta: for the mechanisms that take one.
-      thresholds: the grid of the release ([`Thresholds`][dpauc_tf.core.thresholds.Thresholds]).
+      thresholds: the grid of the release ([`Thresholds`][]).
       options: the mechanism's constructor options as sorted ``(name, value)`` pairs.
       seed: ``None`` (every release draws fresh operating-system entropy) or an int (every
         seed is derived from it and the release's keys: reproducible, for experiments).
@@ -132,7 +132,7 @@ class ReleaseSpec:
 
     def seed_for(self, *keys: Any):
         """The ``[2]`` seed of one release, from the spec's seed and the release's keys
-        (slice, client, repeat chunk, ...): see [`dpauc_tf.noise.seeds.derive_seed`][dpauc_tf.noise.seeds.derive_seed]."""
+        (slice, client, repeat chunk, ...): see [`dpauc_tf.noise.seeds.derive_seed`][]."""
         from dpauc_tf.noise.seeds import derive_seed
 
         return derive_seed(self.seed, *keys)

@@ -1,7 +1,7 @@
 """Seeds for TensorFlow's stateless samplers (Philox).
 
 Every sampler in `dpauc_tf.noise` takes an explicit ``seed``: an int64 tensor of shape
-``[2]``. [`make_seed`][dpauc_tf.noise.seeds.make_seed] turns the user-facing ``seed`` argument into one:
+``[2]``. [`make_seed`][] turns the user-facing ``seed`` argument into one:
 
 * ``seed=None`` draws 126 bits from the operating system (``secrets``), so the *seed* is
   fresh entropy on every call; the noise stream itself is then Philox (TensorFlow's
@@ -12,7 +12,7 @@ Every sampler in `dpauc_tf.noise` takes an explicit ``seed``: an int64 tensor of
   integer seeds give distinct noise streams; negative and larger integers are refused.
 
 Every backend derives the seed of each release (a slice's, a client's, a chunk of repeats')
-from the user's one seed with [`derive_seed`][dpauc_tf.noise.seeds.derive_seed], so that no two releases share noise and
+from the user's one seed with [`derive_seed`][], so that no two releases share noise and
 ``seed=None`` always means fresh operating-system entropy.
 
     >>> make_seed(7).numpy().tolist()

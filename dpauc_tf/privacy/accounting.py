@@ -1,18 +1,18 @@
 """Privacy accounting with the ``dp-accounting`` library.
 
 Each mechanism describes one release as a ``dp_accounting.DpEvent`` (or the project's
-[`SkellamDpEvent`][dpauc_tf.privacy.events.SkellamDpEvent]); this module turns events into epsilons,
+[`SkellamDpEvent`][]); this module turns events into epsilons,
 for one release and for many composed, by three methods, and says which one it used:
 
 * ``basic``: the sum of per-release epsilons (pure-DP releases: exact; releases that are not
   pure DP get an equal share of ``delta`` each). Always valid.
 * ``pld``: dp-accounting's privacy-loss-distribution accountant, when it supports every
   event (``accountant.supports(event)``), plus Skellam's PLD built from its pmf
-  ([`dpauc_tf.privacy.skellam.skellam_event_pld`][dpauc_tf.privacy.skellam.skellam_event_pld]); ``delta > 0`` only.
+  ([`dpauc_tf.privacy.skellam.skellam_event_pld`][]); ``delta > 0`` only.
 * ``rdp``: dp-accounting's RDP accountant plus the Skellam Renyi curve at the same orders,
   when every other event is supported by the RDP accountant; ``delta > 0`` only.
 
-A [`BoundFailureDpEvent`][dpauc_tf.privacy.events.BoundFailureDpEvent] (the delta of a noisy bound, as in
+A [`BoundFailureDpEvent`][] (the delta of a noisy bound, as in
 ``auc-only``) composed with pure-DP events is one ``(epsilon, delta)``-DP release: ``basic``
 takes the deltas off ``delta`` first (the epsilon is infinite if they exceed it) and adds
 the epsilons; ``pld`` composes the canonical ``(epsilon, delta)`` pair (dp-accounting's
@@ -20,7 +20,7 @@ the epsilons; ``pld`` composes the canonical ``(epsilon, delta)`` pair (dp-accou
 2015); ``rdp`` is not given. Beside events that are not pure DP it is composed by ``basic``
 only.
 
-[`EpsilonSpent.best`][dpauc_tf.privacy.accounting.EpsilonSpent.best] is the smallest of them and [`EpsilonSpent.method`][dpauc_tf.privacy.accounting.EpsilonSpent.method] names it.
+[`EpsilonSpent.best`][] is the smallest of them and [`EpsilonSpent.method`][] names it.
 Randomized response is accounted under the replace-one relation (a label changes); events
 with a sensitivity (Laplace, discrete Laplace, Gaussian) already state the change of the
 released vector under a label flip.
@@ -85,7 +85,7 @@ class EpsilonSpent:
 
     @property
     def method(self) -> str:
-        """Which figure [`best`][dpauc_tf.privacy.accounting.EpsilonSpent.best] is: ``"pld"``, ``"rdp"`` or ``"basic"``."""
+        """Which figure [`best`][] is: ``"pld"``, ``"rdp"`` or ``"basic"``."""
         figures = {"pld": self.pld, "rdp": self.rdp, "basic": self.basic}
         return (
             min((v, k) for k, v in figures.items() if v is not None)[1] if self.count else "basic"
@@ -129,7 +129,7 @@ def pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class _ApproximateDp(dp_accounting.DpEvent):
     """One (epsilon, delta)-DP release (accounting only, never stored): a composition of
-    pure-DP events with [`BoundFailureDpEvent`][dpauc_tf.privacy.events.BoundFailureDpEvent] s, whose events hold except with
+    pure-DP events with [`BoundFailureDpEvent`][] s, whose events hold except with
     probability ``delta``. Composed by the basic sum and by the PLD of the canonical
     (epsilon, delta) pair (dp-accounting's ``from_privacy_parameters``), which every
     (epsilon, delta)-DP mechanism's pair of output distributions is a post-processing of

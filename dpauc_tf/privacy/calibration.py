@@ -3,7 +3,7 @@
 Every mechanism whose noise is calibrated numerically (the analytic Gaussian's sigma, the
 Skellam parameters of the flat and the tree histograms, the per-evaluation epsilon of a
 composed budget) states its cost as a monotone function of one parameter and calls
-[`smallest_parameter`][dpauc_tf.privacy.calibration.smallest_parameter]. It brackets the target on a log scale and then uses Brent's
+[`smallest_parameter`][]. It brackets the target on a log scale and then uses Brent's
 method (``scipy.optimize.brentq``, as ``dp_accounting.mechanism_calibration`` does) to a
 relative tolerance, returning the end of the bracket on the private side, so the
 parameter returned always meets the target.

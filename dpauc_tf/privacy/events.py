@@ -1,15 +1,15 @@
 """Privacy events: the project's own ``DpEvent`` (Skellam), validation, and JSON round trips.
 
 A release is described by a ``dp_accounting.DpEvent``. dp-accounting has no Skellam event,
-so [`SkellamDpEvent`][dpauc_tf.privacy.events.SkellamDpEvent] describes one Skellam release (one or several vectors, e.g. the
-levels of a tree, each with Skellam(mu, mu) noise); [`dpauc_tf.privacy.accounting`][dpauc_tf.privacy.accounting]
-composes it by its Renyi curve ([`dpauc_tf.privacy.skellam.skellam_rdp`][dpauc_tf.privacy.skellam.skellam_rdp]) and by its
-PLD from the pmf ([`dpauc_tf.privacy.skellam.skellam_event_pld`][dpauc_tf.privacy.skellam.skellam_event_pld]).
+so [`SkellamDpEvent`][] describes one Skellam release (one or several vectors, e.g. the
+levels of a tree, each with Skellam(mu, mu) noise); [`dpauc_tf.privacy.accounting`][]
+composes it by its Renyi curve ([`dpauc_tf.privacy.skellam.skellam_rdp`][]) and by its
+PLD from the pmf ([`dpauc_tf.privacy.skellam.skellam_event_pld`][]).
 
 Events travel as JSON through ``to_named_tuple`` (dp-accounting's own representation):
-[`event_to_json`][dpauc_tf.privacy.events.event_to_json] and [`event_from_json`][dpauc_tf.privacy.events.event_from_json]. Reading accepts only classes of the
-``dp_accounting`` package and classes registered with [`register_event`][dpauc_tf.privacy.events.register_event] (nothing else
-is imported), and [`validate_event`][dpauc_tf.privacy.events.validate_event] refuses parameters that would make an accountant
+[`event_to_json`][] and [`event_from_json`][]. Reading accepts only classes of the
+``dp_accounting`` package and classes registered with [`register_event`][] (nothing else
+is imported), and [`validate_event`][] refuses parameters that would make an accountant
 report a negative or undefined epsilon (negative or NaN noise, non-integer counts).
 
     >>> import dp_accounting
@@ -82,7 +82,7 @@ class BoundFailureDpEvent(dp_accounting.DpEvent):
     (``auc-only``: the smaller class count) is (epsilon, delta)-DP with ``epsilon`` the sum
     of its Laplace events and ``delta`` the probability that the bound is wrong
     (propose-test-release style). This event carries that ``delta``: it costs no epsilon
-    and uses ``delta`` of the total; [`dpauc_tf.privacy.accounting`][dpauc_tf.privacy.accounting] composes it by
+    and uses ``delta`` of the total; [`dpauc_tf.privacy.accounting`][] composes it by
     basic composition only (epsilons and deltas add).
     """
 
@@ -99,10 +99,10 @@ _REGISTERED: dict[tuple[str, str], type] = {}
 
 
 def register_event(cls: type) -> type:
-    """Allows [`event_from_json`][dpauc_tf.privacy.events.event_from_json] to rebuild ``cls`` (an attrs ``DpEvent`` subclass).
+    """Allows [`event_from_json`][] to rebuild ``cls`` (an attrs ``DpEvent`` subclass).
 
-    A project event must be accounted somewhere ([`dpauc_tf.privacy.accounting`][dpauc_tf.privacy.accounting] knows
-    [`SkellamDpEvent`][dpauc_tf.privacy.events.SkellamDpEvent]); an event no accountant knows counts as infinite epsilon.
+    A project event must be accounted somewhere ([`dpauc_tf.privacy.accounting`][] knows
+    [`SkellamDpEvent`][]); an event no accountant knows counts as infinite epsilon.
     """
     if not (isinstance(cls, type) and issubclass(cls, dp_accounting.DpEvent) and attr.has(cls)):
         raise TypeError(f"{cls!r} is not an attrs DpEvent subclass")
@@ -219,7 +219,7 @@ def _from_plain(value: Any, where: str) -> Any:
 
 
 def event_from_json(data: Any, where: str = "event") -> dp_accounting.DpEvent:
-    """Rebuilds (and validates) an event written by [`event_to_json`][dpauc_tf.privacy.events.event_to_json].
+    """Rebuilds (and validates) an event written by [`event_to_json`][].
 
     Only ``dp_accounting`` classes and registered project events are rebuilt; ``where``
     names the place in error messages.
@@ -322,7 +322,7 @@ def laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpEvent:
 
     The privacy loss is the sum of ``unit_changes`` independent sensitivity-1 losses, so the
     event is that composition (``LaplaceDpEvent(scale)`` composed ``unit_changes`` times),
-    as [`discrete_laplace_event`][dpauc_tf.privacy.events.discrete_laplace_event] does for discrete noise. One Laplace event with
+    as [`discrete_laplace_event`][] does for discrete noise. One Laplace event with
     sensitivity ``unit_changes`` (a single count moved that far) has the same pure epsilon
     but a looser PLD.
 

@@ -7,8 +7,8 @@ differ by ``L1`` and ``L2^2``,
 ``eps(alpha) <= alpha L2^2 / (4 mu) + min(((2 alpha - 1) L2^2 + 6 L1) / (16 mu^2), 3 L1 / (4 mu))``,
 
 Renyi divergences add over the levels of a tree and over releases, and
-[`rdp_to_epsilon`][dpauc_tf.privacy.skellam.rdp_to_epsilon] converts to ``(epsilon, delta)`` (Canonne, Kamath & Steinke 2020,
-Prop. 12). Calibration uses [`dpauc_tf.privacy.calibration.smallest_parameter`][dpauc_tf.privacy.calibration.smallest_parameter].
+[`rdp_to_epsilon`][] converts to ``(epsilon, delta)`` (Canonne, Kamath & Steinke 2020,
+Prop. 12). Calibration uses [`dpauc_tf.privacy.calibration.smallest_parameter`][].
 
     >>> mu = skellam_mu(1.0, 1e-6)
     >>> skellam_epsilon(mu, 1e-6) <= 1.0
@@ -171,7 +171,7 @@ def skellam_unit_pld(mu: float, value_discretization_interval: float = 1e-4):
 
 
 def skellam_pld_supported(mus, l1: float, l2_squared: float) -> bool:
-    """Whether [`skellam_event_pld`][dpauc_tf.privacy.skellam.skellam_event_pld] builds the PLD of this release."""
+    """Whether [`skellam_event_pld`][] builds the PLD of this release."""
     if l1 != l2_squared or l1 != int(l1) or l1 < 1:
         return False
     return all(_support_half_width(float(mu)) is not None for mu in mus)
@@ -180,7 +180,7 @@ def skellam_pld_supported(mus, l1: float, l2_squared: float) -> bool:
 def skellam_event_pld(mus, l1: float, l2_squared: float, value_discretization_interval=1e-4):
     """PLD of one release with ``Skellam(mu_i, mu_i)`` noise on vectors whose neighbours
     differ by ``l1`` unit changes each (integer ``l1 == l2_squared``: every change is +-1),
-    i.e. [`skellam_unit_pld`][dpauc_tf.privacy.skellam.skellam_unit_pld] composed ``l1`` times per vector; ``None`` otherwise."""
+    i.e. [`skellam_unit_pld`][] composed ``l1`` times per vector; ``None`` otherwise."""
     if l1 != l2_squared or l1 != int(l1) or l1 < 1:
         return None
     total = None

@@ -1,16 +1,16 @@
 """What runs on Spark's executors: Arrow batches of a partition -> per-bucket counts.
 
-[`count_partition`][dpauc_tf.spark.counting.count_partition] is the function given to ``DataFrame.mapInArrow``: it reads one
+[`count_partition`][] is the function given to ``DataFrame.mapInArrow``: it reads one
 partition's record batches (columns ``score, label, weight, slice, client``, the first three
 as doubles) and yields a few rows ``(slice, client, bucket, pos, neg)``: the (weighted)
 positives and negatives of every non-empty bucket of every ``(slice, client)`` group of the
 partition. Spark then sums them per ``(slice, client, bucket)``; only those sums reach the
 driver, never a row.
 
-The counting is NumPy (no TensorFlow on the executors): [`BucketRule`][dpauc_tf.spark.counting.BucketRule] holds the grid
-and applies [`dpauc_tf.core.thresholds.Thresholds.bucketize_numpy`][dpauc_tf.core.thresholds.Thresholds.bucketize_numpy]'s rule (TensorFlow's
+The counting is NumPy (no TensorFlow on the executors): [`BucketRule`][] holds the grid
+and applies [`dpauc_tf.core.thresholds.Thresholds.bucketize_numpy`][]'s rule (TensorFlow's
 bucket rule, bit for bit; ``tests/spark/test_counting.py`` checks the counts equal
-[`dpauc_tf.core.counts.bucket_counts`][dpauc_tf.core.counts.bucket_counts]'), and one ``np.bincount`` in float64 counts a
+[`dpauc_tf.core.counts.bucket_counts`][]'), and one ``np.bincount`` in float64 counts a
 batch, so integer counts are exact up to 2^53.
 
 Rows the counts must not silently absorb are counted instead, per kind, in rows with a
@@ -48,7 +48,7 @@ class BucketRule:
     """The score -> bucket map of a grid, as plain data for the executors.
 
     ``grid``, ``values`` and ``inclusive`` are those of a
-    [`Thresholds`][dpauc_tf.core.thresholds.Thresholds] (`from_thresholds`); [`ids`][dpauc_tf.spark.counting.BucketRule.ids] is
+    [`Thresholds`][dpauc_tf.core.thresholds.Thresholds] (`from_thresholds`); [`ids`][] is
     its ``bucketize_numpy``.
 
         >>> rule = BucketRule("tf", (-1e-07, 0.25, 0.5, 0.75, 1.0000001), False)

@@ -1,11 +1,11 @@
 """A private AUC of a Spark DataFrame: count on the executors, release once per slice.
 
-[`private_auc`][dpauc_tf.spark.evaluation.private_auc] (the whole DataFrame) and [`private_auc_by_slice`][dpauc_tf.spark.evaluation.private_auc_by_slice] (one release per
+[`private_auc`][] (the whole DataFrame) and [`private_auc_by_slice`][] (one release per
 value of a slice column) take a DataFrame with a score and a label column (optional weight,
 client and slice columns) and:
 
 1. count per bucket on the executors: ``mapInArrow`` with
-   [`dpauc_tf.spark.counting.count_partition`][dpauc_tf.spark.counting.count_partition] on every partition, on the grid
+   [`dpauc_tf.spark.counting.count_partition`][] on every partition, on the grid
    `count_grid` (the mechanism's own where
    it has one, e.g. ``auc-only``);
 2. merge: ``groupBy(slice, client, bucket)`` and a sum; what reaches the driver is those
@@ -15,7 +15,7 @@ client and slice columns) and:
    released **once** (central noise, seed ``spec.seed_for(slice)``); with one, every
    client's counts in a slice are released by the mechanism built for the slice's number
    of clients (seed ``spec.seed_for(slice, client)``) and the reports are summed, as
-   [`dpauc_tf.beam.PrivateAUC`][dpauc_tf.beam.PrivateAUC] does with ``per_client=True``; then
+   [`dpauc_tf.beam.PrivateAUC`][] does with ``per_client=True``; then
    `finish_release` gives one
    `AUCResult` per slice.
 
@@ -183,7 +183,7 @@ def release_counts(
     repeats: int = 1,
     max_slices_per_example: int | None = None,
 ) -> dict[Any, AUCResult]:
-    """Step 3: ``{slice: AUCResult}`` from [`count_buckets`][dpauc_tf.spark.evaluation.count_buckets]' counts (see the module
+    """Step 3: ``{slice: AUCResult}`` from [`count_buckets`][]' counts (see the module
     docstring), sorted by slice key."""
     by_slice: dict = {}
     for (slice_key, client), value in counts.items():
@@ -294,7 +294,7 @@ def private_auc_by_slice(
 
 
 def private_auc(df: DataFrame, **options: Any) -> AUCResult:
-    """The release of the whole DataFrame: [`private_auc_by_slice`][dpauc_tf.spark.evaluation.private_auc_by_slice] without slices
+    """The release of the whole DataFrame: [`private_auc_by_slice`][] without slices
     (the same keyword arguments but ``slice_col`` and ``max_slices_per_example``).
 
         >>> result = private_auc(df, epsilon=1.0, num_thresholds=100)  # doctest: +SKIP
@@ -328,7 +328,7 @@ class DPAUCEvaluator:
     """``pyspark.ml.evaluation.BinaryClassificationEvaluator``'s shape, with label DP.
 
     ``evaluate(df)`` returns the AUC (the first repeat's; NaN where it is undefined) of the
-    whole DataFrame; [`evaluateResults`][dpauc_tf.spark.evaluation.DPAUCEvaluator.evaluateResults] returns every slice's full
+    whole DataFrame; [`evaluateResults`][] returns every slice's full
     `AUCResult` (the curve, the epsilon of the slice and
     of the whole output, the counts). Every call is a new release that spends privacy
     budget, so this is deliberately not a ``pyspark.ml`` ``Evaluator``: a
@@ -400,7 +400,7 @@ class DPAUCEvaluator:
 
     def evaluate(self, df: DataFrame) -> float:
         """The AUC of the whole DataFrame (NaN where undefined); with ``sliceCol`` set, use
-        [`evaluateResults`][dpauc_tf.spark.evaluation.DPAUCEvaluator.evaluateResults]."""
+        [`evaluateResults`][]."""
         if self._params["sliceCol"] is not None:
             raise ValueError(
                 "DPAUCEvaluator(sliceCol=...) releases one AUC per slice: use evaluateResults(df)"
