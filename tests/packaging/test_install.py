@@ -57,13 +57,14 @@ EXTRA_MODULES = {
 
 
 def _satisfied(extra: str) -> bool:
-    """Every requirement of ``extra`` (its markers evaluated here) is installed here."""
+    """Every requirement of ``extra`` is installed here (an extra with a requirement that its
+    marker leaves out, such as TFF outside Python 3.11, is not for this Python)."""
     from packaging.requirements import Requirement
 
     for text in EXTRAS[extra]:
         requirement = Requirement(text)
         if requirement.marker is not None and not requirement.marker.evaluate():
-            continue
+            return False
         try:
             installed = importlib.metadata.version(requirement.name)
         except importlib.metadata.PackageNotFoundError:
