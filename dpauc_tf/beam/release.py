@@ -132,7 +132,8 @@ class PrivateAUC(beam.PTransform):
       mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``); mechanisms that
         change the examples before counting (``score-noise``) are refused.
       epsilon: epsilon of one release (``None`` = no noise, NOT private).
-      num_thresholds: ``T``. threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
+      num_thresholds: ``T``.
+      threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
       delta: for mechanisms that take one (``paper-gaussian``, Skellam shares).
       seed: ``None`` (fresh noise for every release) or an int (reproducible).
       repeats: independent releases per slice (each one is accounted).

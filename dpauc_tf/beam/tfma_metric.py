@@ -59,7 +59,8 @@ class DPAUCMetric(metric_types.Metric):
       name: the metric's name in TFMA's output.
       mechanism: a registered mechanism that releases bucket counts (``histogram``, ...).
       epsilon: epsilon of one release (``None`` = no noise, NOT private).
-      num_thresholds: ``T``. threshold_grid: ``"tf"`` or ``"reference"``.
+      num_thresholds: ``T``.
+      threshold_grid: ``"tf"`` or ``"reference"``.
       delta: for mechanisms that take one.
       confidence_intervals: ``"refuse"`` (default: an ``EvalConfig`` that asks for
         confidence intervals raises ``ValueError``) or ``"allow"`` (every resample is one

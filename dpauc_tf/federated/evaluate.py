@@ -54,7 +54,8 @@ class FederatedEvaluation:
       statement: neighbouring relation, sensitivity, noise and guarantee of the release;
         ``statement.epsilon == epsilon`` always (under dropout the statement is the achieved
         guarantee, and its noise text says how many shares reported).
-      num_clients: clients asked to report. num_reporting: clients whose report was summed.
+      num_clients: clients asked to report.
+      num_reporting: clients whose report was summed.
       noisy_counts: the server's summed release (NumPy arrays; e.g. ``pos``/``neg``).
     """
 
@@ -230,7 +231,8 @@ def evaluate(
         (``docs/mechanisms.md``).
       epsilon: each client's label-DP budget for this evaluation; ``None`` = no noise (NOT
         private; equals ``tf.keras.metrics.AUC`` on the pooled data for the ``"tf"`` grid).
-      num_thresholds: ``T``. threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
+      num_thresholds: ``T``.
+      threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
       delta: for ``paper-gaussian``, and for ``secure-histogram`` / ``secure-tree-histogram``
         with ``noise_family="skellam"``.
       seed: ``None`` draws every client's seed from OS entropy; an int makes the run

@@ -61,7 +61,8 @@ class FlowerEvaluation:
       epsilon: the guarantee of one release, achieved by the reports that arrived.
       delta: as ``epsilon``.
       statement: its [`PrivacyStatement`][dpauc_tf.privacy.statement.PrivacyStatement].
-      num_clients: clients asked to report. num_reporting: reports in the sum.
+      num_clients: clients asked to report.
+      num_reporting: reports in the sum.
       release: the server's summed release (NumPy arrays with the leading ``R`` axis).
       secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
       unanswered: clients (indices) that did not answer within ``round_timeout``.

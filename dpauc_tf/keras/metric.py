@@ -112,7 +112,8 @@ class DPAUC(tf.keras.metrics.Metric):
         noise).
       mechanism_options: further keyword arguments of the mechanism's constructor (for
         example the branching factor of a tree mechanism), kept in the config.
-      name: metric name. dtype: the dtype of ``result()``.
+      name: metric name.
+      dtype: the dtype of ``result()``.
 
     Standalone:
 

@@ -153,3 +153,15 @@ def test_built_pages_render_docstrings(site):
         '<a href="../../beam/"><code>docs/beam.md</code></a>'
         in pages[site / "api" / "beam" / "index.html"]
     )
+
+
+def test_one_parameter_or_attribute_per_entry():
+    """``a, b: ...`` and ``a: ... b: ...`` render as one mis-parsed table row."""
+    packed = re.compile(r"^\s+[a-z_]\w*(?:, [a-z_]\w*)+: |^\s+[a-z_]\w*: [^.`]*\. [a-z_]\w*: ")
+    found = [
+        f"{path}: {name}: {line.strip()}"
+        for path, name, doc in _docstrings()
+        for line in doc.splitlines()
+        if packed.match(line)
+    ]
+    assert not found, found
