@@ -1,6 +1,6 @@
 """Apache Beam: count per score bucket in parallel, merge, release once per slice.
 
-Needs Apache Beam (``pip install "dpauc-tf[beam]"``); importing this package without it
+Needs Apache Beam (the ``beam`` extra: ``pip install ".[beam]"`` in a clone); importing this package without it
 raises a one-line ``ImportError`` naming the extra. The pieces:
 
 * [`CountBuckets`][]: a ``CombineFn`` whose accumulator is the

@@ -1,6 +1,6 @@
 """DPAUC as a TensorFlow Model Analysis metric (an ``EvalConfig`` metric spec).
 
-Needs TFMA (``pip install "dpauc-tf[tfma]"``). [`DPAUCMetric`][] is a
+Needs TFMA (the ``tfma`` extra: ``pip install ".[tfma]"`` in a clone). [`DPAUCMetric`][] is a
 ``tfma.metrics.Metric`` whose combiner is the library's own counting
 ([`CountBuckets`][]: per-bucket counts, merged by adding) and
 whose ``extract_output`` releases the merged counts once through a mechanism of the

@@ -1,6 +1,6 @@
 """Apache Spark: count per score bucket on the executors, release once per slice.
 
-Needs PySpark (``pip install "dpauc-tf[spark]"``, and Java 17 or newer); importing this
+Needs PySpark (the ``spark`` extra: ``pip install ".[spark]"`` in a clone; and Java 17 or newer); importing this
 package without it raises a one-line ``ImportError`` naming the extra. The pieces:
 
 * [`private_auc`][dpauc_tf.spark.evaluation.private_auc] and
