@@ -10,7 +10,7 @@ raises a one-line ``ImportError`` naming the extra. The pieces:
   release per slice through a mechanism of the registry (central noise at extraction), or
   the sum of clients' reports when the input is per client, with the epsilon of every slice
   and of the whole.
-* `ReadScores`: score files (Parquet, TFRecord, CSV, globs, any
+* [`ReadScores`][]: score files (Parquet, TFRecord, CSV, globs, any
   file system Beam knows) read by Beam's own sources into column batches, which
   ``PrivateAUC(slicing=...)`` slices inside the transform.
 * [`evaluate_with_beam`][dpauc_tf.beam.pipeline.evaluate_with_beam]: the pipeline behind

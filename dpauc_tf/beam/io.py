@@ -1,6 +1,6 @@
 """Reading score files with Beam's own IO, so that the driver never holds the rows.
 
-`ReadScores` is a ``PTransform`` from a file pattern (a path, a glob, a directory's
+[`ReadScores`][] is a ``PTransform`` from a file pattern (a path, a glob, a directory's
 ``dir/*``; any file system Beam knows: local, ``gs://``, ``s3://``, HDFS) to a
 ``PCollection`` of **column batches**: ``dict``\\ s of NumPy arrays, one per named column,
 of up to ``batch_size`` rows. It reads with Beam's sources, on the workers:

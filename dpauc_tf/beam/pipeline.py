@@ -178,7 +178,7 @@ def evaluate_files_with_beam(
 
     ``client_column`` names the clients' column (each client's counts are a report, and the
     reports are summed); ``None`` releases the counts once, with central noise. Returns the
-    overall slice's `AUCResult`.
+    overall slice's [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult].
     """
     from dpauc_tf.beam.io import ReadScores
 

@@ -1,7 +1,7 @@
 """``PrivateAUC``: one release per slice from Beam, through a mechanism of the registry.
 
 Input: either **column batches** with ``slicing=`` (``{column: array}`` dicts, as
-`ReadScores` reads them; the slices are computed inside the
+[`ReadScores`][] reads them; the slices are computed inside the
 transform from the examples' own columns, as TFMA's ``SlicingSpec`` does), or a
 ``PCollection`` of ``(slice_keys, example)`` pairs, or with ``per_client=True``
 ``(slice_keys, client_id, example)`` triples. ``example`` is what

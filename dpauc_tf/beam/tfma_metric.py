@@ -263,7 +263,7 @@ def run_model_analysis(
     the examples carry the predictions and the labels).
 
     TFRecord goes to TFMA's own ``run_model_analysis``. Parquet and CSV files (globs, ``.gz``)
-    are read with Beam's own sources (`ReadScores`, only the columns
+    are read with Beam's own sources ([`ReadScores`][], only the columns
     the ``EvalConfig`` names: label, prediction, example weight and slicing features),
     turned into ``tf.train.Example`` records in the pipeline and evaluated by
     ``tfma.ExtractEvaluateAndWriteResults``, as ``run_model_analysis`` does for TFRecord.

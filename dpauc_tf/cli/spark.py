@@ -76,7 +76,7 @@ def evaluate_with_spark(args, client_ids, num_clients: int):
 
 def evaluate_file_with_spark(args, per_client: bool | None = None):
     """``args.scores`` read by Spark's reader, counted on the executors and released on the
-    driver: an `AUCResult`. The driver holds no row.
+    driver: an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]. The driver holds no row.
     ``per_client=None`` sums every client's report when the file has the client column
     (``--client-column``, or a column named ``client``)."""
     from dpauc_tf.cli.evaluate import release_settings

@@ -12,7 +12,7 @@ Mechanism (Warner 1965; used for AUC by the DPAUC paper, debiasing by Menon et a
   is accounted with dp-accounting's ``RandomizedResponseDpEvent`` (PLD), basic sum otherwise.
 
 As a mechanism on counts: flipping every label of a bucket independently makes the flipped
-positive count ``Binomial(pos[b], 1 - p) + Binomial(neg[b], p)``, so `release` draws
+positive count ``Binomial(pos[b], 1 - p) + Binomial(neg[b], p)``, so [`release`][] draws
 exactly that from the bucket counts: the same distribution as flipping each example's
 label and counting (integer counts only: fractional weights are refused).
 

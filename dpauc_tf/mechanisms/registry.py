@@ -304,7 +304,7 @@ def option_type(name: str, option: str) -> OptionType:
 
 def parse_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The options of mechanism ``name``, each parsed by its declared type
-    (`OptionType`); ``ValueError`` naming an unknown option or a value that does not
+    ([`OptionType`][]); ``ValueError`` naming an unknown option or a value that does not
     parse (one line: the option and what it accepts).
 
         >>> parse_options("tree-histogram", {"public_scores": "False", "budget": "uniform"})

@@ -3,16 +3,16 @@
 Every backend (the simulation, TFF, Flower, Beam, Spark) does the same three things around
 its own engine:
 
-1. `ReleaseSpec` describes the release: mechanism, epsilon, delta, thresholds,
+1. [`ReleaseSpec`][] describes the release: mechanism, epsilon, delta, thresholds,
    mechanism options and the seed policy. It is plain, hashable data (cheap to ship to a
-   worker) and `ReleaseSpec.build` makes the mechanism for a number of clients
-   (cached). `ReleaseSpec.seed_for` gives every client's, slice's and repeat's seed
+   worker) and [`ReleaseSpec.build`][] makes the mechanism for a number of clients
+   (cached). [`ReleaseSpec.seed_for`][] gives every client's, slice's and repeat's seed
    from one derivation ([`dpauc_tf.noise.seeds.derive_seed`][]).
-2. The engine counts per bucket on `ReleaseSpec.count_grid` (the mechanism's own grid
+2. The engine counts per bucket on [`ReleaseSpec.count_grid`][] (the mechanism's own grid
    where it has one), every client (or the one data holder) calls ``mechanism.release``,
    and the engine sums the reports.
-3. `finish_release` turns the summed reports (and how many clients reported) into one
-   `AUCResult`: AUC and curve of every repeat, the guarantee achieved by the reports
+3. [`finish_release`][] turns the summed reports (and how many clients reported) into one
+   [`AUCResult`][]: AUC and curve of every repeat, the guarantee achieved by the reports
    that arrived, the cost of the whole output, the counts; ``to_dict()`` is what the command
    line prints as JSON.
 

@@ -105,7 +105,7 @@ class SecureHistogram(CountMechanism):
       estimator: ``"mann-whitney"`` (default) or ``"reference"``
         ([`CountMechanism`][]).
 
-    `release` is **one client's** report: its integer counts plus its share of noise.
+    [`release`][] is **one client's** report: its integer counts plus its share of noise.
     Summing ``num_clients`` releases gives counts plus one draw of the target noise.
 
         >>> m = SecureHistogram(epsilon=1.0, num_thresholds=3, num_clients=4)

@@ -348,7 +348,7 @@ class TreeHistogram(CountMechanism):
 class SecureTreeHistogram(TreeHistogram):
     """Tree histograms with distributed integer noise, for secure aggregation.
 
-    `release` is **one client's** report: its integer node counts plus its share of
+    [`release`][] is **one client's** report: its integer node counts plus its share of
     the noise; the sum of ``num_clients`` shares is exactly one draw of the total noise per
     node. Two noise families:
 

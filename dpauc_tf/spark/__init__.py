@@ -6,7 +6,7 @@ package without it raises a one-line ``ImportError`` naming the extra. The piece
 * [`private_auc`][dpauc_tf.spark.evaluation.private_auc] and
   [`private_auc_by_slice`][dpauc_tf.spark.evaluation.private_auc_by_slice]: a DataFrame with score and label
   columns (optional weight, client and slice columns) -> one
-  `AUCResult` (per slice), through the release protocol.
+  [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] (per slice), through the release protocol.
 * [`DPAUCEvaluator`][dpauc_tf.spark.evaluation.DPAUCEvaluator]: the same in the shape of
   ``pyspark.ml.evaluation.BinaryClassificationEvaluator`` (``evaluate(df) -> float``).
 * [`count_partition`][dpauc_tf.spark.counting.count_partition]: what the executors run

@@ -6,18 +6,18 @@ client and slice columns) and:
 
 1. count per bucket on the executors: ``mapInArrow`` with
    [`dpauc_tf.spark.counting.count_partition`][] on every partition, on the grid
-   `count_grid` (the mechanism's own where
+   [`count_grid`][dpauc_tf.mechanisms.release.ReleaseSpec.count_grid] (the mechanism's own where
    it has one, e.g. ``auc-only``);
 2. merge: ``groupBy(slice, client, bucket)`` and a sum; what reaches the driver is those
    sums (at most ``T + 1`` numbers per slice and client), never a row;
 3. release on the driver through the release protocol
-   (`dpauc_tf.mechanisms.release`): without a client column every slice's counts are
+   ([`dpauc_tf.mechanisms.release`][]): without a client column every slice's counts are
    released **once** (central noise, seed ``spec.seed_for(slice)``); with one, every
    client's counts in a slice are released by the mechanism built for the slice's number
    of clients (seed ``spec.seed_for(slice, client)``) and the reports are summed, as
    [`dpauc_tf.beam.PrivateAUC`][] does with ``per_client=True``; then
-   `finish_release` gives one
-   `AUCResult` per slice.
+   [`finish_release`][] gives one
+   [`AUCResult`][] per slice.
 
 Accounting, as in Beam: a slice's output is ``repeats`` releases; an example in ``k``
 slices costs ``repeats * k`` releases. Spark cannot see which rows hold the same example (a
@@ -234,7 +234,7 @@ def private_auc_by_slice(
     from_logits: bool = False,
     mechanism_options: dict | None = None,
 ) -> dict[Any, AUCResult]:
-    """One `AUCResult` per value of ``slice_col``
+    """One [`AUCResult`][] per value of ``slice_col``
     (``None``: one, keyed ``None``, for the whole DataFrame); see the module docstring.
 
     Args:
@@ -329,7 +329,7 @@ class DPAUCEvaluator:
 
     ``evaluate(df)`` returns the AUC (the first repeat's; NaN where it is undefined) of the
     whole DataFrame; [`evaluateResults`][] returns every slice's full
-    `AUCResult` (the curve, the epsilon of the slice and
+    [`AUCResult`][] (the curve, the epsilon of the slice and
     of the whole output, the counts). Every call is a new release that spends privacy
     budget, so this is deliberately not a ``pyspark.ml`` ``Evaluator``: a
     ``CrossValidator`` would call it once per model and fold, and those releases compose.

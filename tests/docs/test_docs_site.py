@@ -165,3 +165,17 @@ def test_one_parameter_or_attribute_per_entry():
         if packed.match(line)
     ]
     assert not found, found
+
+
+def test_every_module_is_on_an_api_page():
+    """A new module's docstrings reach the site (add ``::: dpauc_tf.x.y`` to docs/api/)."""
+    rendered = set()
+    for page in (REPO / "docs" / "api").glob("*.md"):
+        rendered |= set(re.findall(r"^::: ([\w.]+)", page.read_text(), flags=re.M))
+    modules = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for path in (REPO / "dpauc_tf").rglob("*.py")
+        if path.name != "__init__.py" and not path.name.startswith("_")
+    }
+    missing = sorted(modules - rendered)
+    assert not missing, missing
