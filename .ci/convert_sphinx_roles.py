@@ -232,7 +232,9 @@ def indent_doctests(text: str, spans) -> str:
                     k = i - 1  # the paragraph before: a list swallows an indented block
                     while k > first and lines[k - 1].strip():
                         k -= 1
-                    after_list = bool(LIST_ITEM.match(lines[k].strip()))
+                    after_list = any(
+                        LIST_ITEM.match(lines[j].strip()) for j in range(max(k, first), i)
+                    )
                     if in_section or last_block or after_list:
                         block = [" " * base + "Examples:"]
                         inserts.append((i, ([""] if lines[i - 1].strip() else []) + block))

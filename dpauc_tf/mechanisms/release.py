@@ -16,6 +16,7 @@ its own engine:
    that arrived, the cost of the whole output, the counts; ``to_dict()`` is what the command
    line prints as JSON.
 
+Examples:
     >>> import numpy as np
     >>> spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=3)
     >>> mechanism = spec.build()
