@@ -92,7 +92,7 @@ case "$cmd" in
     mkdir -p test-logs && rm -f test-logs/pytest-*.log
     .venv/bin/ruff check . && .venv/bin/ruff format --check .
     echo "=== API reference site (mkdocs, warnings are errors) ==="
-    .venv-keras3/bin/mkdocs build --strict --quiet --site-dir site
+    .venv-keras3/bin/mkdocs build --strict --site-dir site  # never quiet: it hides the warnings
     status=0
     # Two lanes, one per core: the federated world, then Python 3.13's Keras half; the keras3
     # world, then Python 3.13's other half. With ARGS, each world runs ARGS once.

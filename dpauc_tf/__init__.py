@@ -5,10 +5,10 @@ The top level holds what a Keras user needs; everything else lives in the layers
 ``simulation``, ``cli``, ``analysis``, ``experiments``). Names are loaded on first use, so
 ``import dpauc_tf`` does not import TensorFlow.
 
->>> from dpauc_tf import DPAUC, list_mechanisms
->>> metric = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
->>> "histogram" in list_mechanisms()
-True
+    >>> from dpauc_tf import DPAUC, list_mechanisms
+    >>> metric = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
+    >>> "histogram" in list_mechanisms()
+    True
 """
 
 from __future__ import annotations

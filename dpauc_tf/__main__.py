@@ -1,4 +1,4 @@
-"""``python -m dpauc_tf``: the ``dpauc`` command line (see :mod:`dpauc_tf.cli`)."""
+"""``python -m dpauc_tf``: the ``dpauc`` command line (see `dpauc_tf.cli`)."""
 
 import sys
 

@@ -1,7 +1,11 @@
 """The demo: train Wide & Deep with DPAUC, then evaluate it privately with TFF.
 
     bash run.sh demo                       # sets up the environment, then runs this module
-    python -m dpauc_tf.demo [--data synthetic:200000 | PATH] [--out runs/demo]
+    python -m dpauc_tf.demo [--data synthetic:200000 | PATH] [--out DIR [--overwrite]]
+
+Every run writes to a new directory, ``runs/demo/<date>-<time>`` (printed at the start and the
+end), so the demo runs any number of times; ``--out DIR`` chooses the directory, and
+``--overwrite`` lets a run replace the previous run's files there.
 
 1. Prepares the data (the project's synthetic Criteo-shaped data by default; a real Criteo
    file with ``--data PATH``) and trains the Wide & Deep model for 3 epochs, evaluating every
@@ -9,8 +13,9 @@
 2. Runs the federated DP-AUC evaluation of the last epoch's test scores in TensorFlow
    Federated: K = 10 and K = 100 clients, IID and non-IID partitions, the mechanisms
    ``paper``, ``histogram`` and ``secure-histogram`` at epsilon = 1 (label DP, per client).
-3. Prints one table (exact AUC, TF AUC, each DP AUC with its epsilon) and saves a ROC plot and
-   an AUC-vs-epsilon plot (both from repeated releases of the same client counts).
+3. Prints one table (the noise-free AUCs, marked as not private, then each DP AUC with its
+   epsilon) and saves a ROC plot and an error-vs-epsilon plot (both from repeated releases of
+   the same client counts).
 
 It needs the federated world (TF 2.14 + TFF). TFF's worker process is shut down at exit.
 """
@@ -20,12 +25,38 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 PARTITIONS = ("iid", "non-iid")
+RUNS = Path("runs") / "demo"
+# What a demo run leaves in its directory (models.train's own files are under model/).
+RUN_FILES = ("roc.png", "auc_vs_epsilon.png", "model/metrics.json", "model/manifest.json")
+
+
+def _run_directory(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path:
+    """A new directory under runs/demo, or --out (refused if it holds a run, without
+    --overwrite: one line, before any work)."""
+    if args.out is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out, suffix = RUNS / stamp, 1
+        while out.exists():
+            suffix += 1
+            out = RUNS / f"{stamp}-{suffix}"
+        return out
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {out} is a file; give a directory")
+    previous = [name for name in RUN_FILES if (out / name).exists()]
+    if previous and not args.overwrite:
+        parser.error(
+            f"--out {out} holds a previous run ({', '.join(previous)}); pass --overwrite to "
+            f"replace it, or leave out --out for a new directory under {RUNS}"
+        )
+    return out
 
 
 def _csv(kind):
@@ -57,7 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train Wide & Deep with DPAUC, then a federated DP-AUC evaluation in TFF.",
     )
     parser.add_argument("--data", default="synthetic:200000", help="synthetic[:ROWS] or a file")
-    parser.add_argument("--out", default="runs/demo", help="output directory")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help=f"output directory (default: a new {RUNS}/<date>-<time> for every run)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --out be a directory that holds a previous run (its files are replaced)",
+    )
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--epsilon", type=float, default=1.0, help="per release, per client")
     parser.add_argument("--num-thresholds", type=int, default=100)
@@ -84,13 +124,15 @@ def _section(step: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     started = time.perf_counter()
+    out = _run_directory(args, parser)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"run directory: {out}", flush=True)
     from dpauc_tf.tf_startup import import_tensorflow_quietly
 
     import_tensorflow_quietly()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
 
     import numpy as np
     import tqdm
@@ -112,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             dp_auc_epsilon=args.epsilon,
             embedding_l2=args.embedding_l2,
             verbose=0,
+            overwrite=args.overwrite,
         )
     )
     last = report["epochs"][-1]
@@ -152,27 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((kind, num_clients, mechanism, result.auc, result.epsilon, result))
     shutdown_tff_workers()
 
-    print(
-        f"\nTest set of epoch {last['epoch']}: {labels.size:,} examples, "
-        f"{int(labels.sum()):,} positives"
-    )
-    print(f"{'':34}{'AUC':>8}  {'|error|':>8}  {'epsilon':>8}")
-    print(f"{'exact (scikit-learn)':34}{exact_auc:8.4f}")
-    print(f"{'TF AUC, T=1000':34}{tf_auc_1000:8.4f}  {abs(tf_auc_1000 - exact_auc):8.4f}")
-    print(
-        f"{f'TF AUC, T={args.num_thresholds}':34}{tf_auc_t:8.4f}  {abs(tf_auc_t - exact_auc):8.4f}"
-    )
-    print(
-        f"{'DPAUC in Keras (central)':34}{last['dp_auc']:8.4f}  "
-        f"{abs(last['dp_auc'] - exact_auc):8.4f}  {last['dp_epsilon']:8g}"
-    )
-    for kind, num_clients, mechanism, auc, epsilon, _ in rows:
-        label = f"{mechanism}, {kind}, K={num_clients}"
-        print(f"{label:34}{auc:8.4f}  {abs(auc - exact_auc):8.4f}  {epsilon:8g}")
-    print(
-        "epsilon: label DP per client for one evaluation (paper: the tight figure, half the "
-        "paper's claim)"
-    )
+    _print_table(args, last, labels, exact_auc, tf_auc_1000, tf_auc_t, rows)
 
     _section(f"3/3 Plots ({args.repeats} releases per point)")
     fine = Thresholds.make(1000)
@@ -206,14 +229,59 @@ def main(argv: list[str] | None = None) -> int:
                         "epsilon": eps,
                         "mean": sim.mean,
                         "std": sim.std,
+                        "aucs": np.asarray(sim.aucs),
                         "exact_auc": exact_auc,
                     }
                 )
         panels[f"K={num_clients} IID"] = panel
-    eps_path = plots.auc_vs_epsilon(panels, out / "auc_vs_epsilon.png", title="AUC mean +- std")
+    eps_path = plots.auc_vs_epsilon(
+        panels,
+        out / "auc_vs_epsilon.png",
+        title=f"Error of the DP AUC against the exact AUC {exact_auc:.4f} (not private), "
+        f"{args.repeats} releases per point",
+    )
     print(f"saved {roc_path}\nsaved {eps_path}\nmetrics and scores in {out / 'model'}")
     print(f"done in {time.perf_counter() - started:.0f} s")
     return 0
+
+
+def _print_table(args, last, labels, exact_auc, tf_auc_1000, tf_auc_t, rows) -> None:
+    """The noise-free figures (marked: not private), then the releases; degenerate ones
+    (an AUC of exactly 0 or 1) carry a footnote."""
+    print(
+        f"\nTest set of epoch {last['epoch']}: {labels.size:,} examples, "
+        f"{int(labels.sum()):,} positives"
+    )
+    print("\nNOT PRIVATE: noise-free, from the raw labels (for comparison only; never publish)")
+    print(f"  {'exact AUC (scikit-learn)':34}{exact_auc:8.4f}")
+    for name, value in (
+        ("TF AUC, T=1000", tf_auc_1000),
+        (f"TF AUC, T={args.num_thresholds}", tf_auc_t),
+    ):
+        print(f"  {name:34}{value:8.4f}   |error| {abs(value - exact_auc):.4f}")
+    print("\nLABEL-DP RELEASES: one release each (|error| uses the exact AUC: not private)")
+    print(f"  {'':34}{'AUC':>8}  {'epsilon':>8}  {'|error|':>8}")
+    releases = [("DPAUC in Keras (central)", last["dp_auc"], last["dp_epsilon"])]
+    releases += [(f"{m}, {kind}, K={k}", auc, eps) for kind, k, m, auc, eps, _ in rows]
+    degenerate = False
+    for name, auc, epsilon in releases:
+        odd = auc in (0.0, 1.0) or auc != auc  # exactly 0 or 1, or NaN
+        degenerate |= odd
+        mark = " *" if odd else "  "
+        print(f"  {name:34}{auc:8.4f}{mark}{epsilon:8g}  {abs(auc - exact_auc):8.4f}")
+    print(
+        "  epsilon: label DP per client for one evaluation (paper: the tight figure, half the "
+        "paper's claim)"
+    )
+    if degenerate:
+        note = (
+            "* 1, 0 or nan: a degenerate release, not a property of the model. The noise "
+            "swamps the counts (for paper: Laplace(4T/eps) on each of its 4T counts, from every "
+            "client, summed); the reference AUC rule (clip at 0, sort by FPR) then gives 1 or "
+            "0, and the AUC is nan (undefined) where a noisy class total is not positive. "
+            "auc_vs_epsilon.png shows the spread over many releases."
+        )
+        print(textwrap.fill(note, 96, initial_indent="  ", subsequent_indent="    "))
 
 
 def _noise_free_auc(pos, neg) -> float:

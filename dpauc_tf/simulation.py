@@ -1,20 +1,20 @@
 """Federated evaluation simulated centrally: count once per client, release all repeats at once.
 
 ``R`` repeats of a DP evaluation must not mean ``R`` passes over the data. The data are
-bucketed once per client (:func:`client_histograms`, one :func:`dpauc_tf.core.counts.bucket_counts`
+bucketed once per client ([`client_histograms`][], one [`dpauc_tf.core.counts.bucket_counts`][]
 pass with the client as group id); a mechanism's ``release(..., repeats=R)`` then draws the
 noise of all ``R`` repeats for all ``K`` clients in one vectorised call (``[R, K, ...]``
 tensors, in chunks of repeats to bound memory); the server's sum over clients, the confusion
-counts, the ROC and the AUC are the library's own functions (:mod:`dpauc_tf.core.curve`). Every
+counts, the ROC and the AUC are the library's own functions ([`dpauc_tf.core.curve`][]). Every
 repeat and every client gets independent noise, so the result has exactly the distribution of
 ``R`` separate evaluations with ``K`` separate client releases each
 (``tests/simulation/test_simulation.py`` checks this against one-at-a-time releases).
 
-The backend is written against the release protocol (:mod:`dpauc_tf.mechanisms.release`):
-a :class:`~dpauc_tf.mechanisms.release.ReleaseSpec` (or a built mechanism) sets the release
-up, every chunk of repeats gets its seed from :func:`dpauc_tf.noise.seeds.derive_seed`, and
-:func:`~dpauc_tf.mechanisms.release.finish_release` turns the summed reports into the one
-result type, :class:`~dpauc_tf.mechanisms.release.AUCResult` (AUC and curve of every repeat,
+The backend is written against the release protocol ([`dpauc_tf.mechanisms.release`][]):
+a [`ReleaseSpec`][] (or a built mechanism) sets the release
+up, every chunk of repeats gets its seed from [`dpauc_tf.noise.seeds.derive_seed`][], and
+[`finish_release`][] turns the summed reports into the one
+result type, [`AUCResult`][] (AUC and curve of every repeat,
 the guarantee, the whole output's cost).
 
 Secure mechanisms are simulated through their exactly equivalent aggregate
@@ -22,21 +22,22 @@ Secure mechanisms are simulated through their exactly equivalent aggregate
 clients' shares is one draw of the total noise, so the sum is simulated as one release of
 the summed counts with the full noise. Mechanisms that transform the data before counting
 (capability ``transforms_data``, e.g. ``score-noise``) need a pass over the examples per
-release: :func:`simulate_examples` does that in chunks of repeats, one counting pass per
+release: [`simulate_examples`][] does that in chunks of repeats, one counting pass per
 chunk with (repeat, client) as the group id; for every other mechanism it counts once and
-calls :func:`simulate`.
+calls [`simulate`][].
 
->>> import numpy as np
->>> from dpauc_tf import get_mechanism
->>> from dpauc_tf.core.thresholds import Thresholds
->>> rng = np.random.default_rng(0)
->>> labels, scores = rng.integers(0, 2, 1000), rng.random(1000)
->>> pos, neg = client_histograms(labels, scores, Thresholds.make(20), rng.integers(0, 4, 1000), 4)
->>> pos.shape
-(4, 21)
->>> out = simulate(get_mechanism("histogram", epsilon=1.0, num_thresholds=20), pos, neg, seed=0, repeats=5)
->>> out.aucs.shape, out.epsilon, out.epsilon_total
-((5,), 1.0, 5.0)
+Examples:
+    >>> import numpy as np
+    >>> from dpauc_tf import get_mechanism
+    >>> from dpauc_tf.core.thresholds import Thresholds
+    >>> rng = np.random.default_rng(0)
+    >>> labels, scores = rng.integers(0, 2, 1000), rng.random(1000)
+    >>> pos, neg = client_histograms(labels, scores, Thresholds.make(20), rng.integers(0, 4, 1000), 4)
+    >>> pos.shape
+    (4, 21)
+    >>> out = simulate(get_mechanism("histogram", epsilon=1.0, num_thresholds=20), pos, neg, seed=0, repeats=5)
+    >>> out.aucs.shape, out.epsilon, out.epsilon_total
+    ((5,), 1.0, 5.0)
 """
 
 from __future__ import annotations
@@ -60,13 +61,14 @@ SEED_KEY = "simulate"
 
 
 def SimulationResult(aucs, fpr, tpr, statement) -> AUCResult:
-    """Deprecated in 0.3: every backend returns an :class:`AUCResult`. Builds one from the
+    """Deprecated in 0.3: every backend returns an [`AUCResult`][]. Builds one from the
     four values of 0.2's ``SimulationResult`` (the whole output's cost by basic composition
     of the ``R`` releases, a valid bound).
 
-    >>> r = SimulationResult(np.array([0.7, 0.8]), np.zeros((2, 3)), np.zeros((2, 3)), None)
-    >>> round(r.mean, 2), round(r.std, 2)
-    (0.75, 0.05)
+    Examples:
+        >>> r = SimulationResult(np.array([0.7, 0.8]), np.zeros((2, 3)), np.zeros((2, 3)), None)
+        >>> round(r.mean, 2), round(r.std, 2)
+        (0.75, 0.05)
     """
     aucs = np.atleast_1d(np.asarray(aucs, np.float64))
     repeats = int(aucs.size)
@@ -137,7 +139,7 @@ def _chunks(repeats: int, per_repeat: int, seed) -> list[tuple[int, tf.Tensor]]:
 
 def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int) -> AUCResult:
     """The chunks' summed reports, joined along the repeats axis, through
-    :func:`finish_release` (the one post-processing). Every client reported: the statement
+    [`finish_release`][] (the one post-processing). Every client reported: the statement
     is the one of the full noise."""
     joined = {key: np.concatenate([part[key].numpy() for part in summed]) for key in summed[0]}
     shares = getattr(mechanism, "num_clients", None) or num_clients
@@ -170,7 +172,7 @@ def _sum_of_laplace(shape, scale: float, num_clients: int, seed, dtype) -> tf.Te
 
 
 def _sums_client_noise(mechanism: CountMechanism) -> bool:
-    """Whether :func:`_summed_release` draws the clients' summed noise of ``mechanism``."""
+    """Whether `_summed_release` draws the clients' summed noise of ``mechanism``."""
     from dpauc_tf.mechanisms.histogram import HistogramLaplace, HistogramPublicScores
     from dpauc_tf.mechanisms.paper import PaperLaplace
 
@@ -183,7 +185,7 @@ def _summed_release(mechanism: CountMechanism, pos, neg, num_clients: int, seed,
 
     For the mechanisms whose client release is ``counts + Laplace`` with continuous noise
     (``paper``, ``histogram``, ``histogram-public-scores``) the server's sum is the sum of
-    the counts plus a sum of ``K`` Laplace draws per value (:func:`_sum_of_laplace`), which
+    the counts plus a sum of ``K`` Laplace draws per value (`_sum_of_laplace`), which
     is what the server sees and all that the estimate uses: the same distribution as ``K``
     per-client draws, for ``1 / K`` of the random numbers. ``None`` for any other mechanism
     (drawn client by client)."""
@@ -227,16 +229,16 @@ def simulate(
 ) -> AUCResult:
     """``repeats`` evaluations: every client of ``pos, neg [K, T + 1]`` releases, the server sums.
 
-    ``release``: a :class:`~dpauc_tf.mechanisms.release.ReleaseSpec` (built here for the
+    ``release``: a [`ReleaseSpec`][] (built here for the
     ``K`` clients; its seed unless ``seed`` is given) or a mechanism already built.
-    Returns an :class:`~dpauc_tf.mechanisms.release.AUCResult`: the AUC and ROC of every
+    Returns an [`AUCResult`][]: the AUC and ROC of every
     repeat (``[R, 0]`` ROC arrays for a mechanism that releases only the AUC, which also
     takes one client only) and the cost. Secure mechanisms are simulated by their exact
     aggregate (see the module docstring). Mechanisms that transform the data before
-    counting cannot be simulated from counts: use :func:`simulate_examples`.
+    counting cannot be simulated from counts: use [`simulate_examples`][].
 
     ``per_client_noise=False`` draws the server's sum of the clients' Laplace noise at once
-    where that sum has a closed form (:func:`_summed_release`: ``paper``, ``histogram``,
+    where that sum has a closed form (`_summed_release`: ``paper``, ``histogram``,
     ``histogram-public-scores``): the same distribution from ``1 / K`` of the random
     numbers, so different numbers for the same seed. The default draws every client's noise.
     """
@@ -288,10 +290,11 @@ def even_grid_buckets(values: np.ndarray, scores: np.ndarray) -> np.ndarray | No
     The same ids as the sorted search, element for element: the division's rounding moves
     the first guess by less than one bucket, and the two comparisons settle it.
 
-    >>> v = np.linspace(-1.0, 2.0, 7)
-    >>> s = np.array([-5.0, -1.0, 0.0, 0.5, 0.50001, 2.0, 9.0])
-    >>> even_grid_buckets(v, s).tolist() == np.searchsorted(v, s, side="left").tolist()
-    True
+    Examples:
+        >>> v = np.linspace(-1.0, 2.0, 7)
+        >>> s = np.array([-5.0, -1.0, 0.0, 0.5, 0.50001, 2.0, 9.0])
+        >>> even_grid_buckets(v, s).tolist() == np.searchsorted(v, s, side="left").tolist()
+        True
     """
     count = values.size
     if count < 2:
@@ -345,7 +348,7 @@ def simulate_examples(
 ) -> AUCResult:
     """``repeats`` evaluations of examples held by ``num_clients`` clients (any mechanism).
 
-    Counts once and calls :func:`simulate` unless the mechanism transforms the data before
+    Counts once and calls [`simulate`][] unless the mechanism transforms the data before
     counting; then every chunk of repeats transforms all examples (one independent draw per
     repeat and example) and counts them in one pass, grouped by (repeat, client).
     """

@@ -3,14 +3,14 @@
 TensorFlow's C++ side prints to file descriptor 2 while it starts: CUDA stub and driver
 probes, CPU-feature notes, the absl "before InitializeLog" banner, TensorRT warnings.
 ``TF_CPP_MIN_LOG_LEVEL`` silences only part of it (the absl lines are written before it is
-read). :func:`import_tensorflow_quietly`, called by every entry point before its first
+read). [`import_tensorflow_quietly`][], called by every entry point before its first
 TensorFlow work, imports TensorFlow and initialises its devices with file descriptor 2
 captured, then writes back every captured line that is not known start-up chatter, so real
 errors still reach the terminal.
 
->>> tf = import_tensorflow_quietly()
->>> tf.__name__
-'tensorflow'
+    >>> tf = import_tensorflow_quietly()
+    >>> tf.__name__
+    'tensorflow'
 """
 
 from __future__ import annotations

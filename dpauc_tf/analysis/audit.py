@@ -17,21 +17,21 @@ claim is for this pair and sample size.
 family-wise. With ``m`` audits each bound is computed at ``1 - (1 - confidence) / m``
 (Bonferroni), so the probability that *any* honest mechanism of the family is reported
 violated stays below ``1 - confidence`` (with ``m`` separate 95% bounds it could reach
-``1 - 0.95^m``). See :func:`per_audit_confidence`.
+``1 - 0.95^m``). See [`per_audit_confidence`][].
 
-**Power**: :attr:`AuditResult.detectable_multiple` is the smallest factor by which the
+**Power**: `AuditResult.detectable_multiple` is the smallest factor by which the
 mechanism's privacy loss would have to grow (its noise scale shrink) for the audit to catch
-it about half of the time at the observed rates and sample size (:func:`detectable_multiple`).
+it about half of the time at the observed rates and sample size ([`detectable_multiple`][]).
 A claim that the audit cannot come close to (a composition of many small losses, such as
 ``paper`` at large ``T``) needs more samples to be checked; docs/audit.md gives figures.
 
 How the pieces are chosen:
 
-* **Worst-case neighbours** (:func:`worst_case_pair`): a tiny test set (the target example
+* **Worst-case neighbours** ([`worst_case_pair`][]): a tiny test set (the target example
   plus one positive and one negative) whose target example sits on a threshold, so its label
   moves a unit of weight between ``pos[b]`` and ``neg[b]`` of its bucket and, for the
   paper's cumulative release, changes ``2T`` counts. Counts come from
-  :func:`dpauc_tf.core.counts.bucket_counts`.
+  [`dpauc_tf.core.counts.bucket_counts`][].
 * **Coordinates that the flip touches** are found without looking inside the mechanism: the
   two neighbours are released with the *same* seed, and the mean difference of the outputs
   is the shift ``d`` (exact for additive-noise mechanisms). Midpoints are the medians of the
@@ -41,26 +41,26 @@ How the pieces are chosen:
   noise, ``sum_i d_i (x_i - m_i)``. Both sum over every touched coordinate (``2T`` for
   ``paper``) and are oriented so that ``D'`` tends to be larger.
 * **The event** ``{S >= c}`` or ``{S <= c}`` (statistic, direction, threshold ``c``, which
-  neighbour is ``A``) is chosen on a :data:`SELECTION_FRACTION` of the samples (at most
-  :data:`MAX_SELECTION_SAMPLES` per neighbour); the bound is
+  neighbour is ``A``) is chosen on a `SELECTION_FRACTION` of the samples (at most
+  `MAX_SELECTION_SAMPLES` per neighbour); the bound is
   computed on the other, independent samples, so the selection does not bias it.
 
 **What is audited** is what the mechanism claims: label DP (the pair above) for the
 mechanisms that protect labels; score DP for ``score-noise`` (one example's score moves from
-0 to 1, its label stays: :class:`_ScoreAudit`), which does not protect labels.
+0 to 1, its label stays: `_ScoreAudit`), which does not protect labels.
 
-**Memory** (:func:`run_audit`): releases are drawn in chunks of at most
-:data:`MAX_CHUNK_VALUES` values and reduced to the statistics before the next chunk; only
+**Memory** ([`run_audit`][]): releases are drawn in chunks of at most
+`MAX_CHUNK_VALUES` values and reduced to the statistics before the next chunk; only
 the selection's statistics grow with ``samples`` (32 bytes per selection release, twice
-that while the event is chosen), up to :data:`MAX_SELECTION_SAMPLES` releases.
+that while the event is chosen), up to `MAX_SELECTION_SAMPLES` releases.
 
 Negative control: ``flip_weight=2`` gives the flipped example weight 2, which the mechanisms
 forbid (their sensitivity assumes weights in [0, 1]): "sensitivity under-counted". Its
 audited bound must then exceed the claim, which shows that the audit can detect a violation.
 
->>> result = run_audit("histogram", epsilon=1.0, samples=20_000, seed=0)
->>> result.epsilon_lower_bound <= result.claimed_epsilon
-True
+    >>> result = run_audit("histogram", epsilon=1.0, samples=20_000, seed=0)
+    >>> result.epsilon_lower_bound <= result.claimed_epsilon
+    True
 """
 
 from __future__ import annotations
@@ -115,7 +115,8 @@ class AuditResult:
 
     Attributes:
       mechanism: the mechanism's name.
-      epsilon, delta: the parameters it was built with.
+      epsilon: the parameters it was built with.
+      delta: as ``epsilon``.
       claimed_epsilon: the epsilon of one release that the library states
         (``statement().epsilon``; for ``paper`` the tight ``epsilon / 2``).
       source_claimed_epsilon: what the source (the paper) claims, when that differs.
@@ -125,20 +126,25 @@ class AuditResult:
       detectable_multiple: the audit's power: the smallest factor ``k`` by which the privacy
         loss of the chosen event would have to grow (a noise scale divided by ``k``, a
         sensitivity multiplied by ``k``) for the lower bound expected at these rates and this
-        sample size to exceed the claim (see :func:`detectable_multiple`). Below 1 when the
+        sample size to exceed the claim (see `detectable_multiple`). Below 1 when the
         claim is already exceeded; ``inf`` when the audit saw no separation; ``nan`` when the
         event never occurred under the disfavoured neighbour.
-      samples: releases per neighbour (a :data:`SELECTION_FRACTION`, at most
-        :data:`MAX_SELECTION_SAMPLES`, selects the event, the rest evaluates it).
+      samples: releases per neighbour (a `SELECTION_FRACTION`, at most
+        `MAX_SELECTION_SAMPLES`, selects the event, the rest evaluates it).
       evaluation_samples: releases per neighbour that evaluate the event.
-      statistic, event: the chosen test.
-      rate_a, rate_b: observed event frequencies under the favoured and the other neighbour.
-      rate_a_lower, rate_b_upper: their Clopper-Pearson bounds.
+      statistic: the chosen test.
+      event: as ``statistic``.
+      rate_a: observed event frequencies under the favoured and the other neighbour.
+      rate_b: as ``rate_a``.
+      rate_a_lower: their Clopper-Pearson bounds.
+      rate_b_upper: as ``rate_a_lower``.
       confidence: the confidence of this bound alone (``1 - (1 - family_confidence) /
         family_size``: Bonferroni).
       family_confidence: the confidence that *every* bound of the family holds at once.
       family_size: the number of audits run together (and corrected for).
-      num_thresholds, flip_weight, pair: the neighbours audited.
+      num_thresholds: the neighbours audited.
+      flip_weight: as ``num_thresholds``.
+      pair: as ``num_thresholds``.
       neighbouring: the relation audited, the one the mechanism claims: ``"label"`` (one
         example's label flips) or ``"score"`` (one example's score moves, ``score-noise``).
     """
@@ -190,7 +196,7 @@ def _flatten(release: Release) -> np.ndarray:
 def _release_matrix(mechanism, pos, neg, seed: int, repeats: int) -> np.ndarray:
     """``repeats`` releases as a ``[R, C]`` array.
 
-    A mechanism with ``num_clients = K > 1`` (distributed noise, where :meth:`release` is one
+    A mechanism with ``num_clients = K > 1`` (distributed noise, where `release` is one
     client's share) is released as the sum of ``K`` reports: the client holding the test set
     and ``K - 1`` clients with no examples, so the total carries one full draw of the noise.
     """
@@ -213,11 +219,11 @@ def _release_matrix(mechanism, pos, neg, seed: int, repeats: int) -> np.ndarray:
 
 def chunk_rows(num_coordinates: int) -> int:
     """Releases drawn at once for a release of ``num_coordinates`` values: at most
-    :data:`MAX_CHUNK_VALUES` values in all (one release when a release alone is larger),
+    `MAX_CHUNK_VALUES` values in all (one release when a release alone is larger),
     and at most ``100,000``.
 
-    >>> chunk_rows(6), chunk_rows(2_730), chunk_rows(10**7)
-    (100000, 1536, 1)
+        >>> chunk_rows(6), chunk_rows(2_730), chunk_rows(10**7)
+        (100000, 1536, 1)
     """
     return max(1, min(_CHUNK, MAX_CHUNK_VALUES // max(1, int(num_coordinates))))
 
@@ -229,7 +235,7 @@ def _num_coordinates(mechanism, pair: NeighbouringPair) -> int:
 
 def _shift(mechanism, pair: NeighbouringPair, seed: int, num_coordinates: int) -> np.ndarray:
     """Mean output difference ``D' - D`` under common random numbers (the same seed), over
-    :data:`_DIRECTION_REPEATS` releases, drawn in chunks of :func:`chunk_rows`."""
+    `_DIRECTION_REPEATS` releases, drawn in chunks of [`chunk_rows`][]."""
     rows = chunk_rows(num_coordinates)
     if rows >= _DIRECTION_REPEATS:
         plan = [(seed, _DIRECTION_REPEATS)]
@@ -257,9 +263,9 @@ def _statistics(x: np.ndarray, shift: np.ndarray, middle: np.ndarray) -> dict[st
 class _LabelAudit:
     """Releases of the label-DP pair, reduced chunk by chunk to the test statistics.
 
-    Memory: one chunk of releases (:func:`chunk_rows`: at most :data:`MAX_CHUNK_VALUES`
+    Memory: one chunk of releases ([`chunk_rows`][]: at most `MAX_CHUNK_VALUES`
     values, or one release) and, per neighbour, the touched coordinates of the first
-    selection releases (at most :data:`MAX_BUFFER_VALUES` values, plus one chunk), whose
+    selection releases (at most `MAX_BUFFER_VALUES` values, plus one chunk), whose
     medians are the midpoints; every other release is reduced to its statistics at once.
     """
 
@@ -326,12 +332,12 @@ class _ScoreAudit:
 
     The pair: one positive example whose score is 0 in ``D`` and ``flip_weight`` (1 unless a
     negative control) in ``D'``; the label is the same, since score DP does not protect it.
-    The mechanism's own client step (:meth:`~CountMechanism.transform`) adds its noise to
-    the score, which is counted on its own grid (:meth:`~CountMechanism.count_thresholds`);
+    The mechanism's own client step ([`transform`][dpauc_tf.mechanisms.base.CountMechanism.transform]) adds its noise to
+    the score, which is counted on its own grid ([`count_thresholds`][dpauc_tf.mechanisms.base.CountMechanism.count_thresholds]);
     the release is that histogram, published as counted (checked), so it is one-to-one
     with the noisy score's bucket. The statistic is that bucket's threshold (``noisy-score``),
     monotone in the likelihood ratio of shifted Laplace noise. Memory: one chunk of
-    :data:`_CHUNK` scores at a time.
+    `_CHUNK` scores at a time.
     """
 
     neighbouring = "score"
@@ -399,8 +405,8 @@ def _seed_plan(
     """Independent chunk seeds: direction, then D / D' selection, then D / D' evaluation.
 
     The direction's seed is the sequence's first state whatever ``chunk`` is
-    (:meth:`numpy.random.SeedSequence.generate_state` is prefix-stable), so it can be drawn
-    before the chunk size is known (:func:`_direction_seed`).
+    (`numpy.random.SeedSequence.generate_state` is prefix-stable), so it can be drawn
+    before the chunk size is known (`_direction_seed`).
     """
     sizes = [_chunk_sizes(selection, chunk)] * 2 + [_chunk_sizes(evaluation, chunk)] * 2
     states = sequence.generate_state(1 + sum(len(part) for part in sizes), dtype=np.uint64)
@@ -429,21 +435,21 @@ def run_audit(
 ) -> AuditResult:
     """Audits one mechanism on its worst-case pair and returns the lower bound.
 
-    A mechanism that protects labels is audited for label DP on :func:`pair_for`; one that
+    A mechanism that protects labels is audited for label DP on [`pair_for`][]; one that
     protects scores (``score-noise``) for score DP, the relation it claims: one example's
-    score moves from 0 to 1, its label stays (see :class:`_ScoreAudit`).
+    score moves from 0 to 1, its label stays (see `_ScoreAudit`).
 
     Memory is bounded whatever ``samples`` is: the statistics the event is chosen from take
     32 bytes per selection release (twice that while they are sorted), at most
-    :data:`MAX_SELECTION_SAMPLES` of them; releases are drawn in chunks of at most
-    :data:`MAX_CHUNK_VALUES` values (:func:`chunk_rows`) and reduced to the test statistic
+    `MAX_SELECTION_SAMPLES` of them; releases are drawn in chunks of at most
+    `MAX_CHUNK_VALUES` values ([`chunk_rows`][]) and reduced to the test statistic
     before the next chunk is drawn.
 
     Args:
       mechanism: a registered name (built with ``epsilon``, ``num_thresholds``, ``delta`` and
-        ``mechanism_kwargs``) or a built :class:`CountMechanism` (its own settings are used).
-      samples: releases per neighbour; a :data:`SELECTION_FRACTION` of them (at most
-        :data:`MAX_SELECTION_SAMPLES`) chooses the event, the rest evaluates it.
+        ``mechanism_kwargs``) or a built [`CountMechanism`][] (its own settings are used).
+      samples: releases per neighbour; a `SELECTION_FRACTION` of them (at most
+        `MAX_SELECTION_SAMPLES`) chooses the event, the rest evaluates it.
       seed: ``None`` for OS entropy, an int for a reproducible audit.
       flip_weight: weight of the flipped example (> 1 only as a negative control); for
         score DP, the score the example moves to (> 1 breaks the [0, 1] range).
@@ -551,7 +557,7 @@ def auditable_mechanisms() -> list[str]:
 def format_table(results: Sequence[AuditResult]) -> str:
     """A plain-text table: claimed epsilon vs audited lower bound and power per mechanism.
 
-    ``detect x`` is :attr:`AuditResult.detectable_multiple`; a footer states the
+    ``detect x`` is `AuditResult.detectable_multiple`; a footer states the
     confidence of the whole table (Bonferroni over its audits).
     """
     header = (

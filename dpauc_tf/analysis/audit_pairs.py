@@ -1,9 +1,9 @@
-"""The audit's neighbouring test sets, as bucket counts (see :mod:`dpauc_tf.analysis.audit`).
+"""The audit's neighbouring test sets, as bucket counts (see [`dpauc_tf.analysis.audit`][]).
 
-Curve mechanisms are audited on :func:`worst_case_pair` (three examples, the target on a
-threshold); mechanisms that release only the AUC on :func:`auc_worst_case_pair` (large
+Curve mechanisms are audited on [`worst_case_pair`][] (three examples, the target on a
+threshold); mechanisms that release only the AUC on [`auc_worst_case_pair`][] (large
 classes, the target above all, so the flip moves the AUC by about ``1 / min(P, N)``).
-:func:`pair_for` picks the right one.
+[`pair_for`][] picks the right one.
 """
 
 from __future__ import annotations
@@ -46,9 +46,10 @@ def worst_case_pair(
     score in (0, 1] shares one bucket), next to one positive and one negative example.
     ``flip_weight > 1`` breaks the mechanisms' sensitivity assumption (negative control).
 
-    >>> pair = worst_case_pair(5)
-    >>> (pair.pos - pair.pos_prime).tolist(), (pair.neg_prime - pair.neg).tolist()
-    ([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    Examples:
+        >>> pair = worst_case_pair(5)
+        >>> (pair.pos - pair.pos_prime).tolist(), (pair.neg_prime - pair.neg).tolist()
+        ([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
     """
     thresholds = Thresholds.make(num_thresholds)
     values = thresholds.as_array()
@@ -103,9 +104,10 @@ def auc_worst_case_pair(thresholds: Thresholds, flip_weight: float = 1.0) -> Nei
     ``1 / min(P, N)``, and ``min(P, N)`` by ``w``. Counts on the mechanism's grid (the
     multiplicities are weights, so this builds no large arrays).
 
-    >>> pair = auc_worst_case_pair(Thresholds.make(11))
-    >>> float(pair.pos.sum()), float(pair.neg_prime.sum())
-    (60001.0, 20001.0)
+    Examples:
+        >>> pair = auc_worst_case_pair(Thresholds.make(11))
+        >>> float(pair.pos.sum()), float(pair.neg_prime.sum())
+        (60001.0, 20001.0)
     """
     return _flipped_pair(
         [0.95, 0.9, 0.1],
@@ -120,8 +122,8 @@ def auc_worst_case_pair(thresholds: Thresholds, flip_weight: float = 1.0) -> Nei
 
 
 def pair_for(mechanism: CountMechanism, flip_weight: float = 1.0) -> NeighbouringPair:
-    """The audit's neighbours for ``mechanism``: :func:`worst_case_pair` for curve releases,
-    :func:`auc_worst_case_pair` for AUC-only releases."""
+    """The audit's neighbours for ``mechanism``: [`worst_case_pair`][] for curve releases,
+    [`auc_worst_case_pair`][] for AUC-only releases."""
     if getattr(mechanism, "num_classes", None) is not None:  # one-vs-rest (multi-class)
         return multiclass_worst_case_pair(
             mechanism.num_classes, mechanism.num_thresholds, flip_weight
@@ -140,9 +142,10 @@ def multiclass_worst_case_pair(
     thresholds): four counts move, ``pos/neg[0, b_0]`` and ``pos/neg[1, b_1]``. Counts are
     ``[C, T + 1]``; ``flip_weight > 1`` is the negative control.
 
-    >>> pair = multiclass_worst_case_pair(3, 5)
-    >>> int(np.abs(pair.pos - pair.pos_prime).sum() + np.abs(pair.neg - pair.neg_prime).sum())
-    4
+    Examples:
+        >>> pair = multiclass_worst_case_pair(3, 5)
+        >>> int(np.abs(pair.pos - pair.pos_prime).sum() + np.abs(pair.neg - pair.neg_prime).sum())
+        4
     """
     thresholds = Thresholds.make(num_thresholds)
     values = thresholds.as_array()

@@ -1,8 +1,8 @@
 """The audit's statistics: Clopper-Pearson bounds, the epsilon an event shows, the audit's
-power, and the choice of the event on the selection half (:mod:`dpauc_tf.analysis.audit`).
+power, and the choice of the event on the selection half ([`dpauc_tf.analysis.audit`][]).
 
->>> per_audit_confidence(0.95, 10)
-0.995
+    >>> per_audit_confidence(0.95, 10)
+    0.995
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ def per_audit_confidence(family_confidence: float, family_size: int) -> float:
     """Bonferroni: the confidence each of ``family_size`` bounds needs so that all hold at once
     with ``family_confidence``.
 
-    >>> per_audit_confidence(0.95, 10)
-    0.995
+        >>> per_audit_confidence(0.95, 10)
+        0.995
     """
     if isinstance(family_size, bool) or not isinstance(family_size, int) or family_size < 1:
         raise ValueError(f"family_size must be an int >= 1, got {family_size!r}")
@@ -73,9 +73,9 @@ def detectable_multiple(
     one more often. ``inf`` when ``l <= 0`` or no ``k`` reaches the claim before
     ``p_A = 1``; ``nan`` when ``count_b == 0`` (no rate to scale).
 
-    >>> k = detectable_multiple(2_718, 1_000, 100_000, 0.0, 0.025, claimed=1.0)
-    >>> 1.0 < k < 1.2
-    True
+        >>> k = detectable_multiple(2_718, 1_000, 100_000, 0.0, 0.025, claimed=1.0)
+        >>> 1.0 < k < 1.2
+        True
     """
     p_a, p_b = count_a / trials, count_b / trials
     if count_b <= 0:

@@ -8,15 +8,16 @@ bucket probabilities (no scores are drawn), many test sets at once, and every te
 one release of the mechanism (secure mechanisms: the sum of ``num_clients`` real shares, or,
 above ``max_real_shares``, one draw of the exact distribution of that sum).
 
-For every release, the interval of :func:`dpauc_tf.mechanisms.intervals.release_interval`
+For every release, the interval of [`dpauc_tf.mechanisms.intervals.release_interval`][]
 is checked against the test set's own AUC (``target="sample"``) and against the population
 AUC (``target="population"``), and its width against the *oracle* interval: ``2 z`` times
 the standard deviation, over the simulated sets, of the estimate around the test set's AUC
 (sample) or around the population AUC (population).
 
->>> out = simulate_coverage("histogram", n=2000, epsilon=1.0, sets=50, seed=0)
->>> 0.8 < out["coverage_sample"] <= 1.0, out["sets"]
-(True, 50)
+Examples:
+    >>> out = simulate_coverage("histogram", n=2000, epsilon=1.0, sets=50, seed=0)
+    >>> 0.8 < out["coverage_sample"] <= 1.0, out["sets"]
+    (True, 50)
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def binormal_bucket_probabilities(grid: Thresholds, auc: float) -> tuple[np.ndar
     """Probabilities ``[T + 1]`` of every bucket of ``grid`` for a positive and a negative
     (module docstring's population; bucket ``b`` holds ``theta_{b-1} < s <= theta_b``).
 
-    >>> p_pos, p_neg = binormal_bucket_probabilities(Thresholds.make(5), 0.75)
-    >>> p_neg.round(2).tolist(), round(float(p_pos.sum()), 12)
-    ([0.0, 0.25, 0.25, 0.25, 0.25, 0.0], 1.0)
+    Examples:
+        >>> p_pos, p_neg = binormal_bucket_probabilities(Thresholds.make(5), 0.75)
+        >>> p_neg.round(2).tolist(), round(float(p_pos.sum()), 12)
+        ([0.0, 0.25, 0.25, 0.25, 0.25, 0.0], 1.0)
     """
     d = math.sqrt(2.0) * stats.norm.ppf(auc)
     theta = np.clip(grid.as_array(), 0.0, 1.0)

@@ -1,8 +1,8 @@
 """Which noise family gives the smaller AUC error for a given number of evaluations.
 
 A user who evaluates ``n`` times under one total budget ``(epsilon_total, delta)`` must
-split it over the evaluations. The two families of :class:`dpauc_tf.mechanisms.tree.
-SecureTreeHistogram` compose differently:
+split it over the evaluations. The two families of
+[`dpauc_tf.mechanisms.tree.SecureTreeHistogram`][] compose differently:
 
 * ``"discrete-laplace"`` (pure DP per evaluation): ``n`` releases of epsilon ``e`` cost
   ``n e`` by basic composition; with ``delta > 0`` the PLD accountant of dp-accounting
@@ -10,23 +10,23 @@ SecureTreeHistogram` compose differently:
   larger than ``epsilon_total / n``. Here ``e`` is the largest per-evaluation epsilon whose
   ``n``-fold composition is at most ``epsilon_total`` by the best of basic / PLD / RDP.
 * ``"skellam"`` (Gaussian family): Renyi-DP bounds add over evaluations
-  (:func:`dpauc_tf.privacy.skellam.skellam_tree_rdp`); the noise grows like ``sqrt(n)``
+  ([`dpauc_tf.privacy.skellam.skellam_tree_rdp`][]); the noise grows like ``sqrt(n)``
   instead of ``n``. dp-accounting has no Skellam event, so the Renyi bound of Agarwal,
-  Kairouz & Liu (2021) is used (:mod:`dpauc_tf.privacy.skellam`).
+  Kairouz & Liu (2021) is used ([`dpauc_tf.privacy.skellam`][]).
 
 Both are compared by the exact (linearised) AUC standard deviation of one evaluation on the
-user's bucket counts (:func:`dpauc_tf.analysis.tree_design.mechanism_auc_variance`), with the
+user's bucket counts ([`dpauc_tf.analysis.tree_design.mechanism_auc_variance`][]), with the
 secure-aggregation (central) noise. Few evaluations favour Laplace (pure DP, no delta
 spent on tails); many favour Skellam (``python benchmarks/bench_utility.py --families``
 prints the comparison on the paper-sized score set; ``docs/tree_histograms.md``).
 
->>> import numpy as np
->>> pos = np.array([0., 10., 30., 60., 100., 0.]) * 100
->>> neg = np.array([0., 100., 60., 30., 10., 0.]) * 100
->>> one = compare_noise_families(1, 1.0, 1e-6, pos, neg, branching=2)
->>> many = compare_noise_families(100, 1.0, 1e-6, pos, neg, branching=2)
->>> one.better, many.better
-('discrete-laplace', 'skellam')
+    >>> import numpy as np
+    >>> pos = np.array([0., 10., 30., 60., 100., 0.]) * 100
+    >>> neg = np.array([0., 100., 60., 30., 10., 0.]) * 100
+    >>> one = compare_noise_families(1, 1.0, 1e-6, pos, neg, branching=2)
+    >>> many = compare_noise_families(100, 1.0, 1e-6, pos, neg, branching=2)
+    >>> one.better, many.better
+    ('discrete-laplace', 'skellam')
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ class FamilyComparison:
     """Per-evaluation noise and AUC error of both families under one total budget.
 
     Attributes:
-      num_evaluations, epsilon_total, delta: the total budget and how often it is spent.
+      num_evaluations: the total budget and how often it is spent.
+      epsilon_total: as ``num_evaluations``.
+      delta: as ``num_evaluations``.
       laplace_epsilon: per-evaluation epsilon of the discrete Laplace tree.
       laplace_accountant: which composition certified it (``"basic"``, ``"pld"``, ``"rdp"``).
       laplace_auc_std: AUC standard deviation of one discrete Laplace evaluation.
@@ -83,7 +85,7 @@ def _laplace_epsilon(
     num_evaluations: int, epsilon_total: float, delta: float, make
 ) -> tuple[float, str]:
     """Largest per-evaluation epsilon whose composition fits, and the accountant that
-    certified it (:func:`dpauc_tf.privacy.calibration.largest_parameter`)."""
+    certified it ([`dpauc_tf.privacy.calibration.largest_parameter`][])."""
 
     def figures(eps: float) -> dict[str, float]:
         spent = make(eps).privacy_spent(num_evaluations, delta)
@@ -119,14 +121,18 @@ def compare_noise_families(
 
     Args:
       num_evaluations: how many times the AUC will be released under this budget.
-      epsilon_total, delta: the total label-DP budget of all evaluations (``delta > 0``:
-        Skellam needs it; Laplace uses it only for tighter composition).
-      pos, neg: representative bucket counts ``[T + 1]`` (for instance from a public or
-        earlier data set); the tree has ``T = len(pos) - 1`` thresholds.
-      branching, budget, public_scores: the tree (see :class:`SecureTreeHistogram`).
+      epsilon_total: the total label-DP epsilon of all evaluations.
+      delta: the total delta of all evaluations (``delta > 0``: Skellam needs it; Laplace
+        uses it only for tighter composition).
+      pos: representative bucket counts of the positives, ``[T + 1]`` (for instance from a
+        public or earlier data set); the tree has ``T = len(pos) - 1`` thresholds.
+      neg: the same for the negatives.
+      branching: the tree's branching factor.
+      budget: the tree's split of epsilon over its levels.
+      public_scores: the tree's option of that name (for all three, see [`SecureTreeHistogram`][]).
 
     Returns:
-      A :class:`FamilyComparison`.
+      A [`FamilyComparison`][].
     """
     if isinstance(num_evaluations, bool) or not isinstance(num_evaluations, (int, np.integer)):
         raise TypeError(f"num_evaluations must be an int, got {num_evaluations!r}")

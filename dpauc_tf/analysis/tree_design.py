@@ -1,13 +1,13 @@
 """Design tools for the tree mechanisms: the linearised variance of their AUC estimate.
 
 Used to choose the tree defaults (branching 4, budget ratio 0.8; ``docs/tree_histograms.md``
-records the measurement and the command) and by :mod:`dpauc_tf.analysis.noise_families`.
+records the measurement and the command) and by [`dpauc_tf.analysis.noise_families`][].
 
->>> import numpy as np
->>> pos = np.array([0., 10., 30., 60., 100., 0.]) * 100
->>> neg = np.array([0., 100., 60., 30., 10., 0.]) * 100
->>> auc_variance(pos, neg, epsilon=1.0, branching=2) > 0
-True
+    >>> import numpy as np
+    >>> pos = np.array([0., 10., 30., 60., 100., 0.]) * 100
+    >>> neg = np.array([0., 100., 60., 30., 10., 0.]) * 100
+    >>> auc_variance(pos, neg, epsilon=1.0, branching=2) > 0
+    True
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def auc_variance(
 ) -> float:
     """Variance of the least-squares tree AUC of one central Laplace release (linearised).
 
-    :func:`mechanism_auc_variance` of ``TreeHistogram(epsilon, len(pos) - 1, ...)``;
+    [`mechanism_auc_variance`][] of ``TreeHistogram(epsilon, len(pos) - 1, ...)``;
     ``K`` clients in local mode multiply it by ``K``. Used to choose the defaults.
     """
     mechanism = TreeHistogram(
@@ -46,10 +46,10 @@ def mechanism_auc_variance(
     mechanism: TreeHistogram,
     level_variances: Sequence[float] | None = None,
 ) -> float:
-    """Variance of :meth:`TreeHistogram.estimate_auc` for one (summed) release (linearised).
+    """Variance of [`TreeHistogram.estimate_auc`][] for one (summed) release (linearised).
 
     Exact for the linear estimator: ``sum_nodes (L^T g)_n^2 var_n``, with ``g`` the AUC
-    gradient (:func:`auc_gradient`, of the mechanism's estimator), ``L`` the estimator of :func:`least_squares_leaves`
+    gradient ([`auc_gradient`][], of the mechanism's estimator), ``L`` the estimator of [`least_squares_leaves`][]
     (applied to the basis vectors of the node space) and ``var_n`` the mechanism's node
     variances (per class, ``class_level_variances``: the mechanism's own unless
     ``level_variances`` is given for both classes). Second-order terms are of relative

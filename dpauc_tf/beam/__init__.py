@@ -1,19 +1,19 @@
 """Apache Beam: count per score bucket in parallel, merge, release once per slice.
 
-Needs Apache Beam (``pip install "dpauc-tf[beam]"``); importing this package without it
+Needs Apache Beam (the ``beam`` extra: ``pip install ".[beam]"`` in a clone); importing this package without it
 raises a one-line ``ImportError`` naming the extra. The pieces:
 
-* :class:`~dpauc_tf.beam.counting.CountBuckets`: a ``CombineFn`` whose accumulator is the
-  per-bucket ``pos, neg`` counts of :func:`dpauc_tf.core.counts.bucket_counts` (float64,
+* [`CountBuckets`][]: a ``CombineFn`` whose accumulator is the
+  per-bucket ``pos, neg`` counts of [`dpauc_tf.core.counts.bucket_counts`][] (float64,
   exact integers up to 2^53), merged by addition.
-* :class:`~dpauc_tf.beam.release.PrivateAUC`: a ``PTransform`` from keyed examples to one
+* [`PrivateAUC`][]: a ``PTransform`` from keyed examples to one
   release per slice through a mechanism of the registry (central noise at extraction), or
   the sum of clients' reports when the input is per client, with the epsilon of every slice
   and of the whole.
-* :class:`~dpauc_tf.beam.io.ReadScores`: score files (Parquet, TFRecord, CSV, globs, any
+* [`ReadScores`][]: score files (Parquet, TFRecord, CSV, globs, any
   file system Beam knows) read by Beam's own sources into column batches, which
   ``PrivateAUC(slicing=...)`` slices inside the transform.
-* :func:`~dpauc_tf.beam.pipeline.evaluate_with_beam`: the pipeline behind
+* [`evaluate_with_beam`][dpauc_tf.beam.pipeline.evaluate_with_beam]: the pipeline behind
   ``dpauc evaluate --backend beam``.
 
 See ``docs/beam.md`` (runners and their flags) and ``docs/tfma.md`` (TFMA).

@@ -1,8 +1,8 @@
 """Per-bucket class counts as an Apache Beam ``CombineFn`` (count in parallel, merge by adding).
 
-:class:`CountBuckets` buffers examples and counts them in vectorised batches with the
-library's one counting function, :func:`dpauc_tf.core.counts.bucket_counts` (the same
-bucket rule, the same validation). Its accumulator, :class:`BucketCounts`, holds ``pos``
+[`CountBuckets`][] buffers examples and counts them in vectorised batches with the
+library's one counting function, [`dpauc_tf.core.counts.bucket_counts`][] (the same
+bucket rule, the same validation). Its accumulator, [`BucketCounts`][], holds ``pos``
 and ``neg`` as float64 arrays of ``T + 1`` buckets: exact integers up to 2^53 (a float32
 counter would stop at 2^24). Merging adds them, so any split of the data over workers and
 bundles gives the same integer counts.
@@ -18,14 +18,14 @@ Invalid input (a label other than 0/1, a score outside [0, 1] or NaN, a weight o
 [0, 1], or a fractional weight for an integer-noise mechanism) raises ``ValueError`` with
 the library's one-line message; Beam reports it as the pipeline's failure.
 
->>> from dpauc_tf.core.thresholds import Thresholds
->>> fn = CountBuckets(Thresholds.make(3))
->>> acc = fn.create_accumulator()
->>> acc = fn.add_input(acc, (0.9, 1))
->>> acc = fn.add_input(acc, ([0.2, 0.4], [0, 1]))
->>> out = fn.extract_output(acc)
->>> out.pos.tolist(), out.neg.tolist()
-([0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+    >>> from dpauc_tf.core.thresholds import Thresholds
+    >>> fn = CountBuckets(Thresholds.make(3))
+    >>> acc = fn.create_accumulator()
+    >>> acc = fn.add_input(acc, (0.9, 1))
+    >>> acc = fn.add_input(acc, ([0.2, 0.4], [0, 1]))
+    >>> out = fn.extract_output(acc)
+    >>> out.pos.tolist(), out.neg.tolist()
+    ([0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ class BucketCounts:
     """The accumulator: float64 per-bucket counts ``pos, neg`` ``[T + 1]`` and the examples
     not yet counted (``pending``: a list of ``(scores, labels, weights)`` arrays).
 
-    >>> counts = BucketCounts.zeros(3)
-    >>> counts.pos.tolist(), counts.num_examples
-    ([0.0, 0.0, 0.0, 0.0], 0.0)
+        >>> counts = BucketCounts.zeros(3)
+        >>> counts.pos.tolist(), counts.num_examples
+        ([0.0, 0.0, 0.0, 0.0], 0.0)
     """
 
     pos: np.ndarray
@@ -119,7 +119,7 @@ def _one_line(error: Exception) -> str:
 
 
 class CountBuckets(beam.CombineFn):
-    """A ``CombineFn``: examples -> :class:`BucketCounts` (see the module docstring).
+    """A ``CombineFn``: examples -> [`BucketCounts`][] (see the module docstring).
 
     Args:
       thresholds: the grid whose ``T + 1`` buckets are counted.
@@ -127,12 +127,13 @@ class CountBuckets(beam.CombineFn):
       integer_weights: refuse fractional weights (integer-noise mechanisms).
       flush_size: examples buffered before one vectorised count.
 
-    >>> from dpauc_tf.core.thresholds import Thresholds
-    >>> fn = CountBuckets(Thresholds.make(3))
-    >>> left = fn.add_input(fn.create_accumulator(), ([0.9, 0.1], [1, 0]))
-    >>> right = fn.add_input(fn.create_accumulator(), (0.6, 0))
-    >>> fn.extract_output(fn.merge_accumulators([left, right])).neg.tolist()
-    [0.0, 1.0, 1.0, 0.0]
+    Examples:
+        >>> from dpauc_tf.core.thresholds import Thresholds
+        >>> fn = CountBuckets(Thresholds.make(3))
+        >>> left = fn.add_input(fn.create_accumulator(), ([0.9, 0.1], [1, 0]))
+        >>> right = fn.add_input(fn.create_accumulator(), (0.6, 0))
+        >>> fn.extract_output(fn.merge_accumulators([left, right])).neg.tolist()
+        [0.0, 1.0, 1.0, 0.0]
     """
 
     def __init__(

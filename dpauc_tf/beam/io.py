@@ -1,6 +1,6 @@
 """Reading score files with Beam's own IO, so that the driver never holds the rows.
 
-:class:`ReadScores` is a ``PTransform`` from a file pattern (a path, a glob, a directory's
+[`ReadScores`][] is a ``PTransform`` from a file pattern (a path, a glob, a directory's
 ``dir/*``; any file system Beam knows: local, ``gs://``, ``s3://``, HDFS) to a
 ``PCollection`` of **column batches**: ``dict``\\ s of NumPy arrays, one per named column,
 of up to ``batch_size`` rows. It reads with Beam's sources, on the workers:
@@ -13,10 +13,11 @@ of up to ``batch_size`` rows. It reads with Beam's sources, on the workers:
   one header line per file (the driver reads each file's first line to find the columns,
   never a row).
 
-:class:`~dpauc_tf.beam.release.PrivateAUC` with ``slicing=`` takes these batches directly.
+[`PrivateAUC`][] with ``slicing=`` takes these batches directly.
 
->>> ReadScores("scores-*.parquet", ["score", "label"]).format
-'parquet'
+Examples:
+    >>> ReadScores("scores-*.parquet", ["score", "label"]).format
+    'parquet'
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ FORMATS = ("parquet", "tfrecord", "csv")
 def file_format(file_pattern: str) -> str:
     """``"parquet"``, ``"tfrecord"`` or ``"csv"`` from the pattern's suffix (``.gz`` aside).
 
-    >>> file_format("gs://bucket/part-*.csv.gz"), file_format("data/x.tfrecord")
-    ('csv', 'tfrecord')
+    Examples:
+        >>> file_format("gs://bucket/part-*.csv.gz"), file_format("data/x.tfrecord")
+        ('csv', 'tfrecord')
     """
     name = str(file_pattern).lower()
     if name.endswith(".gz"):
@@ -60,8 +62,9 @@ class ReadScores(beam.PTransform):
       format: ``"parquet"``, ``"tfrecord"`` or ``"csv"`` (default: from the suffix).
       batch_size: rows per batch for TFRecord and CSV (Parquet keeps its record batches).
 
-    >>> ReadScores("s.csv", ["score", "label"], batch_size=10).batch_size
-    10
+    Examples:
+        >>> ReadScores("s.csv", ["score", "label"], batch_size=10).batch_size
+        10
     """
 
     def __init__(

@@ -1,16 +1,17 @@
 """The pipeline behind ``dpauc evaluate --backend beam``, and Beam's runner options.
 
-:func:`evaluate_with_beam` ships the scores of a file (read by the command line) to a Beam
-pipeline in batches keyed by client, runs :class:`~dpauc_tf.beam.release.PrivateAUC` on
+[`evaluate_with_beam`][] ships the scores of a file (read by the command line) to a Beam
+pipeline in batches keyed by client, runs [`PrivateAUC`][] on
 them, and reads the slice's result back. Without runner flags it runs on the local
-``DirectRunner`` with :data:`LOCAL_WORKERS` worker processes; any other Beam pipeline
+``DirectRunner`` with `LOCAL_WORKERS` worker processes; any other Beam pipeline
 options (``--runner=FlinkRunner --flink_master=...``, ``--runner=DataflowRunner
 --project=... --region=... --temp_location=gs://...``) are passed through unchanged (see
 ``docs/beam.md``). Results are written to ``--temp_location`` when it is given (a shared
 file system, which remote runners need), else to a local temporary directory.
 
->>> pipeline_options([]).get_all_options()["direct_num_workers"]
-2
+Examples:
+    >>> pipeline_options([]).get_all_options()["direct_num_workers"]
+    2
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _encode(value) -> str:
 def run_and_collect(
     build, options: PipelineOptions | None = None, directory: str | None = None
 ) -> tuple[list[SliceRelease], int | None]:
-    """Runs ``build(pipeline) -> PCollection`` (of :class:`SliceRelease` or any picklable
+    """Runs ``build(pipeline) -> PCollection`` (of `SliceRelease` or any picklable
     values) and returns its elements read back from files, with the number of releases Beam
     counted (``None`` if the runner reports no metrics)."""
     options = options or PipelineOptions([])
@@ -154,12 +155,12 @@ def evaluate_with_beam(
 ) -> SliceRelease:
     """One evaluation of the whole file in a Beam pipeline (the ``--backend beam`` path).
 
-    The release is ``spec`` (a :class:`~dpauc_tf.mechanisms.release.ReleaseSpec`), or the
+    The release is ``spec`` (a [`ReleaseSpec`][]), or the
     keywords of 0.2 (``mechanism``, ``epsilon``, ``num_thresholds``, ``threshold_grid``,
     ``delta``, ``mechanism_options``), which still work. With one client the counts are
     released once with central noise; with several, every client reports through the
     mechanism and the reports are summed (as ``--backend simulate`` does). Returns the one
-    slice's :class:`SliceRelease` (an :class:`~dpauc_tf.mechanisms.release.AUCResult`).
+    slice's `SliceRelease` (an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]).
     """
     spec = _spec(
         spec,
@@ -209,11 +210,11 @@ def evaluate_files_with_beam(
     """One evaluation of score files read by Beam's own IO (``--backend beam``): the
     driver reads only the files' metadata, never a row.
 
-    The release is ``spec``, or the keywords of 0.2, as in :func:`evaluate_with_beam`.
+    The release is ``spec``, or the keywords of 0.2, as in [`evaluate_with_beam`][].
 
     ``client_column`` names the clients' column (each client's counts are a report, and the
     reports are summed); ``None`` releases the counts once, with central noise. Returns the
-    overall slice's :class:`~dpauc_tf.mechanisms.release.AUCResult`.
+    overall slice's [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult].
     """
     from dpauc_tf.beam.io import ReadScores
 

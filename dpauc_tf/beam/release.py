@@ -1,11 +1,11 @@
 """``PrivateAUC``: one release per slice from Beam, through a mechanism of the registry.
 
 Input: either **column batches** with ``slicing=`` (``{column: array}`` dicts, as
-:class:`~dpauc_tf.beam.io.ReadScores` reads them; the slices are computed inside the
+[`ReadScores`][] reads them; the slices are computed inside the
 transform from the examples' own columns, as TFMA's ``SlicingSpec`` does), or a
 ``PCollection`` of ``(slice_keys, example)`` pairs, or with ``per_client=True``
 ``(slice_keys, client_id, example)`` triples. ``example`` is what
-:class:`~dpauc_tf.beam.counting.CountBuckets` takes (one example or a batch); ``slice_keys``
+[`CountBuckets`][] takes (one example or a batch); ``slice_keys``
 is one hashable key (the example is in one slice) or a ``list``/``set`` of keys (the
 example is in each of them: overlapping slices).
 
@@ -17,7 +17,7 @@ mechanism's post-processing (``to_confusion``, ``estimate_auc``), no noise added
 Per client (``per_client=True``): every client's counts in a slice are released by the
 mechanism's ``release`` (a local-DP report, or for secure mechanisms the integer counts plus
 a noise share sized for the slice's number of clients), and the reports are summed per
-slice, as a federated server would (:mod:`dpauc_tf.federated`). A Beam runner sums the
+slice, as a federated server would (`dpauc_tf.federated`). A Beam runner sums the
 reports in the clear: for secure mechanisms this shows the arithmetic of secure
 aggregation, not its cryptography (whoever runs the pipeline sees every report).
 
@@ -25,7 +25,7 @@ Accounting (label DP): every slice's output is ``repeats`` releases; an example 
 slices is in ``k`` of them. Disjoint slices (every example in one slice) compose in
 parallel, so the whole output costs what one slice costs; overlapping slices add up: the
 whole costs the composition of ``repeats * k`` releases, composed with dp-accounting
-(:meth:`~dpauc_tf.mechanisms.base.CountMechanism.privacy_spent`), ``k`` a bound on the
+([`privacy_spent`][dpauc_tf.mechanisms.base.CountMechanism.privacy_spent]), ``k`` a bound on the
 number of slices any example is in. With ``slicing=``, ``k`` is the number of slicing specs
 (every example is in one slice of each spec, at most), whatever the batching. With keyed
 elements, the transform cannot see which elements hold the same
@@ -41,13 +41,13 @@ client) derived from ``(seed, slice key, client id)``: no two slices share noise
 
 Every release increments the Beam counter ``dpauc_tf.beam/releases``.
 
->>> import apache_beam as beam
->>> from apache_beam.testing.util import assert_that, equal_to
->>> with beam.Pipeline() as p:  # doctest: +SKIP
-...     out = (p | beam.Create([("all", (0.9, 1)), ("all", (0.2, 0))])
-...              | PrivateAUC("histogram", epsilon=None, num_thresholds=10)
-...              | beam.Map(lambda r: (r.slice_key, r.auc_or_none)))
-...     assert_that(out, equal_to([("all", 1.0)]))
+    >>> import apache_beam as beam
+    >>> from apache_beam.testing.util import assert_that, equal_to
+    >>> with beam.Pipeline() as p:  # doctest: +SKIP
+    ...     out = (p | beam.Create([("all", (0.9, 1)), ("all", (0.2, 0))])
+    ...              | PrivateAUC("histogram", epsilon=None, num_thresholds=10)
+    ...              | beam.Map(lambda r: (r.slice_key, r.auc_or_none)))
+    ...     assert_that(out, equal_to([("all", 1.0)]))
 """
 
 from __future__ import annotations
@@ -126,13 +126,14 @@ class _SumReports(beam.CombineFn):
 
 
 class PrivateAUC(beam.PTransform):
-    """Keyed examples -> one :class:`SliceRelease` per slice (see the module docstring).
+    """Keyed examples -> one `SliceRelease` per slice (see the module docstring).
 
     Args:
       mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``); mechanisms that
         change the examples before counting (``score-noise``) are refused.
       epsilon: epsilon of one release (``None`` = no noise, NOT private).
-      num_thresholds: ``T``. threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
+      num_thresholds: ``T``.
+      threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
       delta: for mechanisms that take one (``paper-gaussian``, Skellam shares).
       seed: ``None`` (fresh noise for every release) or an int (reproducible).
       repeats: independent releases per slice (each one is accounted).
@@ -146,16 +147,20 @@ class PrivateAUC(beam.PTransform):
         ``[(), ("country",), ("country", "device")]``; a slice key is the tuple of
         ``(column, value)`` pairs (``()`` for the overall slice). Rows with a missing value
         in a spec's columns are in none of its slices (as in TFMA).
-      score_column, label_column, weight_column, client_column: the columns of the batches
-        (with ``slicing``); a client column sums every client's report (``per_client``).
+      score_column: the score column of the batches (with ``slicing``).
+      label_column: the label column (with ``slicing``).
+      weight_column: the weight column, if any (with ``slicing``).
+      client_column: the client column, if any (with ``slicing``); it sums every client's
+        report (``per_client``).
       from_logits: the scores are logits.
       mechanism_options: extra constructor options (e.g. ``{"family": "skellam"}``).
       confidence: e.g. 0.95: every slice's result gets an interval per release
         (``result.interval``, ``to_dict()["releases"]``; no privacy cost,
         ``docs/intervals.md``). ci_target: ``"population"`` (default) or ``"sample"``.
 
-    >>> PrivateAUC("histogram", epsilon=1.0, num_thresholds=10).spec.mechanism
-    'histogram'
+    Examples:
+        >>> PrivateAUC("histogram", epsilon=1.0, num_thresholds=10).spec.mechanism
+        'histogram'
     """
 
     def __init__(

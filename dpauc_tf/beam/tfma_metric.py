@@ -1,8 +1,8 @@
 """DPAUC as a TensorFlow Model Analysis metric (an ``EvalConfig`` metric spec).
 
-Needs TFMA (``pip install "dpauc-tf[tfma]"``). :class:`DPAUCMetric` is a
+Needs TFMA (the ``tfma`` extra: ``pip install ".[tfma]"`` in a clone). [`DPAUCMetric`][] is a
 ``tfma.metrics.Metric`` whose combiner is the library's own counting
-(:class:`~dpauc_tf.beam.counting.CountBuckets`: per-bucket counts, merged by adding) and
+([`CountBuckets`][]: per-bucket counts, merged by adding) and
 whose ``extract_output`` releases the merged counts once through a mechanism of the
 registry; the AUC is the mechanism's estimate. Use it in an ``EvalConfig``::
 
@@ -18,13 +18,13 @@ of resampled data; the metric cannot tell TFMA's resample outputs from the real 
 ``confidence_intervals="allow"`` lets TFMA do it anyway (the metric's own interval is not
 reported, ``compute_confidence_interval`` is False, but every resample still draws a
 release); the cost is then ``21 k`` releases. For one release per slice with the accounting
-in the output, use :class:`dpauc_tf.beam.release.PrivateAUC`.
+in the output, use [`dpauc_tf.beam.release.PrivateAUC`][].
 
 Noise: every release draws its seed from the operating system (TFMA's combiner does not
 see the slice key, so a fixed seed would give every slice the same noise).
 
->>> DPAUCMetric(epsilon=None, num_thresholds=10).get_config()["num_thresholds"]
-10
+    >>> DPAUCMetric(epsilon=None, num_thresholds=10).get_config()["num_thresholds"]
+    10
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class DPAUCMetric(metric_types.Metric):
       name: the metric's name in TFMA's output.
       mechanism: a registered mechanism that releases bucket counts (``histogram``, ...).
       epsilon: epsilon of one release (``None`` = no noise, NOT private).
-      num_thresholds: ``T``. threshold_grid: ``"tf"`` or ``"reference"``.
+      num_thresholds: ``T``.
+      threshold_grid: ``"tf"`` or ``"reference"``.
       delta: for mechanisms that take one.
       confidence_intervals: ``"refuse"`` (default: an ``EvalConfig`` that asks for
         confidence intervals raises ``ValueError``) or ``"allow"`` (every resample is one
@@ -76,8 +77,8 @@ class DPAUCMetric(metric_types.Metric):
     for ``ci_target`` (``"population"`` or ``"sample"``), computed from the release alone, in
     place of TFMA's resampling intervals (no privacy cost; ``docs/intervals.md``).
 
-    >>> DPAUCMetric(epsilon=1.0).compute_confidence_interval
-    False
+        >>> DPAUCMetric(epsilon=1.0).compute_confidence_interval
+        False
     """
 
     def __init__(
@@ -223,7 +224,7 @@ def _one_example(label, prediction, weight) -> tuple[np.ndarray, np.ndarray, np.
 
 
 class _DPAUCCombiner(beam.CombineFn):
-    """Counts with :class:`CountBuckets`; ``extract_output`` is the (one) release."""
+    """Counts with [`CountBuckets`][]; ``extract_output`` is the (one) release."""
 
     interval = None  # (keys, confidence, target) of the release's interval, if asked
 
@@ -301,7 +302,7 @@ def run_model_analysis(
     the examples carry the predictions and the labels).
 
     TFRecord goes to TFMA's own ``run_model_analysis``. Parquet and CSV files (globs, ``.gz``)
-    are read with Beam's own sources (:class:`~dpauc_tf.beam.io.ReadScores`, only the columns
+    are read with Beam's own sources ([`ReadScores`][], only the columns
     the ``EvalConfig`` names: label, prediction, example weight and slicing features),
     turned into ``tf.train.Example`` records in the pipeline and evaluated by
     ``tfma.ExtractEvaluateAndWriteResults``, as ``run_model_analysis`` does for TFRecord.

@@ -1,4 +1,4 @@
-"""The ``dpauc`` command line (also ``python -m dpauc_tf``); see :mod:`dpauc_tf.cli.main`."""
+"""The ``dpauc`` command line (also ``python -m dpauc_tf``); see [`dpauc_tf.cli.main`][]."""
 
 from dpauc_tf.cli.main import main
 

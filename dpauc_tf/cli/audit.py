@@ -1,12 +1,12 @@
-"""``dpauc audit``: the command-line face of :mod:`dpauc_tf.analysis.audit`.
+"""``dpauc audit``: the command-line face of [`dpauc_tf.analysis.audit`][].
 
 Building the parser imports neither TensorFlow nor dp-accounting; running it does.
 
->>> import argparse
->>> parser = argparse.ArgumentParser()
->>> _ = register_cli(parser.add_subparsers(dest="command"))
->>> parser.parse_args(["audit", "--mechanism", "histogram", "--epsilon", "1"]).samples
-4000000
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = register_cli(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["audit", "--mechanism", "histogram", "--epsilon", "1"]).samples
+    4000000
 """
 
 from __future__ import annotations

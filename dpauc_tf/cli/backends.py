@@ -1,8 +1,9 @@
 """The backends of ``dpauc evaluate``: how each one releases (step 3), and the engines that
 read the files themselves (Beam's IO, Spark's reader: the driver holds no row).
 
->>> sorted(BACKENDS)
-['beam', 'flower', 'simulate', 'spark', 'tff']
+Examples:
+    >>> sorted(BACKENDS)
+    ['beam', 'flower', 'simulate', 'spark', 'tff']
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _kept_examples(counted, what: str):
 
 def release_simulate(args, mechanism, counted, client_ids, num_clients, thresholds):
     """Step 3 for ``--backend simulate``: releases from the counts (or the kept examples),
-    :mod:`dpauc_tf.simulation` on the command's :class:`ReleaseSpec`."""
+    [`dpauc_tf.simulation`][] on the command's `ReleaseSpec`."""
     from dpauc_tf.simulation import simulate, simulate_examples
 
     spec = release_spec(args)
@@ -115,8 +116,8 @@ BACKENDS = {
 
 
 def _evaluate_with_tff(args, data, client_ids, num_clients):
-    """``--backend tff``: :func:`dpauc_tf.federated.evaluate`, every repeat a TFF round;
-    its :class:`~dpauc_tf.mechanisms.release.AUCResult`."""
+    """``--backend tff``: [`dpauc_tf.federated.evaluate`][], every repeat a TFF round;
+    its [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]."""
     if importlib.util.find_spec("tensorflow_federated") is None:
         raise CommandError(
             "--backend tff needs TensorFlow Federated, which runs on Python 3.11 with "
@@ -135,7 +136,7 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
 
 
 def _evaluate_with_beam(args, data, client_ids, num_clients):
-    """``--backend beam``: :func:`dpauc_tf.beam.pipeline.evaluate_with_beam`, all repeats."""
+    """``--backend beam``: [`dpauc_tf.beam.pipeline.evaluate_with_beam`][], all repeats."""
     if importlib.util.find_spec("apache_beam") is None:
         raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
     from dpauc_tf.beam.pipeline import evaluate_with_beam
@@ -188,7 +189,7 @@ def _counted(args, out) -> tuple[_CountedByEngine, Any]:
 
 def _evaluate_files_with_beam(args):
     """``--backend beam`` on the files themselves: ``ReadScores`` and ``PrivateAUC`` in one
-    pipeline (:func:`dpauc_tf.beam.pipeline.evaluate_files_with_beam`)."""
+    pipeline ([`dpauc_tf.beam.pipeline.evaluate_files_with_beam`][])."""
     if importlib.util.find_spec("apache_beam") is None:
         raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
     from dpauc_tf.beam.io import available_columns

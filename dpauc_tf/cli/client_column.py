@@ -2,8 +2,9 @@
 name: client ids come only from a named column (issue 24), so such a column is read as any
 other, and a one-line note on stderr says how to use it as client ids.
 
->>> _first_file_columns("no-such-file.csv")
-[]
+Examples:
+    >>> _first_file_columns("no-such-file.csv")
+    []
 """
 
 from __future__ import annotations

@@ -3,17 +3,18 @@
 ``dpauc compare --scores a.csv --scores-b b.csv --epsilon 1`` (the two files hold the same
 examples in the same order, with the same labels), or ``--score-column-b`` for a second score
 column of the one ``--scores`` file. One release of the joint class histograms
-(:func:`dpauc_tf.mechanisms.comparison.compare_models`): the difference ``AUC_B - AUC_A``,
+([`dpauc_tf.mechanisms.comparison.compare_models`][]): the difference ``AUC_B - AUC_A``,
 its interval and a two-sided p-value, paired as DeLong's test. Building the parser imports
 neither TensorFlow nor NumPy.
 
->>> import argparse
->>> parser = argparse.ArgumentParser()
->>> _ = register_cli(parser.add_subparsers(dest="command"))
->>> args = parser.parse_args(["compare", "--scores", "a.csv", "--score-column-b", "s2",
-...                           "--epsilon", "1"])
->>> args.num_buckets, args.confidence
-(6, 0.95)
+Examples:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = register_cli(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["compare", "--scores", "a.csv", "--score-column-b", "s2",
+    ...                           "--epsilon", "1"])
+    >>> args.num_buckets, args.confidence
+    (6, 0.95)
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """``dpauc evaluate``: the private AUC of a file of scores (with ``--show-exact``, NOT
 private, next to the exact and TF AUCs).
 
->>> from dpauc_tf.cli.main import build_parser
->>> args = build_parser().parse_args(["evaluate", "--scores", "s.csv", "--mechanism", "none"])
->>> args.num_thresholds, args.format
-(200, 'table')
+    >>> from dpauc_tf.cli.main import build_parser
+    >>> args = build_parser().parse_args(["evaluate", "--scores", "s.csv", "--mechanism", "none"])
+    >>> args.num_thresholds, args.format
+    (200, 'table')
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def release_settings(args) -> dict[str, Any]:
 
 
 def release_spec(args):
-    """The command's release as the protocol's :class:`~dpauc_tf.mechanisms.release.ReleaseSpec`
+    """The command's release as the protocol's [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec]
     (mechanism, budget, grid, options and ``--seed``)."""
     from dpauc_tf.mechanisms.release import ReleaseSpec
 
@@ -200,8 +200,8 @@ def reference_aucs(counted, num_thresholds: int) -> dict[str, Any]:
 def evaluate_scores(args) -> dict[str, Any]:
     """Runs ``dpauc evaluate`` and returns the JSON-ready result.
 
-    Three steps: read and count (:func:`count_scores`, one chunked pass), the reference AUCs
-    (:func:`reference_aucs`) and the release (``BACKENDS[args.backend]``).
+    Three steps: read and count ([`count_scores`][], one chunked pass), the reference AUCs
+    ([`reference_aucs`][]) and the release (``BACKENDS[args.backend]``).
     """
     from dpauc_tf.core.thresholds import Thresholds
 
@@ -336,7 +336,7 @@ RELEASE_FIELDS = ("auc_mean", "auc_std", "aucs", "num_undefined", "roc", "plot",
 
 def read_thresholds(path: str) -> list[float]:
     """The numbers in ``path`` (separated by newlines, commas or spaces): finite, at most
-    :data:`MAX_NUM_THRESHOLDS` of them, at least one."""
+    `MAX_NUM_THRESHOLDS` of them, at least one."""
     from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
 
     text = _read_text(path)

@@ -1,14 +1,14 @@
 """``dpauc evaluate --backend flower``: one Flower evaluate round for all ``--repeats``, on
-the same client and server pieces as a ``flwr run`` app (:func:`dpauc_tf.flower.evaluate`).
+the same client and server pieces as a ``flwr run`` app ([`dpauc_tf.flower.evaluate`][]).
 
 The engine is Flower's simulation engine (``run_simulation`` on local Ray: the only
 in-process entry Flower 1.42 has, which it marks deprecated in favour of ``flwr run``, whose
 input is an app directory, not the file's scores held here; its warning is left as Flower
 prints it) unless the
 environment variable ``DPAUC_FLOWER_ENGINE=in-process`` selects the in-process grid
-(:mod:`dpauc_tf.flower.local`; no Ray, for small or busy machines and tests).
+([`dpauc_tf.flower.local`][]; no Ray, for small or busy machines and tests).
 ``--round-timeout SECONDS`` bounds each exchange of the round
-(:data:`dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT` by default).
+(`dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT` by default).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
 
 
 def evaluate_with_flower(args, data, client_ids, num_clients):
-    """Runs :func:`dpauc_tf.flower.evaluate` on the file's clients; returns a
-    :class:`~dpauc_tf.mechanisms.release.AUCResult` (the CLI's common result).
+    """Runs [`dpauc_tf.flower.evaluate`][] on the file's clients; returns a
+    [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] (the CLI's common result).
 
     Clients left out (no answer in time, or an error) are named in one warning on stderr:
     the AUC then covers only the other clients' examples, and the stated epsilon is the one

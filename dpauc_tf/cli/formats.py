@@ -1,22 +1,23 @@
 """Output formats shared by every ``dpauc`` subcommand: table, json, markdown, csv.
 
-Every subcommand produces rows (a list of flat dicts); :func:`format_rows` renders them.
+Every subcommand produces rows (a list of flat dicts); [`format_rows`][] renders them.
 Pure Python: no TensorFlow.
 
->>> print(format_rows([{"name": "a", "value": 0.5}, {"name": "bb", "value": None}], "table"))
-name  value
-----  -----
-a       0.5
-bb        -
->>> print(format_rows([{"x": 1}], "csv").strip())
-x
-1
->>> print(format_with_notes([{"eps": 1.0, "auc": 0.75}], "markdown", ["privacy: 1-label-DP"]))
-| eps | auc |
-|---|---|
-| 1 | 0.75 |
-<BLANKLINE>
-privacy: 1-label-DP
+Examples:
+    >>> print(format_rows([{"name": "a", "value": 0.5}, {"name": "bb", "value": None}], "table"))
+    name  value
+    ----  -----
+    a       0.5
+    bb        -
+    >>> print(format_rows([{"x": 1}], "csv").strip())
+    x
+    1
+    >>> print(format_with_notes([{"eps": 1.0, "auc": 0.75}], "markdown", ["privacy: 1-label-DP"]))
+    | eps | auc |
+    |---|---|
+    | 1 | 0.75 |
+    <BLANKLINE>
+    privacy: 1-label-DP
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import sys
 def resolve_auto_thresholds(args, count_scores) -> str | None:
     """``--num-thresholds auto``: one quick pass counts the examples (public under label
     DP: the same for every labelling), then the grid that suits them
-    (:func:`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`)."""
+    ([`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`][])."""
     if args.num_thresholds != "auto":
         return None
     from dpauc_tf.core.thresholds import Thresholds

@@ -1,7 +1,7 @@
 """``--confidence`` of ``dpauc evaluate``: the interval of every release and its lines.
 
 The interval is post-processing of the release (no privacy cost):
-:func:`dpauc_tf.mechanisms.intervals.release_interval`; ``docs/intervals.md``.
+[`dpauc_tf.mechanisms.intervals.release_interval`][]; ``docs/intervals.md``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 reads a CSV or Parquet file (one row per example: the class, as an id in ``[0, C)`` or as
 the name of its score column, and one score column per class), counts every class's
 one-vs-rest histogram and releases them once
-(:func:`dpauc_tf.mechanisms.multiclass_release.evaluate_multiclass`): centrally, or with
+([`dpauc_tf.mechanisms.multiclass_release.evaluate_multiclass`][]): centrally, or with
 ``--clients K`` as ``K`` simulated clients (IID, or by ``--client-column``) that each release
 their own counts (``--mechanism secure-histogram``: noise shares summed by secure
 aggregation). The output is one row per class plus the three averages; ``--format json``

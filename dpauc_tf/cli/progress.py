@@ -3,11 +3,12 @@
 ``--progress auto|on|off`` (default ``auto``: a bar on stderr when stderr is a terminal) and
 ``--no-progress`` (the same as ``--progress off``). Pure Python: no TensorFlow.
 
->>> import argparse
->>> parser = argparse.ArgumentParser()
->>> add_progress_flags(parser)
->>> [show_progress(parser.parse_args(a)) for a in (["--progress", "on"], ["--no-progress"])]
-[True, False]
+Examples:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_progress_flags(parser)
+    >>> [show_progress(parser.parse_args(a)) for a in (["--progress", "on"], ["--no-progress"])]
+    [True, False]
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``dpauc reproduce``: the DPAUC paper's tables 1-5, next to the project's mechanisms.
 
->>> from dpauc_tf.cli.main import build_parser
->>> build_parser().parse_args(["reproduce", "table5", "--scores", "synthetic"]).format
-'markdown'
+    >>> from dpauc_tf.cli.main import build_parser
+    >>> build_parser().parse_args(["reproduce", "table5", "--scores", "synthetic"]).format
+    'markdown'
 
 ``--format markdown`` and ``table`` print a summary per paper table: the last epoch, one row
 per setting and one column per mechanism (the AUC's mean ± std over the repeats), the exact

@@ -1,5 +1,5 @@
 """``dpauc evaluate --backend spark``: the file read by Spark's reader, counted on the
-executors, released on the driver (:mod:`dpauc_tf.spark`).
+executors, released on the driver (`dpauc_tf.spark`).
 
 The master is ``--spark-master`` (default ``local[2]``); an active SparkSession (e.g. in a
 notebook or a ``spark-submit`` job) is used as it is. CSV (``.csv``, ``.csv.gz``, with a
@@ -59,8 +59,8 @@ def _session(master: str):
 
 
 def evaluate_with_spark(args, client_ids, num_clients: int):
-    """The release of ``args.scores`` through :func:`dpauc_tf.spark.private_auc` (an
-    :class:`~dpauc_tf.mechanisms.release.AUCResult`), after the driver has read the file
+    """The release of ``args.scores`` through `dpauc_tf.spark.private_auc` (an
+    [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]), after the driver has read the file
     (``--show-exact``, ``--plot``); per client when the file has more than one client."""
     if client_ids is not None:
         raise CommandError(
@@ -73,7 +73,7 @@ def evaluate_with_spark(args, client_ids, num_clients: int):
 
 def evaluate_file_with_spark(args, per_client: bool | None = None):
     """``args.scores`` read by Spark's reader, counted on the executors and released on the
-    driver: an :class:`~dpauc_tf.mechanisms.release.AUCResult`. The driver holds no row.
+    driver: an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]. The driver holds no row.
     ``per_client=None`` sums every client's report when the file has the client column
     (``--client-column``; a column merely named ``client`` is not one)."""
     from dpauc_tf.cli.evaluate import release_settings

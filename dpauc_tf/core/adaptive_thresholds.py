@@ -3,20 +3,20 @@
 Coarse or badly placed thresholds bias the AUC: examples that share a bucket count as ties
 (1/2), which pulls the AUC towards 0.5. Click-through scores crowd near 0, so an even grid
 of 100 thresholds puts most buckets where no score falls and few where the scores are.
-Two remedies, both explicit threshold lists for :meth:`dpauc_tf.core.thresholds.Thresholds.explicit`
+Two remedies, both explicit threshold lists for [`dpauc_tf.core.thresholds.Thresholds.explicit`][]
 (and for ``DPAUC(thresholds=...)``):
 
-* :func:`fine_grid`: many evenly spaced thresholds (e.g. 1,023, i.e. 1,024 buckets, a
+* [`fine_grid`][]: many evenly spaced thresholds (e.g. 1,023, i.e. 1,024 buckets, a
   complete 4-ary tree). It does not look at the data, so it is free under **every**
   neighbouring relation (label DP and example-level DP alike). Pair it with a tree mechanism
-  (:mod:`dpauc_tf.mechanisms.tree`), whose error barely grows with the number of buckets.
-* :func:`quantile_thresholds`: thresholds at the quantiles of the scores, so every bucket
+  ([`dpauc_tf.mechanisms.tree`][]), whose error barely grows with the number of buckets.
+* [`quantile_thresholds`][]: thresholds at the quantiles of the scores, so every bucket
   holds about the same number of examples. **Privacy**: the list is a function of the scores
   only. Under **label DP** (neighbours differ in one label; scores identical) it therefore
   costs no epsilon at all, but it *publishes score quantiles*, which label DP never
   protected. Under **example-level DP** (add/remove one example) it is *not* private: the
   quantiles would have to be estimated with a DP quantile mechanism and charged to the
-  budget; this module does not do that, so use :func:`fine_grid` there.
+  budget; this module does not do that, so use [`fine_grid`][] there.
 
 Both lists start at ``-1e-7`` and end at ``1 + 1e-7`` (as TensorFlow's grid): the first and
 last buckets are then empty and the ROC curve runs from (1, 1) to (0, 0); without them the
@@ -25,13 +25,14 @@ curve misses its end segments (an AUC error of about 1 / T).
 The discretisation bias of each grid on the paper-sized synthetic score set is recorded in
 ``docs/tree_histograms.md`` with the command that measures it.
 
->>> import numpy as np
->>> scores = np.random.default_rng(0).beta(0.5, 5.0, size=10_000)
->>> t = quantile_thresholds(scores, 5)
->>> float(t[0]), float(t[-1]), len(t)
-(-1e-07, 1.0000001, 5)
->>> Thresholds.explicit(t).num_buckets
-6
+Examples:
+    >>> import numpy as np
+    >>> scores = np.random.default_rng(0).beta(0.5, 5.0, size=10_000)
+    >>> t = quantile_thresholds(scores, 5)
+    >>> float(t[0]), float(t[-1]), len(t)
+    (-1e-07, 1.0000001, 5)
+    >>> Thresholds.explicit(t).num_buckets
+    6
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def fine_grid(num_thresholds: int = 1023) -> np.ndarray:
     The same list as TensorFlow's ``AUC(num_thresholds=T)``; data-independent, so free under
     every neighbouring relation.
 
-    >>> fine_grid(5).tolist()
-    [-1e-07, 0.25, 0.5, 0.75, 1.0000001]
+    Examples:
+        >>> fine_grid(5).tolist()
+        [-1e-07, 0.25, 0.5, 0.75, 1.0000001]
     """
     num_thresholds = _check_count(num_thresholds)
     inner = np.arange(1, num_thresholds - 1, dtype=np.float64) / (num_thresholds - 1)
@@ -99,11 +101,12 @@ def quantile_thresholds(scores, num_thresholds: int = 1023) -> np.ndarray:
 def discretisation_bias(labels, scores, thresholds) -> float:
     """Bucketed AUC on ``thresholds`` minus the exact AUC (ties 1/2), without noise.
 
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(1)
-    >>> labels = rng.integers(0, 2, 5000); scores = rng.beta(1 + labels, 4.0)
-    >>> abs(discretisation_bias(labels, scores, quantile_thresholds(scores, 255))) < 1e-4
-    True
+    Examples:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(1)
+        >>> labels = rng.integers(0, 2, 5000); scores = rng.beta(1 + labels, 4.0)
+        >>> abs(discretisation_bias(labels, scores, quantile_thresholds(scores, 255))) < 1e-4
+        True
     """
     labels = np.asarray(labels, dtype=np.float64).ravel()
     scores = np.asarray(scores, dtype=np.float64).ravel()

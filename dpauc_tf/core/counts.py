@@ -1,7 +1,7 @@
 """Scores and labels -> per-bucket positive and negative counts (the only pass over the data).
 
 ``bucket_counts`` is O(n + T): one bucket id per example (see
-:meth:`dpauc_tf.core.thresholds.Thresholds.bucketize`) and one ``unsorted_segment_sum`` over
+[`dpauc_tf.core.thresholds.Thresholds.bucketize`][]) and one ``unsorted_segment_sum`` over
 ``2 (T + 1)`` segments. It validates its input, because a wrong label or an out-of-range
 weight would silently break the sensitivity bound that every mechanism relies on:
 
@@ -200,10 +200,11 @@ def bucket_counts(
       ``(pos, neg)``, each of shape ``[T + 1]`` (``[num_groups, T + 1]`` with ``group_ids``):
       ``pos[b]`` is the weighted number of positive examples whose score falls in bucket ``b``.
 
-    >>> t = Thresholds.make(num_thresholds=3)
-    >>> pos, neg = bucket_counts([1, 0, 1], [0.9, 0.2, 0.4], t)
-    >>> pos.numpy().tolist(), neg.numpy().tolist()
-    ([0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+    Examples:
+        >>> t = Thresholds.make(num_thresholds=3)
+        >>> pos, neg = bucket_counts([1, 0, 1], [0.9, 0.2, 0.4], t)
+        >>> pos.numpy().tolist(), neg.numpy().tolist()
+        ([0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])
     """
     out_dtype = dtype
     dtype = tf.float64  # exact integer counts up to 2^53 (float32 stops at 2^24)
@@ -258,18 +259,19 @@ def bucket_counts_numpy(
     group_ids: np.ndarray | None = None,
     num_groups: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bucket_counts` in NumPy for unweighted, already validated examples: int64 counts.
+    """[`bucket_counts`][] in NumPy for unweighted, already validated examples: int64 counts.
 
-    The streaming reader's counter (:mod:`dpauc_tf.io.streaming`): one
-    :meth:`~dpauc_tf.core.thresholds.Thresholds.bucketize_numpy` (TensorFlow's bucket rule,
+    The streaming reader's counter ([`dpauc_tf.io.streaming`][]): one
+    [`bucketize_numpy`][dpauc_tf.core.thresholds.Thresholds.bucketize_numpy] (TensorFlow's bucket rule,
     bit for bit) and one ``np.bincount``. Labels must be 0/1 and scores in [0, 1] (after
     any sigmoid): the caller validates them (with row numbers). Returns ``(pos, neg)`` of
     shape ``[num_groups, T + 1]``; int64 counts are exact far past ``2^24``.
 
-    >>> pos, neg = bucket_counts_numpy(np.array([1, 0, 1]), np.array([0.9, 0.2, 0.4]),
-    ...                                Thresholds.make(num_thresholds=3))
-    >>> pos.tolist(), neg.tolist()
-    ([[0, 1, 1, 0]], [[0, 1, 0, 0]])
+    Examples:
+        >>> pos, neg = bucket_counts_numpy(np.array([1, 0, 1]), np.array([0.9, 0.2, 0.4]),
+        ...                                Thresholds.make(num_thresholds=3))
+        >>> pos.tolist(), neg.tolist()
+        ([[0, 1, 1, 0]], [[0, 1, 0, 0]])
     """
     num_buckets = thresholds.num_buckets
     segment = thresholds.bucketize_numpy(scores)

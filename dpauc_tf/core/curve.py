@@ -3,20 +3,20 @@
 All functions are TensorFlow ops that work eagerly, in graphs and under XLA, and broadcast
 over any leading axes (for example a leading "repeat" axis of noisy releases).
 
-Conventions (see :mod:`dpauc_tf.core.thresholds`): with ``T`` thresholds and ``T + 1`` buckets, an
+Conventions (see [`dpauc_tf.core.thresholds`][]): with ``T`` thresholds and ``T + 1`` buckets, an
 example in bucket ``b`` is predicted positive at threshold ``j`` when ``b > j``, so
 ``TP[j] = sum_{b > j} pos[b]`` and ``FN[j] = P - TP[j]`` with ``P = sum_b pos[b]``.
 
-:func:`roc_from_confusion` and :func:`auc_from_roc` are the DPAUC reference code's rule: the
+[`roc_from_confusion`][] and [`auc_from_roc`][] are the DPAUC reference code's rule: the
 four aggregates are clipped at 0, ``TPR = TP / (TP + FN)`` and ``FPR = FP / (FP + TN)`` (0
 where a denominator is 0, as in TensorFlow), the points are sorted by FPR (then TPR, which
 reproduces TensorFlow's order on noise-free counts), and the area is the trapezoid sum. No
 (0, 0) or (1, 1) point is added: TensorFlow's grid already produces them from its end
-thresholds. On exact counts this is TensorFlow's AUC (:func:`auc_from_histogram`). On noisy
+thresholds. On exact counts this is TensorFlow's AUC ([`auc_from_histogram`][]). On noisy
 counts it is **not** a consistent estimator: points that share an FPR (buckets that hold
 only positives) land in the order of their noise, so it is kept only to reproduce the paper
 (``estimator="reference"``); the default estimate of every mechanism is
-:func:`dpauc_tf.core.postprocessing.mann_whitney_auc`.
+[`dpauc_tf.core.postprocessing.mann_whitney_auc`][].
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ def auc_from_confusion(confusion: Confusion, *, clip: bool = True) -> tf.Tensor:
 def auc_from_histogram(pos: tf.Tensor, neg: tf.Tensor) -> tf.Tensor:
     """AUC of noise-free bucket counts; equals ``tf.keras.metrics.AUC`` on the same grid.
 
-    >>> pos, neg = tf.constant([0.0, 0.0, 1.0, 2.0]), tf.constant([0.0, 2.0, 1.0, 0.0])
-    >>> round(float(auc_from_histogram(pos, neg)), 4)  # (6 + 2 + 0.5) / 9, ties count 1/2
-    0.9444
+    Examples:
+        >>> pos, neg = tf.constant([0.0, 0.0, 1.0, 2.0]), tf.constant([0.0, 2.0, 1.0, 0.0])
+        >>> round(float(auc_from_histogram(pos, neg)), 4)  # (6 + 2 + 0.5) / 9, ties count 1/2
+        0.9444
     """
     return auc_from_confusion(confusion_from_histogram(pos, neg))

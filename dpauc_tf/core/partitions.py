@@ -3,23 +3,23 @@
 Every function returns one client id in ``[0, K)`` per example, so that clients may be
 unequal in size or empty (an empty client still reports, with all-zero counts):
 
-* :func:`iid_partition`: each example goes to a uniformly random client (the paper's IID
+* [`iid_partition`][]: each example goes to a uniformly random client (the paper's IID
   setting; the reference code's ``randint(0, K)``).
-* :func:`non_iid_partition`: examples sorted by score and cut into ``K`` contiguous blocks of
+* [`non_iid_partition`][]: examples sorted by score and cut into ``K`` contiguous blocks of
   (nearly) equal size, ``client = int(rank / (n / K))`` as in the reference code: client 0
   holds the lowest scores.
-* :func:`label_skewed_partition`: each client gets a share of the positives drawn from a
+* [`label_skewed_partition`][]: each client gets a share of the positives drawn from a
   Dirichlet distribution (``concentration`` small = strongly skewed), the negatives spread
   uniformly.
 
 ``seed=None`` uses fresh operating-system entropy; an integer makes the split reproducible.
 
->>> import numpy as np
->>> ids = non_iid_partition(np.array([0.9, 0.1, 0.5, 0.3]), num_clients=2)
->>> ids.tolist()
-[1, 0, 1, 0]
->>> client_slices(ids, num_clients=3)[2].size
-0
+    >>> import numpy as np
+    >>> ids = non_iid_partition(np.array([0.9, 0.1, 0.5, 0.3]), num_clients=2)
+    >>> ids.tolist()
+    [1, 0, 1, 0]
+    >>> client_slices(ids, num_clients=3)[2].size
+    0
 """
 
 from __future__ import annotations

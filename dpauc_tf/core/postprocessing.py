@@ -7,20 +7,20 @@ releases, clients, ...), so any mechanism's ``to_confusion`` can use it.
 What noisy counts violate, and how it is restored:
 
 * **one P and one N**: a release of the ``4T`` cumulative counts (the paper's mechanism) has a
-  different ``TP + FN`` at every threshold. :func:`consistent_confusion` replaces them by one
+  different ``TP + FN`` at every threshold. [`consistent_confusion`][] replaces them by one
   estimate (the mean over thresholds, variance ``1 / T`` of a single pair) and re-estimates each
   ``TP`` from its two observations ``TP`` and ``P - FN`` (least squares).
 * **monotone cumulative counts**: ``TP`` and ``FP`` must not increase with the threshold and
   must lie in ``[0, P]`` / ``[0, N]``; equivalently every bucket count is ``>= 0``.
-  :func:`isotonic_regression` is the least-squares projection onto monotone sequences:
-  eagerly the pool-adjacent-violators algorithm (:func:`pool_adjacent_violators`, O(T) per
+  [`isotonic_regression`][] is the least-squares projection onto monotone sequences:
+  eagerly the pool-adjacent-violators algorithm ([`pool_adjacent_violators`][], O(T) per
   row, about 0.2 s for 100 rows of 1,024), inside graphs its min-max formula
   ``x_i = max_{j <= i} min_{k >= i} mean(y_j..y_k)`` in TensorFlow ops (O(T^2) per row);
   bounds are applied by clipping the isotonic solution, which is exactly the bounded
   isotonic regression.
 * **the AUC**: on a consistent, monotone curve the ROC points are already sorted, so the
-  trapezoid area (:func:`auc_estimate`) is the Mann-Whitney statistic of the estimated
-  counts (ties in a bucket count 1/2) and equals what :func:`dpauc_tf.core.curve.auc_from_roc`
+  trapezoid area ([`auc_estimate`][]) is the Mann-Whitney statistic of the estimated
+  counts (ties in a bucket count 1/2) and equals what [`dpauc_tf.core.curve.auc_from_roc`][]
   gives after its clip-and-sort, which is then a no-op.
 
 **Bias.** The reference code's estimator clips every noisy count at 0 and *re-sorts* the
@@ -28,16 +28,16 @@ noisy ROC points by FPR; sorting noisy points moves area, which biases it, and w
 hold one class (points that share an FPR) it does not even converge as the noise vanishes.
 Least squares is linear and unbiased; the monotone projection is not linear: at high noise
 it pools neighbouring thresholds and clips near the ends of the curve, which pulls the AUC
-down. So the AUC is estimated from the *unprojected* counts (:func:`mann_whitney_auc`, every
+down. So the AUC is estimated from the *unprojected* counts ([`mann_whitney_auc`][], every
 mechanism's default) and the monotone curve is kept for plotting. Measurements:
 ``docs/estimators.md`` and ``docs/tree_histograms.md``.
 
->>> import tensorflow as tf
->>> isotonic_regression(tf.constant([1.0, 3.0, 2.0, 4.0])).numpy().tolist()
-[1.0, 2.5, 2.5, 4.0]
->>> conf = monotone_confusion(tf.constant([0., 5., -1., 3.]), tf.constant([4., 2., 1., 1.]))
->>> conf.tp.numpy().tolist()  # suffix sums [7, 2, 3] made non-increasing, within [0, P = 7]
-[7.0, 2.5, 2.5]
+    >>> import tensorflow as tf
+    >>> isotonic_regression(tf.constant([1.0, 3.0, 2.0, 4.0])).numpy().tolist()
+    [1.0, 2.5, 2.5, 4.0]
+    >>> conf = monotone_confusion(tf.constant([0., 5., -1., 3.]), tf.constant([4., 2., 1., 1.]))
+    >>> conf.tp.numpy().tolist()  # suffix sums [7, 2, 3] made non-increasing, within [0, P = 7]
+    [7.0, 2.5, 2.5]
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ def pool_adjacent_violators(values: np.ndarray, *, increasing: bool = True) -> n
     pushed and merged at most once, so a row costs O(n) (``R = 100`` rows of ``n = 1,024``
     take a few tens of milliseconds); rows are independent, so leading axes are looped over.
 
-    >>> pool_adjacent_violators(np.array([[1.0, 3.0, 2.0, 4.0]])).tolist()
-    [[1.0, 2.5, 2.5, 4.0]]
+        >>> pool_adjacent_violators(np.array([[1.0, 3.0, 2.0, 4.0]])).tolist()
+        [[1.0, 2.5, 2.5, 4.0]]
     """
     values = np.asarray(values, dtype=np.float64)
     if values.ndim < 1:
@@ -121,7 +121,7 @@ def isotonic_regression(values: tf.Tensor, *, increasing: bool = True) -> tf.Ten
     """Least-squares monotone fit along the last axis (broadcast over leading axes).
 
     Eagerly (server-side post-processing, simulations) this is
-    :func:`pool_adjacent_violators`, O(n) per row. Inside a graph (a Keras metric's
+    [`pool_adjacent_violators`][], O(n) per row. Inside a graph (a Keras metric's
     ``result()``, a TFF computation, XLA) it is the min-max formula in TensorFlow ops,
     O(n^2) per row (about 35 ms for one row of 1,024 on two cores), chunked over rows.
 
@@ -189,7 +189,7 @@ def monotone_confusion(pos: tf.Tensor, neg: tf.Tensor) -> Confusion:
     """Consistent, monotone cumulative counts from noisy bucket counts ``[..., T + 1]``.
 
     ``P = sum(pos)`` and ``N = sum(neg)`` (clipped at 0) are the single totals; ``TP`` and
-    ``FP`` are the suffix sums projected by :func:`monotone_cumulative`; ``FN = P - TP``,
+    ``FP`` are the suffix sums projected by [`monotone_cumulative`][]; ``FN = P - TP``,
     ``TN = N - FP``. Every count is then in ``[0, total]`` and monotone.
     """
     raw = confusion_from_histogram(pos, neg)
@@ -204,7 +204,7 @@ def least_squares_confusion(confusion: Confusion) -> Confusion:
     ``P^ = mean_j (TP_j + FN_j)``, ``N^ = mean_j (FP_j + TN_j)``; each ``TP_j`` is the
     least-squares combination ``(TP_j + P^ - FN_j) / 2`` of its two observations (likewise
     ``FP_j``); ``FN_j = P^ - TP_j``, ``TN_j = N^ - FP_j``. Linear, so unbiased. On counts
-    whose totals already agree (:func:`confusion_from_histogram`) it changes nothing.
+    whose totals already agree ([`confusion_from_histogram`][]) it changes nothing.
     """
     tp, fp, tn, fn = confusion
     num_pos = tf.reduce_mean(tp + fn, axis=-1, keepdims=True)
@@ -217,7 +217,7 @@ def least_squares_confusion(confusion: Confusion) -> Confusion:
 def consistent_confusion(confusion: Confusion) -> Confusion:
     """One P and one N for a release of the ``4T`` cumulative counts, then monotone counts.
 
-    :func:`least_squares_confusion`, then :func:`monotone_cumulative` (for plotting).
+    [`least_squares_confusion`][], then [`monotone_cumulative`][] (for plotting).
     """
     ls = least_squares_confusion(confusion)
     num_pos = ls.tp[..., :1] + ls.fn[..., :1]
@@ -229,11 +229,11 @@ def mann_whitney_auc(confusion: Confusion, *, within_bucket: str = "half") -> tf
     """The default AUC estimate of every mechanism that releases a curve; shape ``[...]``.
 
     Consistent: as the noise vanishes it converges to TensorFlow's AUC
-    (:func:`dpauc_tf.core.curve.auc_from_histogram` of the exact counts) on any data,
+    ([`dpauc_tf.core.curve.auc_from_histogram`][] of the exact counts) on any data,
     including point masses and buckets that hold only one class, because the points are
     taken in threshold order and never re-sorted. Steps:
 
-    1. :func:`least_squares_confusion` (one ``P^``, one ``N^``; a no-op on histogram counts);
+    1. [`least_squares_confusion`][] (one ``P^``, one ``N^``; a no-op on histogram counts);
     2. the end points ``(TP, FP) = (P^, N^)`` and ``(0, 0)`` are added (an empty bucket below
        and above every score), so every bucket's noise enters the area as it enters the
        totals;
@@ -242,7 +242,7 @@ def mann_whitney_auc(confusion: Confusion, *, within_bucket: str = "half") -> tf
        bucket count 1/2). Its numerator is bilinear in the two classes' counts, so it is
        unbiased when their noises are independent;
     4. with ``within_bucket="linear"`` (opt-in) the pairs inside a bucket count
-       ``1/2 + (alpha_b + beta_b) / 12`` instead of 1/2: :func:`within_bucket_correction`
+       ``1/2 + (alpha_b + beta_b) / 12`` instead of 1/2: [`within_bucket_correction`][]
        is added to the area (smooth, continuous scores only; see there);
     5. the value is clipped to [0, 1] (post-processing; binds only when noise swamps the
        counts).
@@ -255,12 +255,12 @@ def mann_whitney_auc(confusion: Confusion, *, within_bucket: str = "half") -> tf
     Runs eagerly, in ``tf.function`` and under XLA; computed in float64, returned in the
     counts' dtype.
 
-    >>> from dpauc_tf.core.curve import confusion_from_histogram
-    >>> pos, neg = tf.constant([0., 0., 1., 2.]), tf.constant([0., 2., 1., 0.])
-    >>> round(float(mann_whitney_auc(confusion_from_histogram(pos, neg))), 4)
-    0.9444
-    >>> float(mann_whitney_auc(confusion_from_histogram(pos, tf.zeros(4))))
-    nan
+        >>> from dpauc_tf.core.curve import confusion_from_histogram
+        >>> pos, neg = tf.constant([0., 0., 1., 2.]), tf.constant([0., 2., 1., 0.])
+        >>> round(float(mann_whitney_auc(confusion_from_histogram(pos, neg))), 4)
+        0.9444
+        >>> float(mann_whitney_auc(confusion_from_histogram(pos, tf.zeros(4))))
+        nan
     """
     if within_bucket not in WITHIN_BUCKET:
         raise ValueError(f"within_bucket must be one of {WITHIN_BUCKET}, got {within_bucket!r}")
@@ -313,14 +313,16 @@ def within_bucket_correction(pos: tf.Tensor, neg: tf.Tensor) -> tf.Tensor:
     divided by ``P N``. Hence it is opt-in (``estimator="mann-whitney-smooth"``).
 
     Args:
-      pos, neg: bucket counts ``[..., T + 1]``, ascending scores.
+      pos: bucket counts of the positives, ``[..., T + 1]``, ascending scores.
+      neg: bucket counts of the negatives, the same shape.
 
     Returns:
       ``[...]`` in the counts' dtype (not divided by ``P N``); 0 for fewer than 2 buckets.
 
-    >>> pos, neg = tf.constant([1., 2., 3.]), tf.constant([3., 2., 1.])
-    >>> float(within_bucket_correction(pos, neg))  # (4 * 3/2 + 4 * 3/2) / 12
-    1.0
+    Examples:
+        >>> pos, neg = tf.constant([1., 2., 3.]), tf.constant([3., 2., 1.])
+        >>> float(within_bucket_correction(pos, neg))  # (4 * 3/2 + 4 * 3/2) / 12
+        1.0
     """
     pos = tf.convert_to_tensor(pos)
     neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
@@ -336,8 +338,8 @@ def auc_estimate(confusion: Confusion) -> tf.Tensor:
 
     The Mann-Whitney statistic of the counts (ties within a bucket count 1/2), with
     ``P = TP + FN`` and ``N = FP + TN`` taken at the first threshold. On a curve from
-    :func:`monotone_confusion` or :func:`consistent_confusion` this equals
-    :func:`dpauc_tf.core.curve.auc_from_confusion`.
+    [`monotone_confusion`][] or [`consistent_confusion`][] this equals
+    [`dpauc_tf.core.curve.auc_from_confusion`][].
     """
     tp, fp, tn, fn = confusion
     num_pos = tp[..., :1] + fn[..., :1]

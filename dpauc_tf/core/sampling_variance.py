@@ -2,7 +2,7 @@
 
 Pure NumPy, vectorised over leading axes (``[..., T + 1]`` counts, as every histogram of the
 package: bucket ``b`` holds higher scores than bucket ``b - 1``; ties inside a bucket count
-1/2, as :func:`dpauc_tf.core.postprocessing.mann_whitney_auc`).
+1/2, as [`dpauc_tf.core.postprocessing.mann_whitney_auc`][]).
 
 **DeLong's structural components** (DeLong, DeLong & Clarke-Pearson 1988) of binned data: a
 positive in bucket ``b`` has ``V10[b] = (N_below[b] + neg[b] / 2) / N`` (the share of
@@ -14,13 +14,14 @@ population) is estimated by ``S10 / P + S01 / N`` with
 
 The same components give the AUC's gradient in the counts
 (``dA / dpos[b] = (V10[b] - A) / P``, ``dA / dneg[b] = (V01[b] - A) / N``), which is how the
-privacy noise of a released histogram enters the AUC (:mod:`dpauc_tf.mechanisms.intervals`).
+privacy noise of a released histogram enters the AUC ([`dpauc_tf.mechanisms.intervals`][]).
 
->>> pos, neg = np.array([0., 1., 2., 3.]), np.array([3., 2., 1., 0.])
->>> round(float(mann_whitney_from_counts(pos, neg)), 4)
-0.9167
->>> round(float(delong_variance(pos, neg)), 5)
-0.00556
+Examples:
+    >>> pos, neg = np.array([0., 1., 2., 3.]), np.array([3., 2., 1., 0.])
+    >>> round(float(mann_whitney_from_counts(pos, neg)), 4)
+    0.9167
+    >>> round(float(delong_variance(pos, neg)), 5)
+    0.00556
 """
 
 from __future__ import annotations
@@ -41,18 +42,20 @@ def delong_components(pos, neg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """DeLong's structural components per bucket and the AUC, from bucket counts.
 
     Args:
-      pos, neg: positive and negative counts per bucket ``[..., T + 1]`` (any non-negative
-        numbers; noisy counts should be projected first, e.g. by
-        :func:`dpauc_tf.core.postprocessing.monotone_confusion`).
+      pos: positive counts per bucket ``[..., T + 1]`` (any non-negative numbers; noisy
+        counts should be projected first, e.g. by
+        [`dpauc_tf.core.postprocessing.monotone_confusion`][]).
+      neg: negative counts per bucket, the same shape.
 
     Returns:
       ``(v10, v01, auc)``: ``v10[..., b]`` the share of negatives a positive in bucket ``b``
       outranks (ties 1/2), ``v01[..., b]`` the share of positives above a negative in bucket
       ``b``, and the Mann-Whitney AUC ``[...]`` (NaN where a class is empty).
 
-    >>> v10, v01, auc = delong_components(np.array([0., 1., 1.]), np.array([1., 1., 0.]))
-    >>> v10.tolist(), v01.tolist(), float(auc)
-    ([0.25, 0.75, 1.0], [1.0, 0.75, 0.25], 0.875)
+    Examples:
+        >>> v10, v01, auc = delong_components(np.array([0., 1., 1.]), np.array([1., 1., 0.]))
+        >>> v10.tolist(), v01.tolist(), float(auc)
+        ([0.25, 0.75, 1.0], [1.0, 0.75, 0.25], 0.875)
     """
     pos, neg = _counts(pos, neg)
     num_pos = pos.sum(-1, keepdims=True)
@@ -79,7 +82,8 @@ def delong_variance(pos, neg) -> np.ndarray:
     the same population (the module docstring). NaN where a class has fewer than 2 examples.
 
     Args:
-      pos, neg: counts per bucket ``[..., T + 1]`` (non-negative).
+      pos: positive counts per bucket ``[..., T + 1]`` (non-negative).
+      neg: negative counts per bucket, the same shape.
     """
     pos, neg = _counts(pos, neg)
     v10, v01, auc = delong_components(pos, neg)
@@ -98,11 +102,12 @@ def count_noise_variance(pos, neg, var_pos, var_neg) -> np.ndarray:
     ``sum_b var_pos[b] (V10[b] - A)^2 / P^2 + var_neg[b] (V01[b] - A)^2 / N^2``.
 
     The noise acts like ``var_pos`` extra positives in every bucket: compare
-    :func:`delong_variance`.
+    [`delong_variance`][].
 
-    >>> pos, neg = np.array([0., 10., 10.]), np.array([10., 10., 0.])
-    >>> round(float(count_noise_variance(pos, neg, 8., 8.)), 6)
-    0.016875
+    Examples:
+        >>> pos, neg = np.array([0., 10., 10.]), np.array([10., 10., 0.])
+        >>> round(float(count_noise_variance(pos, neg, 8., 8.)), 6)
+        0.016875
     """
     pos, neg = _counts(pos, neg)
     v10, v01, auc = delong_components(pos, neg)
@@ -120,8 +125,9 @@ def hanley_mcneil_variance(auc, num_pos, num_neg) -> np.ndarray:
     ``Q2 = 2 A^2 / (1 + A)`` (exponential score model). For releases that carry no counts
     (``auc-only``); NaN where ``P`` or ``N`` is below 1.
 
-    >>> round(float(hanley_mcneil_variance(0.75, 300, 700)), 7)
-    0.0003218
+    Examples:
+        >>> round(float(hanley_mcneil_variance(0.75, 300, 700)), 7)
+        0.0003218
     """
     a = np.asarray(auc, np.float64)
     p, n = np.asarray(num_pos, np.float64), np.asarray(num_neg, np.float64)

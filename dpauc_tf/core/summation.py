@@ -1,8 +1,8 @@
 """The area under a curve of cumulative counts, with Keras' ``AUC`` options.
 
 ``tf.keras.metrics.AUC`` offers ``curve="ROC"``, ``"PR"`` (and ``"PRGAIN"`` in Keras 3) and
-``summation_method="interpolation"``, ``"minoring"`` or ``"majoring"``. :func:`keras_auc`
-computes the same area from a :class:`~dpauc_tf.core.curve.Confusion` (cumulative counts at
+``summation_method="interpolation"``, ``"minoring"`` or ``"majoring"``. [`keras_auc`][]
+computes the same area from a [`Confusion`][] (cumulative counts at
 ascending thresholds, ``[..., T]``), with the same arithmetic, so that on noise-free counts
 it equals Keras' metric; on a noisy release it is post-processing (no privacy cost).
 
@@ -10,13 +10,14 @@ it equals Keras' metric; on a noisy release it is post-processing (no privacy co
 * interpolation: trapezoids (for PR, the Davis & Goadrich interpolation Keras uses);
   minoring / majoring: the lower / upper of the two heights of every step.
 
->>> import tensorflow as tf
->>> from dpauc_tf.core.curve import confusion_from_histogram
->>> c = confusion_from_histogram(tf.constant([0., 0., 1., 2.]), tf.constant([0., 2., 1., 0.]))
->>> round(float(keras_auc(c, "ROC", "interpolation")), 4)
-0.9444
->>> round(float(keras_auc(c, "ROC", "minoring")), 4)
-0.8889
+Examples:
+    >>> import tensorflow as tf
+    >>> from dpauc_tf.core.curve import confusion_from_histogram
+    >>> c = confusion_from_histogram(tf.constant([0., 0., 1., 2.]), tf.constant([0., 2., 1., 0.]))
+    >>> round(float(keras_auc(c, "ROC", "interpolation")), 4)
+    0.9444
+    >>> round(float(keras_auc(c, "ROC", "minoring")), 4)
+    0.8889
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def check_curve(curve: str, summation_method: str) -> tuple[str, str]:
     """Validates (and normalises the case of) Keras' ``curve`` and ``summation_method``
     (strings or Keras' enum members); ``ValueError`` naming the argument, as Keras raises.
 
-    >>> check_curve("prgain", "Minoring")
-    ('PRGAIN', 'minoring')
+    Examples:
+        >>> check_curve("prgain", "Minoring")
+        ('PRGAIN', 'minoring')
     """
     curve, summation_method = _enum_value(curve), _enum_value(summation_method)
     if not isinstance(curve, str) or curve.upper() not in CURVES:

@@ -5,7 +5,7 @@ A list of ``T`` sorted thresholds ``theta_0 <= ... <= theta_{T-1}`` cuts the sco
 (``s > theta`` by default, ``s >= theta`` for the paper's reference grid), so an example is
 predicted positive at threshold ``j`` exactly when its bucket is ``> j``. Every cumulative count
 (TP, FP, TN, FN at every threshold) is then a suffix sum of per-bucket counts; see
-:mod:`dpauc_tf.core.curve`.
+[`dpauc_tf.core.curve`][].
 
 Three grids are offered:
 
@@ -16,9 +16,9 @@ Three grids are offered:
   [0, 0.2], ``T//4`` in [0.2, 0.5] and the rest in [0.5, 1], ends included (0.2 and 0.5 appear
   twice), with ``s >= theta``.
 * an explicit list, as ``tf.keras.metrics.AUC(thresholds=...)`` takes it
-  (:meth:`Thresholds.from_keras`): see there for what TensorFlow does with it.
+  ([`Thresholds.from_keras`][]): see there for what TensorFlow does with it.
 
-:meth:`Thresholds.explicit` is the raw building block (exactly the given sorted list, no end
+[`Thresholds.explicit`][] is the raw building block (exactly the given sorted list, no end
 points added) for grids the library builds itself.
 """
 
@@ -39,8 +39,9 @@ KERAS_EPSILON = 1e-7
 def tf_default_thresholds(num_thresholds: int) -> np.ndarray:
     """TensorFlow's default thresholds for ``tf.keras.metrics.AUC(num_thresholds=T)``.
 
-    >>> tf_default_thresholds(3).tolist()
-    [-1e-07, 0.5, 1.0000001]
+    Examples:
+        >>> tf_default_thresholds(3).tolist()
+        [-1e-07, 0.5, 1.0000001]
     """
     _check_num_thresholds(num_thresholds)
     inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
@@ -53,8 +54,9 @@ def reference_thresholds(num_thresholds: int) -> np.ndarray:
     ``T//2`` points in [0, 0.2], ``T//4`` in [0.2, 0.5], the remaining ``T - T//2 - T//4`` in
     [0.5, 1], each ``np.linspace`` with both ends, so 0.2 and 0.5 appear twice.
 
-    >>> reference_thresholds(8).round(3).tolist()
-    [0.0, 0.067, 0.133, 0.2, 0.2, 0.5, 0.5, 1.0]
+    Examples:
+        >>> reference_thresholds(8).round(3).tolist()
+        [0.0, 0.067, 0.133, 0.2, 0.2, 0.5, 0.5, 1.0]
     """
     _check_num_thresholds(num_thresholds)
     if num_thresholds < 4:
@@ -92,15 +94,16 @@ class Thresholds:
       values: the thresholds, ascending, as a tuple of floats.
       inclusive: ``True`` when ``score >= theta`` counts as positive, ``False`` for ``>``.
       grid: ``"tf"``, ``"reference"``, ``"keras"`` (an explicit list as TensorFlow takes
-        it, :meth:`from_keras`) or ``"explicit"`` (a raw list, :meth:`explicit`).
+        it, [`from_keras`][]) or ``"explicit"`` (a raw list, [`explicit`][]).
 
     Example:
 
-    >>> t = Thresholds.make(num_thresholds=5)
-    >>> t.num_buckets
-    6
-    >>> t.bucketize(tf.constant([0.0, 0.3, 1.0])).numpy().tolist()
-    [1, 2, 4]
+    Examples:
+        >>> t = Thresholds.make(num_thresholds=5)
+        >>> t.num_buckets
+        6
+        >>> t.bucketize(tf.constant([0.0, 0.3, 1.0])).numpy().tolist()
+        [1, 2, 4]
     """
 
     values: tuple[float, ...]
@@ -117,7 +120,7 @@ class Thresholds:
         """Builds thresholds from a grid name and size, or from an explicit list.
 
         An explicit list (``thresholds`` or a non-string ``threshold_grid``) is taken as
-        ``tf.keras.metrics.AUC(thresholds=...)`` takes it (:meth:`from_keras`), so that
+        ``tf.keras.metrics.AUC(thresholds=...)`` takes it ([`from_keras`][]), so that
         noise-free results equal TensorFlow's; ``num_thresholds`` is then ignored.
         """
         if thresholds is not None:
@@ -145,18 +148,19 @@ class Thresholds:
         float32), TensorFlow takes its fast path, which clips scores to [0, 1] and ignores
         the exact values: that is the ``"tf"`` grid with ``len(thresholds) + 2``
         thresholds, and this returns it. Otherwise every score is compared with every
-        threshold, ``score > theta`` in float32, which is what :meth:`bucketize` does for
+        threshold, ``score > theta`` in float32, which is what [`bucketize`][] does for
         this ``"keras"`` grid. An empty list gives just the two end thresholds (the
         curve from (1, 1) to (0, 0)).
 
         Refused (``ValueError``) where TensorFlow would give a meaningless curve: NaN or
         infinite thresholds. Scores are checked to lie in [0, 1] when counted
-        (:mod:`dpauc_tf.core.counts`), so values outside [0, 1] only add empty buckets.
+        ([`dpauc_tf.core.counts`][]), so values outside [0, 1] only add empty buckets.
 
-        >>> Thresholds.from_keras([0.7, 0.3, 0.3]).values
-        (-1e-07, 0.3, 0.3, 0.7, 1.0000001)
-        >>> Thresholds.from_keras([0.5]).grid  # [0, 0.5, 1] is evenly spaced: the fast path
-        'tf'
+        Examples:
+            >>> Thresholds.from_keras([0.7, 0.3, 0.3]).values
+            (-1e-07, 0.3, 0.3, 0.7, 1.0000001)
+            >>> Thresholds.from_keras([0.5]).grid  # [0, 0.5, 1] is evenly spaced: the fast path
+            'tf'
         """
         values = np.asarray(thresholds, dtype=np.float64).ravel()
         if not np.all(np.isfinite(values)):
@@ -173,7 +177,7 @@ class Thresholds:
 
         The raw building block for grids the library builds itself (for example the
         score-noise grid). To match ``tf.keras.metrics.AUC(thresholds=...)`` use
-        :meth:`from_keras` (what :meth:`make` does with an explicit list).
+        [`from_keras`][] (what [`make`][] does with an explicit list).
         """
         values = np.asarray(thresholds, dtype=np.float64).ravel()
         if values.size < 2:
@@ -210,16 +214,17 @@ class Thresholds:
         return tf.searchsorted(sorted_values, scores, side=side, out_type=tf.int32)
 
     def bucketize_numpy(self, scores: np.ndarray) -> np.ndarray:
-        """:meth:`bucketize` in NumPy (int64 bucket ids), the same rule bit for bit.
+        """[`bucketize`][] in NumPy (int64 bucket ids), the same rule bit for bit.
 
         For streaming many examples without a TensorFlow op per chunk. The arithmetic is
-        :meth:`bucketize`'s: on the ``"tf"`` grid ``clip(ceil(float32(s) * float32(T - 1)),
+        [`bucketize`][]'s: on the ``"tf"`` grid ``clip(ceil(float32(s) * float32(T - 1)),
         1, T - 1)``; otherwise a sorted search (``side="left"`` for ``>``, ``"right"`` for
         ``>=``) in float64, or in float32 on the ``"keras"`` grid
-        (``tests/core/test_counts_numpy.py`` checks the ids equal :meth:`bucketize`'s).
+        (``tests/core/test_counts_numpy.py`` checks the ids equal [`bucketize`][]'s).
 
-        >>> Thresholds.make(num_thresholds=5).bucketize_numpy(np.array([0.0, 0.3, 1.0])).tolist()
-        [1, 2, 4]
+        Examples:
+            >>> Thresholds.make(num_thresholds=5).bucketize_numpy(np.array([0.0, 0.3, 1.0])).tolist()
+            [1, 2, 4]
         """
         scores = np.asarray(scores).ravel()
         if self.grid == "tf":
@@ -259,15 +264,16 @@ class Thresholds:
         return self.bucketize(scores) + negative * self.num_buckets
 
     def float32_values(self) -> np.ndarray:
-        """The thresholds as float32 numbers that bucket float32 scores as :meth:`bucketize`.
+        """The thresholds as float32 numbers that bucket float32 scores as [`bucketize`][].
 
         For the ``"keras"`` grid that is TensorFlow's own rounding (to nearest: it compares
         in float32). Otherwise the comparison is exact: ``s >= theta`` holds for a float32
         ``s`` exactly when ``s >=`` the smallest float32 ``>= theta``, and ``s > theta``
         exactly when ``s >`` the largest float32 ``<= theta``.
 
-        >>> Thresholds.make(4, "reference").float32_values().dtype
-        dtype('float32')
+        Examples:
+            >>> Thresholds.make(4, "reference").float32_values().dtype
+            dtype('float32')
         """
         values = self.as_array()
         nearest = values.astype(np.float32)
@@ -280,10 +286,10 @@ class Thresholds:
         return np.where(nearest.astype(np.float64) > values, below, nearest)
 
     def segment_ids_with(self, ops, scores, labels):
-        """:meth:`segment_ids` for float32 scores, written with ``ops``, ``keras.ops`` (or a
+        """[`segment_ids`][] for float32 scores, written with ``ops``, ``keras.ops`` (or a
         namespace with its ``reshape``, ``cast``, ``ceil``, ``clip``, ``searchsorted`` and
         ``convert_to_tensor``), for Keras 3's backends other than TensorFlow. The same
-        buckets as :meth:`segment_ids` (``tests/core/test_thresholds_ops.py``).
+        buckets as [`segment_ids`][] (``tests/core/test_thresholds_ops.py``).
         """
         scores = ops.reshape(ops.cast(scores, "float32"), [-1])
         negative = 1 - ops.cast(ops.reshape(labels, [-1]), "int32")

@@ -3,18 +3,19 @@
 The ``T + 1`` score buckets are the leaves of a ``b``-ary tree of depth
 ``h = ceil(log_b(T + 1))`` (padded on the right with empty leaves when ``T + 1 < b^h``;
 one level less, with up to ``2 b - 1`` children per node on the last level, where that
-covers the buckets: :class:`TreeLayout`);
-every node counts the leaves below it. :func:`least_squares_leaves` computes the best linear
+covers the buckets: [`TreeLayout`][]);
+every node counts the leaves below it. [`least_squares_leaves`][] computes the best linear
 unbiased estimate of the leaves from all noisy nodes (Hay et al. 2010; Honaker 2015): one
 upward and one downward pass over the levels, closed form for a complete tree with one noise
-variance per level, vectorised over any leading axes. :func:`level_weights` splits a budget
-over the levels. Mechanisms on top of this: :mod:`dpauc_tf.mechanisms.tree`.
+variance per level, vectorised over any leading axes. [`level_weights`][] splits a budget
+over the levels. Mechanisms on top of this: [`dpauc_tf.mechanisms.tree`][].
 
->>> layout = TreeLayout.for_buckets(16, branching=4)
->>> layout.level_sizes
-(1, 4, 16)
->>> level_weights(2, "uniform").round(3).tolist()
-[0.333, 0.333, 0.333]
+Examples:
+    >>> layout = TreeLayout.for_buckets(16, branching=4)
+    >>> layout.level_sizes
+    (1, 4, 16)
+    >>> level_weights(2, "uniform").round(3).tolist()
+    [0.333, 0.333, 0.333]
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ class TreeLayout:
     always empty and public, so nodes whose leaves are all padding are released as exact
     zeros. The sensitivity (one node per level) depends only on the number of levels.
 
-    >>> layout = TreeLayout.for_buckets(10, branching=2)
-    >>> layout.depth, layout.arities, layout.num_nodes, int(layout.real_nodes.sum())
-    (3, (2, 2, 3), 19, 17)
-    >>> TreeLayout.for_buckets(66, branching=4).level_sizes
-    (1, 4, 16, 80)
-    >>> TreeLayout.for_buckets(64, branching=4).arities
-    (4, 4, 4)
+    Examples:
+        >>> layout = TreeLayout.for_buckets(10, branching=2)
+        >>> layout.depth, layout.arities, layout.num_nodes, int(layout.real_nodes.sum())
+        (3, (2, 2, 3), 19, 17)
+        >>> TreeLayout.for_buckets(66, branching=4).level_sizes
+        (1, 4, 16, 80)
+        >>> TreeLayout.for_buckets(64, branching=4).arities
+        (4, 4, 4)
     """
 
     num_buckets: int
@@ -138,8 +140,9 @@ def level_weights(depth: int, budget: str | Sequence[float] = "auc") -> np.ndarr
     ``"auc"``: proportional to ``BUDGET_RATIO ** level`` (the default; see the module
     docstring); ``"uniform"``: equal shares; a sequence: ``depth + 1`` positive weights.
 
-    >>> level_weights(2, "uniform").round(3).tolist()
-    [0.333, 0.333, 0.333]
+    Examples:
+        >>> level_weights(2, "uniform").round(3).tolist()
+        [0.333, 0.333, 0.333]
     """
     if isinstance(budget, str):
         if budget == "auc":
@@ -204,7 +207,7 @@ def least_squares_leaves(
     """Best linear unbiased estimate of the leaves from noisy node counts.
 
     Args:
-      nodes: ``[..., num_nodes]`` noisy counts, root first (as :meth:`TreeLayout.node_counts`).
+      nodes: ``[..., num_nodes]`` noisy counts, root first (as [`TreeLayout.node_counts`][]).
       layout: the tree.
       level_variances: noise variance of one node at each level ``0 .. depth`` (only their
         ratios matter).
@@ -262,7 +265,7 @@ def auc_gradient(
     ``dAUC/dpos[b] = (F_neg(b) - AUC) / P`` and ``dAUC/dneg[b] = (1 - F_pos(b) - AUC) / N``,
     where ``F(b)`` counts the class below bucket ``b`` plus half of bucket ``b``. With
     ``within_bucket="linear"`` the AUC also holds
-    :func:`dpauc_tf.core.postprocessing.within_bucket_correction` ``C / (P N)``, ``C = sum_b
+    [`dpauc_tf.core.postprocessing.within_bucket_correction`][] ``C / (P N)``, ``C = sum_b
     w_b (neg[b] pos[b+1] - pos[b] neg[b+1]) / 12``, whose derivatives are added, and ``AUC``
     above includes it.
     """

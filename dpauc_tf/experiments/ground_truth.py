@@ -1,14 +1,14 @@
 """Noise-free reference AUCs of a score set: scikit-learn's exact AUC and TensorFlow's.
 
-``tf_auc`` is computed as :func:`dpauc_tf.core.curve.auc_from_histogram` of the counts on the
-``"tf"`` threshold grid: NOTES.md records (and ``tests/core`` checks) that this reproduces
+``tf_auc`` is computed as [`dpauc_tf.core.curve.auc_from_histogram`][] of the counts on the
+``"tf"`` threshold grid: ``tests/core`` checks that this reproduces
 ``tf.keras.metrics.AUC(num_thresholds=T)`` to float precision, and it takes one pass over
 the data instead of a Keras metric update.
 
->>> round(exact_auc([0, 1, 0, 1], [0.1, 0.9, 0.4, 0.3]), 4)
-0.75
->>> round(tf_auc([0, 1, 0, 1], [0.1, 0.9, 0.4, 0.3], num_thresholds=200), 4)
-0.75
+    >>> round(exact_auc([0, 1, 0, 1], [0.1, 0.9, 0.4, 0.3]), 4)
+    0.75
+    >>> round(tf_auc([0, 1, 0, 1], [0.1, 0.9, 0.4, 0.3], num_thresholds=200), 4)
+    0.75
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def histogram_auc(pos, neg) -> tuple[float, float]:
     (2 P N)``, the returned bound (0 when no bucket holds both classes). NaN, NaN when one
     class is absent.
 
-    >>> histogram_auc([0, 1, 1], [1, 1, 0])  # one pair of four shares bucket 1
-    (0.875, 0.125)
+        >>> histogram_auc([0, 1, 1], [1, 1, 0])  # one pair of four shares bucket 1
+        (0.875, 0.125)
     """
     pos = np.asarray(pos, np.int64).ravel()
     neg = np.asarray(neg, np.int64).ravel()

@@ -1,22 +1,25 @@
 """PNG plots of the experiments (matplotlib, Agg backend: no display needed).
 
-* :func:`roc_band`: the exact ROC curve and, per mechanism, the band of its noisy curves
+* [`roc_band`][]: the exact ROC curve and, per mechanism, the band of its noisy curves
   (pointwise 5-95 % of the TPR at a common FPR grid, min-max under 20 curves) and their
   median, or the one noisy curve;
-* :func:`auc_vs_epsilon`: AUC mean +- std against epsilon, one line per mechanism;
-* :func:`std_vs_clients`: the std of the AUC against the number of clients;
-* :func:`score_densities`: densities of the positive and negative scores (table 2's argument);
-* :func:`table_plots`: all of the above for a :class:`~dpauc_tf.experiments.tables.TableRunner`.
+* [`auc_vs_epsilon`][]: the AUC's error against epsilon (log scale), one line per
+  mechanism, with a band only where there are repeats;
+* [`std_vs_clients`][]: the std of the AUC against the number of clients;
+* [`score_densities`][]: densities of the positive and negative scores (table 2's argument);
+* [`table_plots`][]: all of the above for a [`TableRunner`][dpauc_tf.experiments.tables.TableRunner].
 
->>> import numpy as np, tempfile, os
->>> path = os.path.join(tempfile.mkdtemp(), "d.png")
->>> score_densities(np.array([0, 1, 0, 1]), np.array([0.1, 0.8, 0.3, 0.6]), path)
-'...d.png'
+Examples:
+    >>> import numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.png")
+    >>> score_densities(np.array([0, 1, 0, 1]), np.array([0.1, 0.8, 0.3, 0.6]), path)
+    '...d.png'
 """
 
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +41,7 @@ def _pyplot():
 
 
 def _interpolated_tpr(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
-    """TPR of each curve ``[R, T]`` (sorted by FPR) at :data:`_FPR_GRID` -> ``[R, 201]``."""
+    """TPR of each curve ``[R, T]`` (sorted by FPR) at `_FPR_GRID` -> ``[R, 201]``."""
     fpr = np.atleast_2d(fpr)
     tpr = np.atleast_2d(tpr)
     return np.stack([np.interp(_FPR_GRID, f, t) for f, t in zip(fpr, tpr, strict=True)])
@@ -65,9 +68,7 @@ def roc_band_figure(
     noisy: Mapping[str, tuple[np.ndarray, np.ndarray]],
     title: str = "",
 ):
-    """The matplotlib figure of :func:`roc_band` (the title wrapped to the figure's width)."""
-    import textwrap
-
+    """The matplotlib figure of [`roc_band`][] (the title wrapped to the figure's width)."""
     plt = _pyplot()
     names = list(noisy)
     cols = min(3, max(1, len(names)))
@@ -118,26 +119,74 @@ def _epsilon_ticks(ax, values: Sequence[float]) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+# Distinct marker and line style per mechanism, so that lines on top of each other stay visible.
+_STYLES = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("X", "-.")]
+_ERROR_FLOOR = 1e-5  # |AUC - exact| below this is drawn at it (a log axis has no 0)
+
+
+def _errors(row: Mapping[str, Any]) -> tuple[float, float | None, float | None]:
+    """(point, band low, band high) of one row's error against the exact AUC.
+
+    With the repeats' AUCs (``row["aucs"]``): the median |AUC - exact| and its 5-95 %
+    percentiles (every release counts; NaN releases are left out). Without them: the root
+    mean square error ``sqrt((mean - exact)^2 + std^2)`` and no band.
+    """
+    exact = row["exact_auc"]
+    aucs = row.get("aucs")
+    if aucs is not None:
+        values = np.abs(np.asarray(aucs, dtype=np.float64).ravel() - exact)
+        values = values[np.isfinite(values)]
+        if values.size > 1:
+            low, mid, high = np.percentile(values, [5, 50, 95])
+            return max(mid, _ERROR_FLOOR), max(low, _ERROR_FLOOR), max(high, _ERROR_FLOOR)
+        if values.size == 1:
+            return max(float(values[0]), _ERROR_FLOOR), None, None
+    if row.get("mean") is None:
+        return float("nan"), None, None
+    rmse = float(np.hypot(row["mean"] - exact, row.get("std") or 0.0))
+    return max(rmse, _ERROR_FLOOR), None, None
+
+
 def auc_vs_epsilon(
     panels: Mapping[str, Sequence[Mapping[str, Any]]], path: str | os.PathLike, title: str = ""
 ) -> str:
-    """AUC mean +- std against epsilon, one line per mechanism, one panel per row group."""
+    """The AUC's error against epsilon (log-log), one line per mechanism, one panel per group.
+
+    Each row names ``mechanism``, ``epsilon``, ``exact_auc`` and either the repeats' ``aucs``
+    (drawn: the median |AUC - exact| with its 5-95 % band, shaded) or ``mean`` and ``std``
+    (drawn: the root mean square error, no band). An error cannot pass 1, so no band does;
+    the mechanisms get distinct markers and line styles, and are nudged apart along epsilon so
+    that equal errors do not hide each other.
+    """
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.8), squeeze=False)
     for ax, (panel_title, rows) in zip(axes.ravel(), panels.items(), strict=True):
-        for name in dict.fromkeys(r["mechanism"] for r in rows):
+        names = list(dict.fromkeys(r["mechanism"] for r in rows))
+        with_bands = any(r.get("aucs") is not None for r in rows)
+        for index, name in enumerate(names):
             part = sorted((r for r in rows if r["mechanism"] == name), key=lambda r: r["epsilon"])
-            ax.errorbar(
-                [r["epsilon"] for r in part],
-                [r["mean"] for r in part],
-                yerr=[r["std"] for r in part],
-                marker="o",
-                capsize=3,
-                label=name,
+            nudge = 1.0 + 0.04 * (index - (len(names) - 1) / 2)  # a few % along a log axis
+            x = np.array([r["epsilon"] for r in part], dtype=np.float64) * nudge
+            points = [_errors(r) for r in part]
+            marker, style = _STYLES[index % len(_STYLES)]
+            (line,) = ax.plot(
+                x, [p[0] for p in points], marker=marker, ls=style, lw=1.3, ms=6, label=name
             )
-        if rows:
-            ax.axhline(rows[0]["exact_auc"], color="black", lw=1, ls="--", label="exact AUC")
-        ax.set(xscale="log", xlabel="epsilon (total, one release)", ylabel="AUC", title=panel_title)
+            if all(p[1] is not None for p in points):
+                ax.fill_between(
+                    x, [p[1] for p in points], [p[2] for p in points], color=line.get_color(),
+                    alpha=0.15, lw=0,
+                )  # fmt: skip
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="epsilon (total, one release)",
+            ylabel=("|AUC - exact AUC|: median, 5-95 % band" if with_bands else "RMSE of the AUC"),
+            title=panel_title,
+        )
+        low, high = ax.get_ylim()
+        ax.set_ylim(max(low, _ERROR_FLOOR / 2), min(max(high, 0.01), 1.0))
+        ax.grid(True, which="major", alpha=0.3)
         _epsilon_ticks(ax, sorted({r["epsilon"] for r in rows}))
         ax.legend(fontsize=8)
     if title:
@@ -262,7 +311,7 @@ def table_plots(
             auc_vs_epsilon(
                 panels,
                 directory / f"auc_vs_epsilon_epoch{epoch}.png",
-                title=f"AUC vs epsilon, epoch {epoch}",
+                title=f"Error of the AUC against the exact AUC vs epsilon, epoch {epoch}",
             )
         )
     client_rows = [

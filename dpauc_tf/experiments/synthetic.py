@@ -1,7 +1,7 @@
 """Score sets shaped like the DPAUC paper's Criteo test set, for experiments without the data.
 
 The paper evaluates a Wide & Deep model on 458,407 test examples (117,317 positives) after
-epochs 0, 1 and 2, with AUCs 0.7494, 0.7665 and 0.7702. :func:`paper_score_set` builds a score
+epochs 0, 1 and 2, with AUCs 0.7494, 0.7665 and 0.7702. [`paper_score_set`][] builds a score
 set with exactly those sizes and (to about 1e-5) those AUCs from a **binormal model on the
 logit scale**:
 
@@ -18,9 +18,9 @@ once per epoch from ``numpy.random.default_rng([seed, epoch])``; then
 
 Scores are ``sigmoid(logit)`` as float64 in (0, 1).
 
->>> s = binormal_score_set(2000, 500, target_auc=0.75, seed=0)
->>> s.num_examples, s.num_positives, round(s.auc, 4)
-(2000, 500, 0.75)
+    >>> s = binormal_score_set(2000, 500, target_auc=0.75, seed=0)
+    >>> s.num_examples, s.num_positives, round(s.auc, 4)
+    (2000, 500, 0.75)
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ TARGET_AUCS = {0: 0.7494, 1: 0.7665, 2: 0.7702}
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticScoreSet(ScoreSet):
-    """A :class:`ScoreSet` plus the binormal parameters and the achieved AUC."""
+    """A [`ScoreSet`][] plus the binormal parameters and the achieved AUC."""
 
     separation: float = 0.0
     offset: float = 0.0

@@ -3,9 +3,9 @@
 =======  ==================================  =========================================  ======
 table    paper rows                          settings                                   |Theta|
 =======  ==================================  =========================================  ======
-1        ``rr`` (randomized response)        eps in :data:`RR_EPSILONS`, K=10 IID       200
-2        top-K guess (why hide scores)       K (guesses) in :data:`TOP_K`               -
-3        ``score-noise``                     eps in :data:`SCORE_NOISE_EPSILONS`, K=10  100
+1        ``rr`` (randomized response)        eps in `RR_EPSILONS`, K=10 IID       200
+2        top-K guess (why hide scores)       K (guesses) in `TOP_K`               -
+3        ``score-noise``                     eps in `SCORE_NOISE_EPSILONS`, K=10  100
 4        ``paper`` (DPAUC_Lap)               IID / non-IID x K in {10, 1000} x          100
                                              eps in {8, 4, 2, 1}
 5        ``paper`` (DPAUC_Lap)               |Theta| in {10, 25, 50, 100, 200}, eps=1,  varies
@@ -13,12 +13,12 @@ table    paper rows                          settings                           
 =======  ==================================  =========================================  ======
 
 Every setting of tables 1, 3, 4 and 5 also gets rows for the project's mechanisms
-(:data:`PROJECT_MECHANISMS`: ``histogram``, ``histogram-public-scores``, ``secure-histogram``)
+(`PROJECT_MECHANISMS`: ``histogram``, ``histogram-public-scores``, ``secure-histogram``)
 at the same epsilon, clients and |Theta|, so the gain shows in the same output. All settings
 run for every epoch of the score sets (the paper: 0, 1, 2).
 
 ``docs/method.md`` gives table 4's and table 5's settings; it lists no epsilons for tables 1 and 3,
-so :data:`RR_EPSILONS` uses table 4's {8, 4, 2, 1} and :data:`SCORE_NOISE_EPSILONS` adds 10
+so `RR_EPSILONS` uses table 4's {8, 4, 2, 1} and `SCORE_NOISE_EPSILONS` adds 10
 (``docs/method.md``: score noise "collapses towards 0.5 for eps <= 10"). Table 5's epsilon is 1, as in
 the reference code's logs (``eps_stat = 1 / (4 |Theta|)``). The clients of tables 1, 3 and 5
 are 10 IID, as in the reference code's logs for table 5.
@@ -27,10 +27,11 @@ Threshold grids: ``paper`` rows use the reference code's grid (``"reference"``) 
 because the paper's numbers came from it; the project's mechanisms and ``tf_auc`` use
 TensorFlow's grid. ``exact_auc`` is scikit-learn's.
 
->>> [s.mechanism for s in table_settings("table5")][:4]
-['paper', 'histogram', 'histogram-public-scores', 'secure-histogram']
->>> len(table_settings("table4"))
-64
+Examples:
+    >>> [s.mechanism for s in table_settings("table5")][:4]
+    ['paper', 'histogram', 'histogram-public-scores', 'secure-histogram']
+    >>> len(table_settings("table4"))
+    64
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ SETTING_NAMES = {"iid": "IID", "non-iid": "non-IID"}
 class Setting:
     """One row of a table before it is run (the epoch is added when it runs).
 
-    >>> Setting(table=4, mechanism="paper", epsilon=1.0, num_thresholds=100, clients=1000)
-    Setting(table=4, mechanism='paper', epsilon=1.0, num_thresholds=100, partition='iid', clients=1000, threshold_grid='tf')
+    Examples:
+        >>> Setting(table=4, mechanism="paper", epsilon=1.0, num_thresholds=100, clients=1000)
+        Setting(table=4, mechanism='paper', epsilon=1.0, num_thresholds=100, partition='iid', clients=1000, threshold_grid='tf')
     """
 
     table: int
@@ -135,13 +137,14 @@ class TableRunner:
       per_client_noise: draw every client's Laplace noise (as 0.2 did); by default the
         server's sum of the clients' noise is drawn at once where it has a closed form,
         the same distribution from far fewer random numbers
-        (:func:`dpauc_tf.simulation.simulate`).
+        ([`dpauc_tf.simulation.simulate`][]).
 
-    >>> from dpauc_tf.experiments.synthetic import binormal_score_set
-    >>> runner = TableRunner({0: binormal_score_set(3000, 800, 0.75)}, repeats=5, seed=0)
-    >>> rows = runner.run(["table5"], progress=False)
-    >>> sorted({row["num_thresholds"] for row in rows})
-    [10, 25, 50, 100, 200]
+    Examples:
+        >>> from dpauc_tf.experiments.synthetic import binormal_score_set
+        >>> runner = TableRunner({0: binormal_score_set(3000, 800, 0.75)}, repeats=5, seed=0)
+        >>> rows = runner.run(["table5"], progress=False)
+        >>> sorted({row["num_thresholds"] for row in rows})
+        [10, 25, 50, 100, 200]
     """
 
     def __init__(
@@ -323,7 +326,7 @@ class TableRunner:
     ) -> list[dict[str, Any]]:
         """All rows of the given tables for every epoch; a tqdm bar counts settings.
 
-        ``keep(table, epoch, setting) -> bool`` selects results to keep in :attr:`results`
+        ``keep(table, epoch, setting) -> bool`` selects results to keep in `results`
         (for plots); by default none are kept.
         """
         from tqdm.auto import tqdm

@@ -3,14 +3,14 @@
 ``import dpauc_tf`` never imports TFF; importing this package does (about 12 s), and fails
 with a clear message where TFF is not installed.
 
-* :func:`evaluate`: AUC and ROC of precomputed scores held by clients, one call per evaluation
+* [`evaluate`][]: AUC and ROC of precomputed scores held by clients, one call per evaluation
   (clients from a list, a generator or a sampler, run in cohorts).
-* :func:`build_dpauc_metrics_aggregation_process`: client-side DPAUC noise (local or secure
+* [`build_dpauc_metrics_aggregation_process`][]: client-side DPAUC noise (local or secure
   shares) for ``tff.learning.algorithms.build_fed_eval``.
-* :mod:`dpauc_tf.federated.computations`: the TFF computations (and their MapReduce shape).
-* :func:`shutdown_tff_workers`: stop TFF's ``worker_binary``. Importing this package
+* [`dpauc_tf.federated.computations`][]: the TFF computations (and their MapReduce shape).
+* [`shutdown_tff_workers`][]: stop TFF's ``worker_binary``. Importing this package
   registers it with ``atexit`` and gives every later ``worker_binary`` ``/dev/null`` as its
-  stdout/stderr, so ``python script.py | cat`` returns (:mod:`dpauc_tf.federated.process`).
+  stdout/stderr, so ``python script.py | cat`` returns ([`dpauc_tf.federated.process`][]).
 """
 
 from __future__ import annotations

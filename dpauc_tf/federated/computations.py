@@ -3,11 +3,11 @@
 The federated round (one evaluation) is
 
 ``(client data {score, label} as two float32 vectors, client seeds) @CLIENTS``
-  -> client: per-bucket counts (:func:`dpauc_tf.core.counts.bucket_counts`), then the mechanism's
-     client-side release (:meth:`dpauc_tf.mechanisms.base.CountMechanism.release`);
+  -> client: per-bucket counts ([`dpauc_tf.core.counts.bucket_counts`][]), then the mechanism's
+     client-side release ([`dpauc_tf.mechanisms.base.CountMechanism.release`][]);
   -> ``tff.federated_sum`` of the releases (``tff.federated_secure_sum_bitwidth`` of integer
      releases for secure mechanisms), and of a 1 per client (the number that reported);
-  -> server: cumulative counts (:meth:`~dpauc_tf.mechanisms.base.CountMechanism.to_confusion`),
+  -> server: cumulative counts ([`to_confusion`][dpauc_tf.mechanisms.base.CountMechanism.to_confusion]),
      ROC points and the mechanism's AUC estimate, without new noise.
 
 Randomness comes only from each client's own seed (CLIENTS data): stateless ops, never
@@ -41,7 +41,7 @@ BATCH_TYPE = tff.StructWithPythonType(
 )
 DATASET_TYPE = tff.SequenceType(BATCH_TYPE)
 # One client's whole data as two vectors (of any length, 0 included): what
-# :func:`build_federated_evaluation` takes. Counting them is one ``bucket_counts``, where a
+# `build_federated_evaluation` takes. Counting them is one ``bucket_counts``, where a
 # dataset costs TFF's worker a ``tf.data`` pipeline and a ``reduce`` per client, which made
 # most of an evaluation's time with many small clients (docs/federated.md, "Measured").
 ARRAYS_TYPE = BATCH_TYPE
@@ -51,9 +51,9 @@ DEFAULT_BITWIDTH = 32
 def client_counts(client_data, thresholds: Thresholds, integer_weights: bool = False):
     """Per-bucket ``(pos, neg)`` counts of one client's data (float64, ``[T + 1]`` each).
 
-    ``client_data`` is ``{score, label}`` vectors (:data:`ARRAYS_TYPE`: one
-    :func:`~dpauc_tf.core.counts.bucket_counts`) or a ``tf.data.Dataset`` of such batches
-    (:data:`DATASET_TYPE`: summed batch by batch). The counts are the same either way:
+    ``client_data`` is ``{score, label}`` vectors (`ARRAYS_TYPE`: one
+    [`bucket_counts`][]) or a ``tf.data.Dataset`` of such batches
+    (`DATASET_TYPE`: summed batch by batch). The counts are the same either way:
     whole numbers, exact in float64.
     """
     if not isinstance(client_data, tf.data.Dataset):
@@ -122,8 +122,8 @@ def build_client_release(
 ) -> tff.Computation:
     """``(client data, seed) -> release`` run on each client (a ``tff.tensorflow.computation``).
 
-    ``client_type``: :data:`ARRAYS_TYPE` (the client's ``{score, label}`` vectors) or
-    :data:`DATASET_TYPE` (a dataset of such batches); the release is the same.
+    ``client_type``: `ARRAYS_TYPE` (the client's ``{score, label}`` vectors) or
+    `DATASET_TYPE` (a dataset of such batches); the release is the same.
     With ``secure_bitwidth`` the release is rounded to int64 and reduced modulo
     ``2^secure_bitwidth`` (the input a secure sum of that bitwidth expects).
     """
@@ -138,14 +138,14 @@ def build_server_curve(
 ) -> tff.Computation:
     """``summed release -> {auc, fpr, tpr}`` at the server; no noise is added here.
 
-    The server step of the whole-round computations (:func:`build_federated_evaluation`,
-    :func:`build_mapreduce_evaluation`: a TFF-native round for platforms that run the server
+    The server step of the whole-round computations ([`build_federated_evaluation`][],
+    [`build_mapreduce_evaluation`][]: a TFF-native round for platforms that run the server
     in TFF). It is the mechanism's own post-processing (``to_confusion``, ``estimate_auc``),
-    the methods :func:`~dpauc_tf.mechanisms.release.finish_release` calls;
-    :func:`dpauc_tf.federated.evaluate` uses that, not this.
+    the methods [`finish_release`][dpauc_tf.mechanisms.release.finish_release] calls;
+    [`dpauc_tf.federated.evaluate`][] uses that, not this.
 
     ``fpr``/``tpr`` are the (clipped) rates at each threshold, in threshold order; the AUC is
-    the mechanism's :meth:`~dpauc_tf.mechanisms.base.CountMechanism.estimate_auc`.
+    the mechanism's [`estimate_auc`][dpauc_tf.mechanisms.base.CountMechanism.estimate_auc].
     """
 
     @tff.tensorflow.computation(release_type)
@@ -240,9 +240,9 @@ def build_summed_release(
     """The round without the server's curve: every client's release, summed.
 
     Type: ``(<score=float32[?], label=float32[?]>@CLIENTS, int64[2]@CLIENTS) ->
-    <release, num_reporting>@SERVER``. :func:`dpauc_tf.federated.evaluate` runs it once per
+    <release, num_reporting>@SERVER``. [`dpauc_tf.federated.evaluate`][] runs it once per
     cohort of clients and post-processes the sum of the cohorts' sums once, with the
-    release protocol's :func:`~dpauc_tf.mechanisms.release.finish_release` (as every
+    release protocol's [`finish_release`][dpauc_tf.mechanisms.release.finish_release] (as every
     backend does).
     """
     clients_to_server = _clients_to_server_sum(mechanism, thresholds, secure_bitwidth)
@@ -267,11 +267,11 @@ def build_federated_evaluation(
 
     Type: ``(<score=float32[?], label=float32[?]>@CLIENTS, int64[2]@CLIENTS) ->
     <curve=<auc, fpr, tpr>, release, num_reporting>@SERVER``: each client's data is its whole
-    score and label vectors (:data:`ARRAYS_TYPE`); ``release`` is the server's summed (noisy)
+    score and label vectors (`ARRAYS_TYPE`); ``release`` is the server's summed (noisy)
     release and ``num_reporting`` the number of clients whose reports entered the sum.
     With ``secure_bitwidth`` the integer releases are summed by
     ``tff.federated_secure_sum_bitwidth`` (needs the test execution context in simulation).
-    This is :func:`build_summed_release` followed by :func:`build_server_curve` in one
+    This is [`build_summed_release`][] followed by [`build_server_curve`][] in one
     computation.
     """
     clients_to_server = _clients_to_server_sum(mechanism, thresholds, secure_bitwidth)

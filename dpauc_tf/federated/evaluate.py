@@ -1,11 +1,11 @@
 """``evaluate``: the Python entry point of federated DP-AUC over precomputed scores.
 
-Written against the release protocol (:mod:`dpauc_tf.mechanisms.release`): a
-:class:`~dpauc_tf.mechanisms.release.ReleaseSpec` sets the mechanism up, client ``k``'s seed
-of repeat ``r`` is ``spec.seed_for("tff", r, k)`` (:func:`dpauc_tf.noise.seeds.derive_seed`),
+Written against the release protocol ([`dpauc_tf.mechanisms.release`][]): a
+[`ReleaseSpec`][] sets the mechanism up, client ``k``'s seed
+of repeat ``r`` is ``spec.seed_for("tff", r, k)`` ([`dpauc_tf.noise.seeds.derive_seed`][]),
 TFF runs the clients' releases and their (secure) sum, and
-:func:`~dpauc_tf.mechanisms.release.finish_release` turns the sum into the one result type,
-:class:`~dpauc_tf.mechanisms.release.AUCResult`. :class:`FederatedEvaluation` is a view of it
+[`finish_release`][] turns the sum into the one result type,
+[`AUCResult`][]. [`FederatedEvaluation`][] is a view of it
 with the 0.2 attributes.
 """
 
@@ -46,7 +46,7 @@ class RocPoints:
 @dataclasses.dataclass(frozen=True)
 class FederatedEvaluation:
     """What the server learns from one federated evaluation: a view of ``result``, the
-    :class:`~dpauc_tf.mechanisms.release.AUCResult` of :func:`evaluate` (every attribute of
+    [`AUCResult`][] of [`evaluate`][] (every attribute of
     that, e.g. ``aucs``, ``epsilon_total``, ``to_dict()``, reads through), with the 0.2
     attributes below (of the first repeat).
 
@@ -63,7 +63,8 @@ class FederatedEvaluation:
       statement: neighbouring relation, sensitivity, noise and guarantee of the release;
         ``statement.epsilon == epsilon`` always (under dropout the statement is the achieved
         guarantee, and its noise text says how many shares reported).
-      num_clients: clients asked to report. num_reporting: clients whose report was summed.
+      num_clients: clients asked to report.
+      num_reporting: clients whose report was summed.
       noisy_counts: the server's summed release of the first repeat (NumPy arrays; e.g.
         ``pos``/``neg``; ``result.noisy_counts`` has every repeat).
     """
@@ -271,7 +272,7 @@ def evaluate(
         Skellam when ``delta`` is given, discrete Laplace otherwise).
       mechanism_options: further options of the mechanism's constructor (e.g.
         ``{"positive_rate": 0.25, "budget": "uniform"}``;
-        :func:`~dpauc_tf.mechanisms.registry.mechanism_options` lists a mechanism's).
+        [`mechanism_options`][dpauc_tf.mechanisms.registry.mechanism_options] lists a mechanism's).
       secure_bitwidth: bitwidth of the modular secure sum (totals must fit in
         ``[-2^(b-1), 2^(b-1))``).
       secure_shares: number of reports the secure mechanisms' noise shares are sized for
@@ -290,8 +291,8 @@ def evaluate(
         sequence or a callable (it is read once per repeat).
 
     Returns:
-      A :class:`FederatedEvaluation`: a view of the
-      :class:`~dpauc_tf.mechanisms.release.AUCResult` (``.result``) with the AUC, ROC
+      A [`FederatedEvaluation`][]: a view of the
+      [`AUCResult`][] (``.result``) with the AUC, ROC
       points with thresholds, epsilon and delta spent per client, number of clients
       reporting, the summed noisy counts.
 
@@ -433,8 +434,8 @@ def _one_round(
 
 def _point_thresholds(mechanism, thresholds, total) -> np.ndarray:
     """The threshold of each ROC point (the points are sorted by FPR, then TPR, as
-    :func:`~dpauc_tf.core.curve.roc_from_confusion` sorts them): labels only, the released
-    values are :func:`finish_release`'s."""
+    [`roc_from_confusion`][] sorts them): labels only, the released
+    values are [`finish_release`][]'s."""
     tensors = {key: tf.constant(value, tf.float64) for key, value in total.items()}
     confusion = mechanism.to_confusion(tensors)
     # every threshold as its own one-point curve: the rates in threshold order
@@ -476,7 +477,7 @@ def _cohorts(clients: Iterable, cohort_size: int) -> Iterator[list]:
 def iter_client_data(
     scores: np.ndarray, labels: np.ndarray, client_ids: np.ndarray, num_clients: int
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Like :func:`client_data_from_partition`, one client at a time (a generator)."""
+    """Like [`client_data_from_partition`][], one client at a time (a generator)."""
     from dpauc_tf.core.partitions import client_slices
 
     scores, labels = np.asarray(scores).ravel(), np.asarray(labels).ravel()

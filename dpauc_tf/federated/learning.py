@@ -2,11 +2,11 @@
 
 By default TFF sums every client's metric variables and, at the server, rebuilds each Keras
 metric from its config, assigns the sums and calls ``result()``. For a noisy
-:class:`dpauc_tf.DPAUC` that would be *central* noise drawn by a server that has already seen
+`dpauc_tf.DPAUC` that would be *central* noise drawn by a server that has already seen
 the exact label counts; and since ``result()`` inside a TFF computation cannot draw a release,
 ``DPAUC`` refuses that path with a ``ValueError`` naming this module when ``build_fed_eval``
 (or any ``tff.learning`` algorithm) builds its finalizers.
-:func:`build_dpauc_metrics_aggregation_process` returns the ``metrics_aggregation_process``
+[`build_dpauc_metrics_aggregation_process`][] returns the ``metrics_aggregation_process``
 to use instead. Each round,
 
 * every client releases each DPAUC metric's counts through the metric's mechanism **on the
@@ -18,7 +18,7 @@ to use instead. Each round,
   Skellam shares): each client adds its integer noise *share* to its integer counts and sends
   the residues modulo ``2^secure_bitwidth``; ``tff.federated_secure_sum_bitwidth`` sums them
   and the server maps the sum back to signed counts (the code
-  :func:`dpauc_tf.federated.evaluate` runs: :mod:`dpauc_tf.federated.computations`). The
+  [`dpauc_tf.federated.evaluate`][] runs: [`dpauc_tf.federated.computations`][]). The
   shares are sized for ``num_clients`` reports per round; if fewer clients report, the
   achieved epsilon is ``mechanism.achieved_epsilon(num_reporting)`` (``num_reporting`` is in
   the output with ``report_noisy_counts=True``);
@@ -32,7 +32,7 @@ client one release (``epsilon`` of its DPAUC metric).
 
 Supported DPAUC mechanisms: those with the ``fed_eval`` capability
 (``dpauc_tf.list_mechanisms(fed_eval=True)``) and ``epsilon=None`` (no noise); the others
-are refused with the registry's message (use :func:`dpauc_tf.federated.evaluate`).
+are refused with the registry's message (use [`dpauc_tf.federated.evaluate`][]).
 
 Example (``model_fn`` returns ``tff.learning.models.from_keras_model(..., metrics=[
 DPAUC(epsilon=1.0, num_thresholds=100, mechanism="secure-histogram"),
@@ -83,11 +83,11 @@ class ClientNoiseSumFactory(tff.aggregators.UnweightedAggregationFactory):
 
     The inner summation of a ``tff.learning.metrics.SumThenFinalizeFactory``, for **local**
     mechanisms whose release is a per-bucket histogram (``histogram``,
-    ``histogram-public-scores``). :func:`build_dpauc_metrics_aggregation_process` covers
+    ``histogram-public-scores``). [`build_dpauc_metrics_aggregation_process`][] covers
     these and the secure mechanisms, and is what ``build_fed_eval`` should get.
 
     Args:
-      mechanisms: metric name -> the metric's :class:`~dpauc_tf.mechanisms.CountMechanism`.
+      mechanisms: metric name -> the metric's `CountMechanism`.
         Each named metric's unfinalized value must be ``[positives, negatives]``.
 
     The process's measurements are ``{num_reporting}``: how many clients' reports were summed.
@@ -143,9 +143,9 @@ def _build_client_releases(
     """The client step for the metrics named in ``mechanisms`` (the others pass through).
 
     ``secure_bitwidth=None``: local releases in place of the metrics' ``[positives,
-    negatives]`` (histogram-shaped, as :class:`ClientNoiseSumFactory` needs). With a bitwidth:
+    negatives]`` (histogram-shaped, as [`ClientNoiseSumFactory`][] needs). With a bitwidth:
     only the named (secure) metrics, each as its release's int64 residues modulo
-    ``2^secure_bitwidth`` (:func:`dpauc_tf.federated.computations.modular_from_signed`).
+    ``2^secure_bitwidth`` ([`dpauc_tf.federated.computations.modular_from_signed`][]).
     """
 
     @tff.tensorflow.computation(value_type)
@@ -181,7 +181,7 @@ def build_client_reports(
     value_type,
     secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
 ) -> tuple[tff.Computation, tff.Computation | None]:
-    """The two client steps of :func:`build_dpauc_metrics_aggregation_process`.
+    """The two client steps of [`build_dpauc_metrics_aggregation_process`][].
 
     Returns ``(summed, secure)``: ``summed`` maps a client's unfinalized metrics to what
     ``tff.federated_sum`` receives (other metrics unchanged, each local DPAUC metric as its
@@ -256,7 +256,7 @@ def build_dpauc_metrics_aggregation_process(
     Args:
       model_fn: the same no-arg function given to ``build_fed_eval``; its model must expose
         its Keras metrics (``get_metrics()``, as ``tff.learning.models.from_keras_model``
-        models do). Every :class:`dpauc_tf.DPAUC` among them gets client-side noise.
+        models do). Every `dpauc_tf.DPAUC` among them gets client-side noise.
       num_clients: secure mechanisms only: the number of clients expected to report in each
         round; the noise is split into that many shares (default: the metric's own
         ``mechanism_options={"num_clients": K}``; required if it has none).
@@ -267,7 +267,7 @@ def build_dpauc_metrics_aggregation_process(
         trees) instead of the AUC alone (for audits, tests and the achieved epsilon).
 
     Secure mechanisms need TFF's test execution context in simulation; it is installed here
-    (:func:`dpauc_tf.federated.install_secure_sum_context`: an **ordinary** sum, no
+    ([`dpauc_tf.federated.install_secure_sum_context`][]: an **ordinary** sum, no
     cryptography).
 
     Raises:

@@ -4,25 +4,25 @@
 starts a ``worker_binary`` subprocess that inherits Python's stdout/stderr and is stopped only
 by a ``__del__`` that does not run at interpreter exit. Left alone it outlives Python and
 keeps a pipe open, so ``python x.py | cat`` or a CI log pipe hangs.
-:func:`shutdown_tff_workers` replaces the current context by a fresh local one (which starts
+[`shutdown_tff_workers`][] replaces the current context by a fresh local one (which starts
 no worker until it is used) and collects the old one, whose manager then stops its worker.
 Before that, every ``worker_binary`` child of this process is sent SIGTERM by its pid: the
 manager's own stop is a SIGINT followed by an unbounded ``wait()``, the one step of the
 shutdown that can block, and a worker is sometimes left over after switching to the test
 context.
 The library owns the worker's lifecycle from the moment ``dpauc_tf.federated`` is imported
-(:func:`own_tff_workers`, called by the package's ``__init__``):
+([`own_tff_workers`][], called by the package's ``__init__``):
 
 * every ``worker_binary`` started afterwards in this process gets ``/dev/null`` as its stdout
   and stderr instead of Python's (TFF passes ``sys.stdout``/``sys.stderr`` to ``Popen``), so
   even a worker that outlives Python (a SIGKILLed parent skips ``atexit``) cannot hold the
   caller's pipe open; the worker's own log lines are dropped, its errors still reach Python
   through gRPC;
-* :func:`shutdown_tff_workers` is registered with ``atexit``, so a script that calls
-  :func:`dpauc_tf.federated.evaluate` (or runs a ``build_fed_eval`` process) and exits leaves
+* [`shutdown_tff_workers`][] is registered with ``atexit``, so a script that calls
+  [`dpauc_tf.federated.evaluate`][] (or runs a ``build_fed_eval`` process) and exits leaves
   no ``worker_binary`` behind.
 
-The test suite also calls :func:`shutdown_tff_workers` at the end of the session
+The test suite also calls [`shutdown_tff_workers`][] at the end of the session
 (``tests/conftest.py``).
 """
 
@@ -88,7 +88,7 @@ def quiet_worker_output() -> bool:
 
 
 def own_tff_workers() -> None:
-    """Quiet worker output (:func:`quiet_worker_output`) and stop workers at exit (once)."""
+    """Quiet worker output ([`quiet_worker_output`][]) and stop workers at exit (once)."""
     quiet_worker_output()
     register_atexit_shutdown()
 
@@ -148,7 +148,7 @@ def _child_workers() -> list[int]:
 
 
 def _shutdown_at_exit() -> None:
-    """:func:`shutdown_tff_workers`, then no TFF context at all: the fresh one it installs
+    """[`shutdown_tff_workers`][], then no TFF context at all: the fresh one it installs
     holds a worker manager whose ``__del__`` would otherwise run in the interpreter's
     teardown, when TFF's ``subprocess`` global is gone ("Exception ignored in ...
     ServiceManager.__del__": AttributeError)."""
@@ -160,7 +160,7 @@ def _shutdown_at_exit() -> None:
 
 
 def register_atexit_shutdown() -> None:
-    """Registers the shutdown of TFF's workers (:func:`shutdown_tff_workers`) to run at
+    """Registers the shutdown of TFF's workers ([`shutdown_tff_workers`][]) to run at
     interpreter exit (once)."""
     global _registered
     if not _registered:

@@ -1,19 +1,20 @@
 """Federated DP-AUC on Flower (``pip install "dpauc-tf[flower]"``), in Flower's own idiom.
 
-A Flower app (``flwr run``) uses three pieces: on the client, :func:`evaluate_reply` (or
-:func:`model_evaluate_reply`) answers an evaluate message with the mechanism's report of
-the client's own data, and :func:`secagg_evaluate_mod` runs SecAgg+ for the secure
-mechanisms in that evaluate round; on the server, :class:`DPAUCStrategy` wraps any training
+A Flower app (``flwr run``) uses three pieces: on the client, [`evaluate_reply`][] (or
+[`model_evaluate_reply`][]) answers an evaluate message with the mechanism's report of
+the client's own data, and [`secagg_evaluate_mod`][] runs SecAgg+ for the secure
+mechanisms in that evaluate round; on the server, `DPAUCStrategy` wraps any training
 strategy (``FedAvg``, ...) and turns every evaluate round into a private AUC
-(:func:`evaluate_round`, an :class:`~dpauc_tf.mechanisms.release.AUCResult`), with the
-release from the app's config (:func:`spec_from_run_config`). :func:`evaluate` runs the
+(`evaluate_round`, an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]), with the
+release from the app's config (`spec_from_run_config`). [`evaluate`][] runs the
 same pieces on precomputed scores of every client in one process (``dpauc evaluate
 --backend flower``). ``examples/flower-app`` is a template app. Flower is imported only
 when a function needs it.
 
->>> from dpauc_tf.flower import LimbLayout
->>> LimbLayout.for_clients(100).bits
-25
+Examples:
+    >>> from dpauc_tf.flower import LimbLayout
+    >>> LimbLayout.for_clients(100).bits
+    25
 """
 
 from dpauc_tf.flower.client import (

@@ -1,13 +1,13 @@
 """The client side on Flower: what a ``ClientApp``'s ``@app.evaluate()`` returns.
 
 A Flower user's client holds its own model and data. To answer a private-AUC evaluation
-it calls :func:`evaluate_reply` with its own labels and scores (or
-:func:`model_evaluate_reply` with its Keras model and local data); the settings of the
-release come from the server's message (:mod:`dpauc_tf.flower.records`), never a pickled
+it calls [`evaluate_reply`][] with its own labels and scores (or
+[`model_evaluate_reply`][] with its Keras model and local data); the settings of the
+release come from the server's message (`dpauc_tf.flower.records`), never a pickled
 blob of other clients' data. The reply holds the mechanism's report
-(:meth:`~dpauc_tf.mechanisms.base.CountMechanism.release` of the client's bucket counts):
+([`release`][dpauc_tf.mechanisms.base.CountMechanism.release] of the client's bucket counts):
 a noisy histogram for the local-DP mechanisms; integer counts plus one noise share for
-the secure ones, which :func:`secagg_evaluate_mod` masks with Flower's SecAgg+ before the
+the secure ones, which [`secagg_evaluate_mod`][] masks with Flower's SecAgg+ before the
 reply leaves the client::
 
     from flwr.app import Context, Message
@@ -23,15 +23,16 @@ reply leaves the client::
 
 Randomness is the client's own: ``seed=None`` draws from the operating system. A server
 that chose the clients' seeds could subtract their noise, so the server never sends one;
-:func:`client_seed` derives a reproducible seed for experiments from a seed the client
+[`client_seed`][] derives a reproducible seed for experiments from a seed the client
 holds.
 
->>> from dpauc_tf import get_mechanism
->>> from dpauc_tf.core.thresholds import Thresholds
->>> m = get_mechanism("none", epsilon=None, num_thresholds=3)
->>> report = client_report(m, Thresholds.make(3), [0, 1, 1], [0.2, 0.7, 0.9])
->>> report["pos"].tolist(), report["neg"].tolist()
-([0.0, 0.0, 2.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+Examples:
+    >>> from dpauc_tf import get_mechanism
+    >>> from dpauc_tf.core.thresholds import Thresholds
+    >>> m = get_mechanism("none", epsilon=None, num_thresholds=3)
+    >>> report = client_report(m, Thresholds.make(3), [0, 1, 1], [0.2, 0.7, 0.9])
+    >>> report["pos"].tolist(), report["neg"].tolist()
+    ([0.0, 0.0, 2.0, 0.0], [0.0, 1.0, 0.0, 0.0])
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def model_client_report(
     repeats: int | None = None,
     batch_size: int = 1024,
 ) -> dict[str, np.ndarray]:
-    """:func:`client_report` of a Keras model's scores on the client's own data.
+    """[`client_report`][] of a Keras model's scores on the client's own data.
 
     The model must output probabilities in [0, 1] (one per example, e.g. a sigmoid unit).
     """
@@ -114,14 +115,14 @@ def client_seed(seed: int | None, client: Any, server_round: int = 1):
     """A client's ``[2]`` seed for one round, derived from a seed the *client* holds
     (``None``: fresh operating-system entropy; an int: reproducible, for experiments), through
     the one derivation of the release path: ``ReleaseSpec(seed=seed).seed_for("flower-client",
-    client, server_round)`` (:func:`dpauc_tf.noise.seeds.derive_seed`)."""
+    client, server_round)`` ([`dpauc_tf.noise.seeds.derive_seed`][])."""
     from dpauc_tf.noise.seeds import derive_seed
 
     return derive_seed(seed, "flower-client", client, int(server_round))
 
 
 def client_seeds(seed: int | None, num_clients: int, server_round: int = 1) -> list | None:
-    """:func:`client_seed` of clients ``0..num_clients-1`` (``None`` when ``seed`` is)."""
+    """[`client_seed`][] of clients ``0..num_clients-1`` (``None`` when ``seed`` is)."""
     if seed is None:
         return None
     return [client_seed(seed, k, server_round).numpy().tolist() for k in range(num_clients)]
@@ -137,16 +138,16 @@ def evaluate_reply(
     """The reply to a private-AUC evaluate message, from this client's own labels and scores.
 
     Args:
-      message: the evaluate message the server (:class:`~dpauc_tf.flower.DPAUCStrategy`)
+      message: the evaluate message the server (`DPAUCStrategy`)
         sent; its ``"config"`` ConfigRecord describes the release.
       labels: this client's 0/1 labels.
       scores: this client's scores in [0, 1] (same length).
       seed: this client's own seed (``None``: the operating system's entropy; a ``[2]``
-        seed, e.g. :func:`client_seed`, for reproducible experiments).
+        seed, e.g. [`client_seed`][], for reproducible experiments).
 
     Returns:
       A ``Message`` replying to ``message`` with one ``ArrayRecord`` (the report). For the
-      secure mechanisms it must pass :func:`secagg_evaluate_mod` (registered with
+      secure mechanisms it must pass [`secagg_evaluate_mod`][] (registered with
       ``@app.evaluate(mods=[secagg_evaluate_mod])``), which masks it.
 
     Raises:
@@ -177,7 +178,7 @@ def model_evaluate_reply(
     seed: Any = None,
     batch_size: int = 1024,
 ) -> Message:
-    """:func:`evaluate_reply` for a Keras model: loads the global weights the message
+    """[`evaluate_reply`][] for a Keras model: loads the global weights the message
     carries (its ``"arrays"`` ArrayRecord, as ``FedAvg`` sends them) into ``model``, scores
     the client's own ``features`` and replies with the report of ``labels``.
 
@@ -220,10 +221,10 @@ def secagg_evaluate_mod(message: Message, context: Context, call_next: Callable)
     """A client mod: Flower's ``secaggplus_mod`` for *evaluate* messages.
 
     ``secaggplus_mod`` acts on training messages only. The server's SecAgg+ evaluation
-    (:func:`dpauc_tf.flower.evaluate_round`) sends its four stages (setup, key sharing,
+    (`dpauc_tf.flower.evaluate_round`) sends its four stages (setup, key sharing,
     masked vectors, unmasking) as evaluate messages; this mod runs each through
     ``secaggplus_mod``: in the masked-vector stage the client's ``@app.evaluate()`` function
-    answers with its report (:func:`evaluate_reply`), and what leaves the client is the
+    answers with its report ([`evaluate_reply`][]), and what leaves the client is the
     masked vector only (the report's arrays are cleared). Evaluate messages without SecAgg+
     settings (the local-DP mechanisms) pass through unchanged.
     """
@@ -288,9 +289,9 @@ def make_client_app(
     seed: int | None = None,
     vanishing_clients: frozenset = frozenset(),
 ):
-    """The ``ClientApp`` of :func:`dpauc_tf.flower.evaluate`: node ``k`` (``partition-id``)
-    answers with :func:`evaluate_reply` of ``client_data[k]`` (its ``(scores, labels)``),
-    seeded by :func:`client_seed` of ``seed`` when one is given.
+    """The ``ClientApp`` of [`dpauc_tf.flower.evaluate`][]: node ``k`` (``partition-id``)
+    answers with [`evaluate_reply`][] of ``client_data[k]`` (its ``(scores, labels)``),
+    seeded by [`client_seed`][] of ``seed`` when one is given.
 
     Clients in ``vanishing_clients`` take part in SecAgg+'s key sharing, then fail before
     sending their masked vector (a dropout, for tests and audits).

@@ -24,13 +24,13 @@ steps is the identity on integers, so that the sum is **exact**:
 Pure NumPy (no Flower, no TensorFlow): ``tests/flower/test_encoding.py`` checks the
 round trip through Flower's own quantizer and dequantizer.
 
->>> layout = LimbLayout.for_clients(10)
->>> layout.bits, layout.num_limbs
-(28, 3)
->>> parts = layout.encode(np.array([-5, 7, 2**40]))
->>> summed = [layout.flower_average([p, p], 2) for p in parts]  # what Flower returns for 2
->>> layout.decode(summed, 2).tolist()
-[-10, 14, 2199023255552]
+    >>> layout = LimbLayout.for_clients(10)
+    >>> layout.bits, layout.num_limbs
+    (28, 3)
+    >>> parts = layout.encode(np.array([-5, 7, 2**40]))
+    >>> summed = [layout.flower_average([p, p], 2) for p in parts]  # what Flower returns for 2
+    >>> layout.decode(summed, 2).tolist()
+    [-10, 14, 2199023255552]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``evaluate``: one federated DP-AUC evaluation on Flower's simulation engine (Ray, local).
 
-Every client runs :func:`dpauc_tf.flower.client.client_report` in a Flower ``ClientApp``;
-the ``ServerApp`` (:mod:`dpauc_tf.flower.server`) sums the reports, through SecAgg+ for the
+Every client runs [`dpauc_tf.flower.client.client_report`][] in a Flower ``ClientApp``;
+the ``ServerApp`` ([`dpauc_tf.flower.server`][]) sums the reports, through SecAgg+ for the
 secure mechanisms, and computes the curve. The simulation runs on this machine only: Ray
 is started on the loopback address, without its dashboard, and Flower's telemetry is off.
 """
@@ -46,17 +46,17 @@ def require_flower() -> None:
 
 @dataclasses.dataclass(frozen=True)
 class FlowerEvaluation:
-    """A thin view of the release path's :class:`~dpauc_tf.mechanisms.release.AUCResult`
+    """A thin view of the release path's [`AUCResult`][]
     (``result``) with what the server saw of the Flower round. Every attribute of the
     result reads through (``aucs``, ``fpr``, ``tpr``, ``epsilon``, ``statement``,
     ``num_clients``, ``num_reporting``, ``to_dict()``, ...).
 
     Attributes:
-      result: the :class:`~dpauc_tf.mechanisms.release.AUCResult`.
+      result: the [`AUCResult`][].
       secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
       unmasked_groups: sizes of the groups of reporting clients whose sums the server can
         unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
-        the epsilon is then the smallest group's (:mod:`dpauc_tf.flower.secagg`).
+        the epsilon is then the smallest group's ([`dpauc_tf.flower.secagg`][]).
       unanswered: clients (indices) that did not answer within ``round_timeout``.
       failed: clients whose reply was an error (index -> reason).
     """
@@ -123,7 +123,10 @@ def evaluate(
       mechanism: a registered name with ``federated=True``
         (``dpauc_tf.list_mechanisms(federated=True)``); secure ones run through SecAgg+.
       epsilon: label-DP budget of one release; ``None`` = no noise (NOT private).
-      num_thresholds, threshold_grid, delta, noise_family: as for the other backends.
+      num_thresholds: as for the other backends.
+      threshold_grid: as for the other backends.
+      delta: as for the other backends.
+      noise_family: as for the other backends.
       seed: ``None``: every client draws its own seed from the OS; an int derives every
         client's seed from it (reproducible simulation). Seeds stay on the clients.
       repeats: ``R`` independent releases in the same round (each client reports ``R``
@@ -132,21 +135,22 @@ def evaluate(
         every client). Fewer reporting ones give the (larger) achieved epsilon.
       vanishing_clients: indices of clients that drop out mid-round (secure mechanisms:
         after SecAgg+'s key sharing, before sending their masked vector).
-      num_shares, reconstruction_threshold: SecAgg+'s neighbourhood size ``k`` (odd, or
-        the number of clients) and the shares ``t`` that rebuild a client's secret
-        (:class:`~dpauc_tf.flower.secagg.SecAggSettings`; floats are fractions, as in
-        ``SecAggPlusWorkflow``). Default: ``k = 2 ceil(log2 K) + 1`` (all clients when that
-        is not fewer) and ``t = k // 2 + 1``; see ``docs/flower.md`` for the trade-off.
+      num_shares: SecAgg+'s neighbourhood size ``k`` (odd, or the number of clients;
+        [`SecAggSettings`][]; a float is a fraction, as in ``SecAggPlusWorkflow``). Default:
+        ``k = 2 ceil(log2 K) + 1`` (all clients when that is not fewer); see
+        ``docs/flower.md`` for the trade-off.
+      reconstruction_threshold: the shares ``t`` that rebuild a client's secret (default
+        ``t = k // 2 + 1``; a float is a fraction).
       observe_replies: called with every message the server receives (an audit hook).
       mechanism_options: further options of the mechanism's constructor (e.g.
         ``{"positive_rate": 0.25, "estimator": "mann-whitney-smooth"}``); they reach every
         client with the mechanism.
       round_timeout: seconds the server waits for the clients' replies in each exchange
-        (the fit, each SecAgg+ stage; default :data:`DEFAULT_ROUND_TIMEOUT`; ``None``: no
+        (the fit, each SecAgg+ stage; default `DEFAULT_ROUND_TIMEOUT`; ``None``: no
         limit). Clients that do not answer in time are left out, as dropouts, and named in
         ``unanswered`` (and in the error when no report arrives).
       engine: ``"simulation"`` (Flower's simulation engine, ``run_simulation`` on local
-        Ray) or ``"in-process"`` (the same apps through :class:`~dpauc_tf.flower.local.LocalGrid`,
+        Ray) or ``"in-process"`` (the same apps through [`LocalGrid`][dpauc_tf.flower.local.LocalGrid],
         no Ray: fast start, for tests and small machines).
 
     Raises:

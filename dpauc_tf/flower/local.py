@@ -10,9 +10,9 @@ replies come back in order. Only the transport differs: every message the server
 receives is the one it would receive over the network. With a ``timeout`` the clients answer in
 worker threads, and only the replies that came back in time are returned (in order).
 
->>> grid = LocalGrid(client_app=None, num_nodes=3)
->>> sorted(grid.get_node_ids()) == list(range(1, 4))
-True
+    >>> grid = LocalGrid(client_app=None, num_nodes=3)
+    >>> sorted(grid.get_node_ids()) == list(range(1, 4))
+    True
 """
 
 from __future__ import annotations

@@ -2,23 +2,24 @@
 client's report (client -> server), as Flower records.
 
 The server puts the release into the evaluate message's ``ConfigRecord`` under
-:data:`RELEASE_KEY` as one JSON text (mechanism, epsilon, delta, the exact threshold grid,
+`RELEASE_KEY` as one JSON text (mechanism, epsilon, delta, the exact threshold grid,
 options, repeats, the number of clients the noise shares are sized for, and SecAgg+'s limb
 width for the secure mechanisms). It never sends a seed: a server that chose the clients'
 seeds could subtract their noise. A client answers with one ``ArrayRecord`` under
-:data:`REPORT_KEY`: its released counts flattened, followed by its number of examples
+`REPORT_KEY`: its released counts flattened, followed by its number of examples
 (which does not depend on any label); for the secure mechanisms the same vector cut into
-exact SecAgg+ limbs (:mod:`dpauc_tf.flower.encoding`), which ``secagg_evaluate_mod``
+exact SecAgg+ limbs ([`dpauc_tf.flower.encoding`][]), which ``secagg_evaluate_mod``
 masks before it leaves the client.
 
 Pure Python and NumPy (Flower is imported only by the functions that build records).
 
->>> from dpauc_tf.mechanisms.release import ReleaseSpec
->>> spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=5)
->>> text = release_config(spec, num_clients=3)[RELEASE_KEY]
->>> settings = release_from_config({RELEASE_KEY: text})
->>> settings.spec == spec, settings.num_clients, settings.limb_bits
-(True, 3, None)
+Examples:
+    >>> from dpauc_tf.mechanisms.release import ReleaseSpec
+    >>> spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=5)
+    >>> text = release_config(spec, num_clients=3)[RELEASE_KEY]
+    >>> settings = release_from_config({RELEASE_KEY: text})
+    >>> settings.spec == spec, settings.num_clients, settings.limb_bits
+    (True, 3, None)
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def release_config(
 
 
 def release_from_config(config: Mapping[str, Any]) -> ReleaseSettings:
-    """Reads :func:`release_config` back (a client's side); one-line ``ValueError`` if the
+    """Reads `release_config` back (a client's side); one-line ``ValueError`` if the
     message carries no release or a malformed one."""
     if RELEASE_KEY not in config:
         raise ValueError(
@@ -162,7 +163,7 @@ def flatten_report(report: Mapping[str, np.ndarray], num_examples: float) -> np.
 def unflatten_report(
     vector: np.ndarray, shapes: Mapping[str, tuple[int, ...]]
 ) -> tuple[dict[str, np.ndarray], float]:
-    """Inverse of :func:`flatten_report`: the release and the number of examples."""
+    """Inverse of `flatten_report`: the release and the number of examples."""
     vector = np.asarray(vector, np.float64).ravel()
     out, start = {}, 0
     for key in sorted(shapes):
@@ -175,7 +176,7 @@ def unflatten_report(
 
 
 def report_record(vector: np.ndarray, layout: LimbLayout | None):
-    """The reply's ``RecordDict``: the vector (or its SecAgg+ limbs) under :data:`REPORT_KEY`."""
+    """The reply's ``RecordDict``: the vector (or its SecAgg+ limbs) under `REPORT_KEY`."""
     from flwr.app import ArrayRecord, RecordDict
 
     arrays = [np.asarray(vector, np.float64)] if layout is None else layout.encode(vector)
@@ -183,7 +184,7 @@ def report_record(vector: np.ndarray, layout: LimbLayout | None):
 
 
 def report_arrays(content) -> list[np.ndarray]:
-    """The arrays of a reply's :data:`REPORT_KEY` record (one vector, or the limbs)."""
+    """The arrays of a reply's `REPORT_KEY` record (one vector, or the limbs)."""
     if REPORT_KEY not in content.array_records:
         raise ValueError(f"the reply carries no {REPORT_KEY!r} ArrayRecord")
     return content.array_records[REPORT_KEY].to_numpy_ndarrays()

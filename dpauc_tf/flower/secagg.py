@@ -22,19 +22,19 @@ What each setting guarantees (honest-but-curious server; ``c`` clients colluding
   the surviving honest clients (pairwise masks cancel only inside such a group). With
   ``k = K`` that is one group, the total; on the ring, whose connectivity is ``k - 1``, it
   is one group whenever ``c + d < k - 1``. When dropouts do split the ring,
-  :func:`unmasked_groups` finds the groups and the result states the epsilon of the
+  [`unmasked_groups`][] finds the groups and the result states the epsilon of the
   smallest (its noise has only that group's shares).
 
 Bell et al. show that a random ring of degree ``O(log K)`` keeps these properties with
 high probability for a constant fraction of colluding or dropped clients; the
 deterministic bounds above hold for every ring.
 
->>> SecAggSettings.for_clients(100)
-SecAggSettings(num_clients=100, num_shares=15, reconstruction_threshold=8)
->>> SecAggSettings.for_clients(6)  # small: every client a neighbour of every other
-SecAggSettings(num_clients=6, num_shares=6, reconstruction_threshold=4)
->>> sorted(unmasked_groups({1: {1, 2, 3}, 2: {1, 2, 3}, 3: {1, 2, 3}}, active={1, 3}))
-[2]
+    >>> SecAggSettings.for_clients(100)
+    SecAggSettings(num_clients=100, num_shares=15, reconstruction_threshold=8)
+    >>> SecAggSettings.for_clients(6)  # small: every client a neighbour of every other
+    SecAggSettings(num_clients=6, num_shares=6, reconstruction_threshold=4)
+    >>> sorted(unmasked_groups({1: {1, 2, 3}, 2: {1, 2, 3}, 3: {1, 2, 3}}, active={1, 3}))
+    [2]
 """
 
 from __future__ import annotations
@@ -60,9 +60,10 @@ class SecAggSettings:
       num_shares: ``k``, a client's neighbourhood (itself included); odd, or ``K``.
       reconstruction_threshold: ``t``, shares needed to rebuild a secret; ``2 <= t <= k``.
 
-    >>> s = SecAggSettings.for_clients(10, num_shares=5)
-    >>> s.reconstruction_threshold, s.dropout_tolerance, s.max_colluders
-    (3, 2, 2)
+    Examples:
+        >>> s = SecAggSettings.for_clients(10, num_shares=5)
+        >>> s.reconstruction_threshold, s.dropout_tolerance, s.max_colluders
+        (3, 2, 2)
     """
 
     num_clients: int
@@ -77,7 +78,7 @@ class SecAggSettings:
         reconstruction_threshold: int | float | None = None,
     ) -> SecAggSettings:
         """The settings for ``num_clients``; ``None`` takes the defaults
-        (:func:`default_num_shares`, a majority ``k // 2 + 1`` of the neighbourhood).
+        ([`default_num_shares`][], a majority ``k // 2 + 1`` of the neighbourhood).
 
         Floats in ``(0, 1]`` are fractions, read as Flower's ``SecAggPlusWorkflow`` reads
         them (``num_shares``: of the clients, rounded, made odd; ``reconstruction_threshold``:

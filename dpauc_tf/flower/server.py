@@ -1,19 +1,20 @@
 """The server's plumbing on Flower: the grids that time and observe an exchange, what the
-server saw of a round (:class:`RoundLog`), and SecAgg+'s workflow configured for exact
-integer sums (driven by :func:`dpauc_tf.flower.evaluate_round`).
+server saw of a round ([`RoundLog`][]), and SecAgg+'s workflow configured for exact
+integer sums (driven by `dpauc_tf.flower.evaluate_round`).
 
 The server adds no noise: it turns the summed release into the ROC curve and the AUC with
 the mechanism's own post-processing (``mechanism.aggregate()``, ``to_confusion``,
 ``estimate_auc``) and states the epsilon achieved by the reports that arrived
-(:func:`dpauc_tf.mechanisms.base.achieved_statement`).
+([`dpauc_tf.mechanisms.base.achieved_statement`][]).
 
 Secure mechanisms run ``SecAggPlusWorkflow`` (with the clients' ``secaggplus_mod``): the
 server only ever holds masked vectors and their unmasked **sum**; clients that drop out
 after key sharing are unmasked away by SecAgg+ and are not counted as reporting.
 
->>> summed = SummedReports({"pos": np.zeros(3), "neg": np.zeros(3)}, num_reporting=2)
->>> summed.num_reporting
-2
+Examples:
+    >>> summed = SummedReports({"pos": np.zeros(3), "neg": np.zeros(3)}, num_reporting=2)
+    >>> summed.num_reporting
+    2
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def make_legacy_summing_strategy(
     other): its "fit" instructions carry the release's ``config`` to every node in
     ``node_ids``, and its ``aggregate_fit`` receives SecAgg+'s unmasked sum of the limbs
     (every result holds the same aggregate), decoded exactly and given to ``on_result``.
-    Internal to :func:`dpauc_tf.flower.evaluate_round`."""
+    Internal to `dpauc_tf.flower.evaluate_round`."""
     from flwr.common import FitIns, Parameters, parameters_to_ndarrays
     from flwr.server.strategy import Strategy
 
@@ -111,11 +112,12 @@ class RoundLog:
     not at all, and which failed. Clients are named by their index (``partition-id``),
     learnt from their replies; a client that never answered is named by elimination.
 
-    >>> log = RoundLog(num_clients=3, timeout=5.0)
-    >>> log.record("train", sent=[11, 12, 13], answered=[11], failed={12: "boom"})
-    >>> log.partitions.update({11: 0, 12: 1})
-    >>> log.unanswered, log.failed
-    ([2], {1: 'boom'})
+    Examples:
+        >>> log = RoundLog(num_clients=3, timeout=5.0)
+        >>> log.record("train", sent=[11, 12, 13], answered=[11], failed={12: "boom"})
+        >>> log.partitions.update({11: 0, 12: 1})
+        >>> log.unanswered, log.failed
+        ([2], {1: 'boom'})
     """
 
     num_clients: int
@@ -245,9 +247,9 @@ def make_secagg_workflow(
     timeout: float | None = None,
 ):
     """``SecAggPlusWorkflow`` with ``settings``' neighbourhoods, configured so that integer
-    limbs are summed exactly (:mod:`dpauc_tf.flower.encoding`): weight 1 per report,
+    limbs are summed exactly ([`dpauc_tf.flower.encoding`][]): weight 1 per report,
     quantizer scale 1, no clipping. ``on_graph`` sees the neighbourhoods and the clients
-    whose masked vectors arrived (:func:`dpauc_tf.flower.secagg.make_recording_workflow`)."""
+    whose masked vectors arrived ([`dpauc_tf.flower.secagg.make_recording_workflow`][])."""
     return make_recording_workflow(
         on_graph if on_graph is not None else (lambda neighbours, active: None),
         **settings.flower_arguments,

@@ -1,15 +1,15 @@
 """The server side on Flower: one private-AUC evaluation round, and a strategy wrapper that
 runs one in every evaluate round of any Flower strategy.
 
-:func:`evaluate_round` sends the release's settings (:mod:`dpauc_tf.flower.records`) and
+`evaluate_round` sends the release's settings (`dpauc_tf.flower.records`) and
 the global model to every node in an *evaluate* round, sums the reports (through SecAgg+
 for the secure mechanisms: the server receives only masked vectors and unmasks their sum)
-and returns the release path's :class:`~dpauc_tf.mechanisms.release.AUCResult`: AUC,
+and returns the release path's [`AUCResult`][]: AUC,
 curve, the epsilon achieved by the reports that arrived and the number of reporting
-clients. :class:`DPAUCStrategy` wraps a training strategy (``FedAvg``, ...) the way
+clients. `DPAUCStrategy` wraps a training strategy (``FedAvg``, ...) the way
 Flower's DP wrappers do: training is the wrapped strategy's, every evaluate round is a
 private AUC of the current global model, charged to a
-:class:`~dpauc_tf.privacy.ledger.PrivacyLedger` before any report is sent::
+[`PrivacyLedger`][dpauc_tf.privacy.ledger.PrivacyLedger] before any report is sent::
 
     from flwr.app import ArrayRecord, Context
     from flwr.serverapp import Grid, ServerApp
@@ -25,7 +25,7 @@ private AUC of the current global model, charged to a
         for server_round, result in strategy.results.items():
             print(server_round, result.auc, result.epsilon, result.num_reporting)
 
-The server adds no noise: it post-processes the sum (:func:`finish_release`).
+The server adds no noise: it post-processes the sum ([`finish_release`][]).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class RoundDetails:
     """What the server saw of one round besides the result (for reports and audits).
 
     Attributes:
-      log: who answered late, not at all, or with an error (:class:`RoundLog`).
+      log: who answered late, not at all, or with an error ([`RoundLog`][]).
       secagg: SecAgg+'s settings (secure mechanisms) or ``None``.
       unmasked_groups: sizes of the groups of reporting clients whose sums the server can
         unmask: one group unless dropouts split SecAgg+'s neighbourhoods.
@@ -150,7 +150,7 @@ def evaluate_round(
 
     Args:
       grid: the ``Grid`` of the ``ServerApp``'s ``main``.
-      spec: the release (:class:`~dpauc_tf.mechanisms.release.ReleaseSpec`); its ``seed``
+      spec: the release ([`ReleaseSpec`][]); its ``seed``
         is never sent (the clients hold their own).
       arrays: the ``ArrayRecord`` the clients evaluate (``None``: an empty one).
       server_round: the round's number (the messages' group id).
@@ -158,14 +158,14 @@ def evaluate_round(
       node_ids: the nodes asked to report (default: all of the grid's). The secure
         mechanisms' noise shares are sized for all of them.
       secagg: SecAgg+'s neighbourhoods (secure mechanisms; default
-        :meth:`SecAggSettings.for_clients`).
+        [`SecAggSettings.for_clients`][]).
       timeout: seconds the server waits for each exchange (``None``: no limit); clients
         that do not answer in time are left out and named in ``details.log``.
       observe_replies: called with every message the server receives (an audit hook).
-      details: filled with what the server saw (:class:`RoundDetails`).
+      details: filled with what the server saw (`RoundDetails`).
 
     Returns:
-      The :class:`~dpauc_tf.mechanisms.release.AUCResult` of the reports that arrived: its
+      The [`AUCResult`][] of the reports that arrived: its
       epsilon is the one they achieve (with dropouts splitting SecAgg+'s neighbourhoods, the
       smallest unmaskable group's).
 
@@ -252,7 +252,7 @@ def _plain_sum(grid, settings, config, arrays, nodes, server_round) -> SummedRep
 
 class _EvaluateGrid:
     """SecAgg+'s workflow sends training messages; this grid sends them as *evaluate*
-    messages (the clients' :func:`~dpauc_tf.flower.client.secagg_evaluate_mod` answers)."""
+    messages (the clients' [`secagg_evaluate_mod`][] answers)."""
 
     def __init__(self, grid):
         self._grid = grid
@@ -376,29 +376,49 @@ class DPAUCStrategy:
     """Wraps any Flower strategy: training is its own, every evaluate round is a private AUC.
 
     Built as a subclass of ``flwr.serverapp.strategy.Strategy`` (Flower is imported when the
-    first one is made). ``configure_evaluate`` runs :func:`evaluate_round` on the round's
+    first one is made). ``configure_evaluate`` runs `evaluate_round` on the round's
     global model (the wrapped strategy's federated evaluation is replaced) and
     ``aggregate_evaluate`` returns its figures as a ``MetricRecord``
     (``dpauc-auc``, ``dpauc-epsilon``, ``dpauc-num-reporting``, ``dpauc-num-clients``);
-    the full :class:`~dpauc_tf.mechanisms.release.AUCResult` of round ``r`` is
+    the full [`AUCResult`][] of round ``r`` is
     ``strategy.results[r]``.
 
     Args:
       strategy: the training strategy (``FedAvg()``, ...).
-      spec: the release of every evaluation (:func:`spec_from_run_config` builds it from the
+      spec: the release of every evaluation (`spec_from_run_config` builds it from the
         app's config).
       ledger: charged before every evaluation (refused with
-        :class:`~dpauc_tf.privacy.ledger.BudgetExceededError` if it would exceed its budget,
+        [`BudgetExceededError`][dpauc_tf.privacy.ledger.BudgetExceededError] if it would exceed its budget,
         before any report is sent); when fewer reports arrive than a secure mechanism's
         noise was sized for, the difference to the achieved epsilon is not lost: the
         achieved release is recorded too (``dataset``, ``"...: achieved"``).
       dataset: the ledger's data set name.
-      repeats, secagg, timeout, observe_replies: as for :func:`evaluate_round`.
+      repeats: as for `evaluate_round`.
+      secagg: as for `evaluate_round`.
+      timeout: as for `evaluate_round`.
+      observe_replies: as for `evaluate_round`.
       on_result: called with every round's ``(server_round, AUCResult)``.
 
-    >>> DPAUCStrategy.__name__
-    'DPAUCStrategy'
+    Examples:
+        >>> DPAUCStrategy.__name__
+        'DPAUCStrategy'
     """
+
+    def __init__(
+        self,
+        strategy,
+        spec: ReleaseSpec,
+        *,
+        ledger=None,
+        dataset: str = "flower-evaluation",
+        repeats: int = 1,
+        secagg: SecAggSettings | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        observe_replies: Callable[[Any], None] | None = None,
+        on_result: Callable[[int, AUCResult], None] | None = None,
+    ) -> None:
+        """The signature only: ``__new__`` returns the Flower subclass, whose own
+        ``__init__`` (the same arguments) is the one that runs."""
 
     def __new__(cls, *args, **kwargs):
         instance = object.__new__(_strategy_class())

@@ -1,17 +1,18 @@
 """Score files: one reader for CSV, Parquet, TFRecord, compressed CSV, directories and globs.
 
-* :mod:`~dpauc_tf.io.scores`: :class:`~dpauc_tf.io.scores.ScoreSet` (validated examples),
-  :class:`~dpauc_tf.io.scores.ScoreFileError` (one-line errors), the whole-file
-  :func:`~dpauc_tf.io.scores.read_score_file` and the epoch files of a training run;
-* :mod:`~dpauc_tf.io.readers`: :func:`~dpauc_tf.io.readers.iter_score_chunks`, validated
+* [`scores`][]: [`ScoreSet`][dpauc_tf.io.scores.ScoreSet] (validated examples),
+  [`ScoreFileError`][dpauc_tf.io.scores.ScoreFileError] (one-line errors), the whole-file
+  [`read_score_file`][dpauc_tf.io.scores.read_score_file] and the epoch files of a training run;
+* [`readers`][]: [`iter_score_chunks`][dpauc_tf.io.readers.iter_score_chunks], validated
   chunks of any number of files (the one reader every path goes through);
-* :mod:`~dpauc_tf.io.streaming`: per-client bucket counts in one chunked pass, bounded memory.
+* [`streaming`][]: per-client bucket counts in one chunked pass, bounded memory.
 
 Names load on first use (``import dpauc_tf.io`` imports neither pandas nor TensorFlow).
 
->>> from dpauc_tf.io import ScoreSet
->>> ScoreSet.checked([0, 1], [0.2, 0.7]).num_examples
-2
+Examples:
+    >>> from dpauc_tf.io import ScoreSet
+    >>> ScoreSet.checked([0, 1], [0.2, 0.7]).num_examples
+    2
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Score files read in chunks: CSV, Parquet and TFRecord, one file, a directory or a glob.
 
-:func:`iter_score_chunks` yields validated :class:`ScoreChunk` s of at most ``chunk_rows``
+[`iter_score_chunks`][] yields validated [`ScoreChunk`][] s of at most ``chunk_rows``
 examples, so that a file of any size is read in bounded memory. Validation is as strict as
-:func:`dpauc_tf.io.scores.read_score_file`'s and every problem is a
-:class:`~dpauc_tf.io.scores.ScoreFileError` with a one-line message that names
+[`dpauc_tf.io.scores.read_score_file`][]'s and every problem is a
+[`ScoreFileError`][] with a one-line message that names
 the file and the row (``row N``: the N-th example of that file, counted from 1, header not
 counted): a missing column, a missing value, a NaN or text score, a score outside [0, 1]
 (infinite included), a label other than 0/1, missing or mixed-type client ids.
@@ -18,11 +18,12 @@ Formats, chosen by the file name's suffix:
 A directory means its files (not starting with ``.`` or ``_``, sorted, all of one format); a
 path with ``*``, ``?`` or ``[`` is a glob (sorted).
 
->>> import tempfile, pathlib
->>> path = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
->>> _ = path.write_text("score,label\\n0.2,0\\n0.7,1\\n0.4,1\\n")
->>> [(c.first_row, c.labels.tolist()) for c in iter_score_chunks(path, chunk_rows=2)]
-[(1, [0, 1]), (3, [1])]
+Examples:
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
+    >>> _ = path.write_text("score,label\\n0.2,0\\n0.7,1\\n0.4,1\\n")
+    >>> [(c.first_row, c.labels.tolist()) for c in iter_score_chunks(path, chunk_rows=2)]
+    [(1, [0, 1]), (3, [1])]
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ class ScoreChunk:
 
     ``first_row`` is the row number (from 1) of the first example in its file ``source``.
 
-    >>> ScoreChunk(np.array([1, 0], np.int8), np.array([0.5, 0.1]), None, "f.csv", 1).num_examples
-    2
+    Examples:
+        >>> ScoreChunk(np.array([1, 0], np.int8), np.array([0.5, 0.1]), None, "f.csv", 1).num_examples
+        2
     """
 
     labels: np.ndarray
@@ -124,7 +126,7 @@ def iter_score_chunks(
 ) -> Iterator[ScoreChunk]:
     """Validated chunks of the score file(s) at ``path`` (see the module docstring).
 
-    Column arguments as in :func:`dpauc_tf.io.scores.read_score_file`;
+    Column arguments as in [`dpauc_tf.io.scores.read_score_file`][];
     ``from_logits``: a sigmoid (``scipy.special.expit``, as the whole-file reader) maps the
     scores. Empty chunks are skipped; a file of zero bytes is an error.
     """
@@ -240,7 +242,7 @@ def compression_error(path: Path, error: BaseException) -> ScoreFileError | None
 
 
 class _CheckedZstd(io.RawIOBase):
-    """A ``.zst`` file's decompressed bytes, with an :class:`EOFError` where it ends inside
+    """A ``.zst`` file's decompressed bytes, with an `EOFError` where it ends inside
     a frame (pandas' own zstd reader returns the bytes so far: a shorter file, silently)."""
 
     def __init__(self, path: Path):
@@ -465,9 +467,9 @@ def _where(source: str, first_row: int | None, at: int | None, size: int = 0) ->
 
 
 def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -> ScoreChunk:
-    """The one validation of examples (every reader and :meth:`ScoreSet.checked`): labels
+    """The one validation of examples (every reader and [`ScoreSet.checked`][dpauc_tf.io.scores.ScoreSet.checked]): labels
     0/1, scores in [0, 1] (after a sigmoid with ``from_logits``), client ids present and of
-    one type; a :class:`ScoreFileError` naming ``source`` and the row otherwise
+    one type; a [`ScoreFileError`][] naming ``source`` and the row otherwise
     (``first_row=None``: arrays, no row numbers)."""
     labels = _as_float(np.asarray(labels).ravel(), "labels", source, first_row)
     scores = _as_float(np.asarray(scores).ravel(), "scores", source, first_row)

@@ -2,16 +2,17 @@
 
 A score file has one row per test example with a ``score`` in [0, 1], a ``label`` in {0, 1}
 and optionally an integer ``client`` id (column names are configurable). Every problem is a
-:class:`ScoreFileError` with a one-line message: a missing file or column, an empty file,
+[`ScoreFileError`][] with a one-line message: a missing file or column, an empty file,
 NaN, labels other than 0/1, scores outside [0, 1].
 
 ``models.train`` writes one file per epoch, ``scores_epoch{N}.parquet`` (or ``.csv``);
-:func:`epoch_files` finds them in a directory.
+[`epoch_files`][] finds them in a directory.
 
->>> import numpy as np
->>> s = ScoreSet.checked(np.array([0, 1]), np.array([0.2, 0.7]))
->>> s.num_examples, s.num_positives
-(2, 1)
+Examples:
+    >>> import numpy as np
+    >>> s = ScoreSet.checked(np.array([0, 1]), np.array([0.2, 0.7]))
+    >>> s.num_examples, s.num_positives
+    (2, 1)
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class ScoreSet:
 
     @classmethod
     def checked(cls, labels, scores, clients=None, *, source: str = "input") -> ScoreSet:
-        """Validates and converts; raises :class:`ScoreFileError` naming the problem. The
-        checks are the chunked reader's (:func:`dpauc_tf.io.readers.check_chunk`): one set
+        """Validates and converts; raises [`ScoreFileError`][] naming the problem. The
+        checks are the chunked reader's ([`dpauc_tf.io.readers.check_chunk`][]): one set
         of rules for every path."""
         from dpauc_tf.io.readers import check_chunk
 
@@ -97,7 +98,7 @@ def read_score_file(
 ) -> ScoreSet:
     """Reads a score file (or a directory or glob of them) whole and validates it.
 
-    The one reader, :func:`dpauc_tf.io.readers.iter_score_chunks`, reads it (every format
+    The one reader, [`dpauc_tf.io.readers.iter_score_chunks`][], reads it (every format
     it reads, with its row-numbered errors); the chunks are joined and the client ids
     numbered ``0..K-1`` in sorted order.
 

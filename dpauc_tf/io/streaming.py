@@ -1,8 +1,8 @@
 """Score files of any size: per-client bucket counts in one chunked pass, bounded memory.
 
-:func:`count_score_file` reads a file (or a directory or glob of them) in chunks
-(:mod:`dpauc_tf.io.readers`) and keeps only counts: per client, the mechanism
-grid's ``T + 1`` buckets (:func:`dpauc_tf.core.counts.bucket_counts_numpy`, TensorFlow's
+[`count_score_file`][] reads a file (or a directory or glob of them) in chunks
+([`dpauc_tf.io.readers`][]) and keeps only counts: per client, the mechanism
+grid's ``T + 1`` buckets ([`dpauc_tf.core.counts.bucket_counts_numpy`][], TensorFlow's
 bucket rule bit for bit, int64); summed over clients, any further grids (TensorFlow's, for
 the reference ``tf_auc``) and a fine histogram of ``2^20`` equal buckets over [0, 1] for
 the reference AUC. State is ``O(K x T + 2^20)`` whatever the number of examples.
@@ -12,18 +12,19 @@ them: then the reference AUC is scikit-learn's exact one (as for a whole file in
 and what needs every example (a ``--clients`` partition, a mechanism that transforms the
 data) can run. Past the limit they are dropped and the reference AUC comes from the fine
 histogram, with its largest possible error stated
-(:func:`dpauc_tf.experiments.ground_truth.histogram_auc`); never silently approximate.
+([`dpauc_tf.experiments.ground_truth.histogram_auc`][]); never silently approximate.
 
 Client ids (a client column) may be any sortable values; they become ``0..K-1`` in sorted
 order, exactly as the whole-file reader numbers them.
 
->>> import tempfile, pathlib
->>> from dpauc_tf.core.thresholds import Thresholds
->>> path = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
->>> _ = path.write_text("score,label,client\\n0.2,0,b\\n0.7,1,a\\n0.4,1,b\\n")
->>> counted = count_score_file(path, Thresholds.make(3), client_column="client", chunk_rows=2)
->>> counted.num_examples, counted.num_clients, counted.pos.tolist()
-(3, 2, [[0, 0, 1, 0], [0, 1, 0, 0]])
+Examples:
+    >>> import tempfile, pathlib
+    >>> from dpauc_tf.core.thresholds import Thresholds
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
+    >>> _ = path.write_text("score,label,client\\n0.2,0,b\\n0.7,1,a\\n0.4,1,b\\n")
+    >>> counted = count_score_file(path, Thresholds.make(3), client_column="client", chunk_rows=2)
+    >>> counted.num_examples, counted.num_clients, counted.pos.tolist()
+    (3, 2, [[0, 0, 1, 0], [0, 1, 0, 0]])
 """
 
 from __future__ import annotations
@@ -73,21 +74,25 @@ class CountedScores:
     """What one pass over a score file leaves: counts, totals and maybe the examples.
 
     Attributes:
-      pos, neg: int64 ``[K, T + 1]`` per-client counts on the counting grid (``K = 1``
+      pos: int64 ``[K, T + 1]`` per-client positive counts on the counting grid (``K = 1``
         without a client column).
+      neg: the negative counts, the same shape.
       summed: ``{name: (pos, neg)}``, int64 ``[T' + 1]`` counts of every extra grid.
-      fine_pos, fine_neg: int64 ``[2^20]`` fine histogram over [0, 1].
-      num_examples, num_positives: totals.
+      fine_pos: int64 ``[2^20]`` fine histogram of the positives over [0, 1].
+      fine_neg: the negatives' fine histogram.
+      num_examples: the number of examples.
+      num_positives: the number of positives.
       client_keys: the raw client ids in sorted order (``None`` without a client column).
       examples: the validated examples (client ids ``0..K-1``) if there were at most
         ``max_rows_in_memory``, else ``None``.
       max_rows_in_memory: that limit.
 
-    >>> counter = ScoreCounter(Thresholds.make(3), max_rows_in_memory=0)
-    >>> counter.add(ScoreChunk(np.array([1, 0], np.int8), np.array([0.9, 0.2]), None, "x", 1))
-    >>> counted = counter.finish()
-    >>> counted.num_clients, counted.num_positives, counted.examples is None
-    (1, 1, True)
+    Examples:
+        >>> counter = ScoreCounter(Thresholds.make(3), max_rows_in_memory=0)
+        >>> counter.add(ScoreChunk(np.array([1, 0], np.int8), np.array([0.9, 0.2]), None, "x", 1))
+        >>> counted = counter.finish()
+        >>> counted.num_clients, counted.num_positives, counted.examples is None
+        (1, 1, True)
     """
 
     pos: np.ndarray
@@ -160,15 +165,16 @@ class _ClientIndex:
 
 
 class ScoreCounter:
-    """Accumulates :class:`ScoreChunk` s into :class:`CountedScores` (see the module).
+    """Accumulates [`ScoreChunk`][] s into [`CountedScores`][] (see the module).
 
     ``grid``: the per-client counting grid; ``summed_grids``: further grids counted over all
     clients; ``per_client``: count per client of the chunks' client ids (else one client).
 
-    >>> counter = ScoreCounter(Thresholds.make(3))
-    >>> counter.add(ScoreChunk(np.array([1, 0], np.int8), np.array([0.9, 0.2]), None, "x", 1))
-    >>> counter.finish().neg.tolist()
-    [[0, 1, 0, 0]]
+    Examples:
+        >>> counter = ScoreCounter(Thresholds.make(3))
+        >>> counter.add(ScoreChunk(np.array([1, 0], np.int8), np.array([0.9, 0.2]), None, "x", 1))
+        >>> counter.finish().neg.tolist()
+        [[0, 1, 0, 0]]
     """
 
     def __init__(
@@ -353,8 +359,8 @@ def count_score_file(
 ) -> CountedScores:
     """Reads ``path`` in chunks of ``chunk_rows`` and counts it (see the module docstring).
 
-    Column arguments as :func:`dpauc_tf.io.scores.read_score_file`'s. Errors
-    are :class:`~dpauc_tf.io.scores.ScoreFileError` (one line, with the row).
+    Column arguments as [`dpauc_tf.io.scores.read_score_file`][]'s. Errors
+    are [`ScoreFileError`][] (one line, with the row).
     """
     chunks = iter_score_chunks(
         path,

@@ -1,9 +1,10 @@
 """``DPAUCBudgetCallback``: charges every published DPAUC value to a privacy ledger.
 
->>> from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
->>> callback = DPAUCBudgetCallback(PrivacyLedger(budget=3.0))
->>> callback.train_dataset
-'train'
+Examples:
+    >>> from dpauc_tf.privacy.ledger import BudgetExceededError, PrivacyLedger
+    >>> callback = DPAUCBudgetCallback(PrivacyLedger(budget=3.0))
+    >>> callback.train_dataset
+    'train'
 """
 
 from __future__ import annotations
@@ -70,17 +71,17 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
     it is drawn, and refuses those past the budget.
 
     A DPAUC release happens when Keras computes the values it publishes (see
-    :mod:`dpauc_tf.keras.metric`): the epoch-end training value (data set
+    [`dpauc_tf.keras.metric`][]): the epoch-end training value (data set
     ``train_dataset``), the epoch-end validation value (``validation_dataset``) and the value
     that ``model.evaluate`` returns (``evaluation_dataset``); a metric built with
     ``release_on_train=False`` draws no training release, so nothing is charged to
     ``train_dataset``. Each data set's releases compose on the ledger against its own budget
     (README, "What fit shows and what it spends"). While its model's ``fit`` or
     ``evaluate`` runs, the callback is a release guard of the metric
-    (:func:`dpauc_tf.keras.metric.add_release_guard`): each release of the model's DPAUC
+    ([`dpauc_tf.keras.metric.add_release_guard`][]): each release of the model's DPAUC
     metrics asks it first, and it records ``DPAUC.dp_event()`` on the ledger before any noise
     is drawn. A release that would exceed the budget is never drawn:
-    :class:`BudgetExceededError` is raised from the metric's ``result()`` and stops the run,
+    [`BudgetExceededError`][] is raised from the metric's ``result()`` and stops the run,
     so no callback (wherever it is in the list), no History, progress bar, CSV or TensorBoard
     file and no later step sees a value for it. A noise-free ``DPAUC(epsilon=None)`` under a
     ledger with a budget is refused when ``fit`` or ``evaluate`` begins (its value is exact in

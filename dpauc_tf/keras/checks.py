@@ -1,4 +1,4 @@
-"""The Keras metric's input, setting and environment checks (:mod:`dpauc_tf.keras.metric`):
+"""The Keras metric's input, setting and environment checks ([`dpauc_tf.keras.metric`][]):
 shapes, labels, distribution strategies, TFF's server-side finalizer, and the marking that
 lets DPAUC's own errors through Keras 2's AutoGraph unchanged."""
 
@@ -222,8 +222,9 @@ def default_mechanism(
     what is asked (``docs/auc_only.md``): ``"auc-only"`` for the ROC AUC when a ``delta`` is
     given, ``"histogram"`` otherwise (a curve is needed, or pure epsilon-DP is asked for).
 
-    >>> default_mechanism(delta=1e-6), default_mechanism(), default_mechanism("PR", delta=1e-6)
-    ('auc-only', 'histogram', 'histogram')
+    Examples:
+        >>> default_mechanism(delta=1e-6), default_mechanism(), default_mechanism("PR", delta=1e-6)
+        ('auc-only', 'histogram', 'histogram')
     """
     if mechanism is not None:
         return mechanism

@@ -1,18 +1,19 @@
 """The interval of a Keras metric's last release, and a callback that logs its bounds.
 
 Post-processing of the last release and the mechanism's noise law (no new release, no
-privacy cost): :func:`dpauc_tf.mechanisms.intervals.release_interval`, ``docs/intervals.md``.
+privacy cost): [`dpauc_tf.mechanisms.intervals.release_interval`][], ``docs/intervals.md``.
 
->>> import numpy as np
->>> from dpauc_tf.keras.metric import DPAUC
->>> m = DPAUC(epsilon=1.0, num_thresholds=50, seed=0)
->>> rng = np.random.default_rng(0)
->>> labels = (rng.random(4000) < 0.3).astype("float32")
->>> m.update_state(labels, 1 / (1 + np.exp(-rng.normal(labels, 1.0))).astype("float32"))
->>> value = float(m.result())
->>> ci = m.release_interval(0.95)
->>> bool(ci.low[0] < value < ci.high[0]), ci.target
-(True, 'population')
+Examples:
+    >>> import numpy as np
+    >>> from dpauc_tf.keras.metric import DPAUC
+    >>> m = DPAUC(epsilon=1.0, num_thresholds=50, seed=0)
+    >>> rng = np.random.default_rng(0)
+    >>> labels = (rng.random(4000) < 0.3).astype("float32")
+    >>> m.update_state(labels, 1 / (1 + np.exp(-rng.normal(labels, 1.0))).astype("float32"))
+    >>> value = float(m.result())
+    >>> ci = m.release_interval(0.95)
+    >>> bool(ci.low[0] < value < ci.high[0]), ci.target
+    (True, 'population')
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dpauc_tf.mechanisms.intervals import AUCInterval, release_interval
 def last_release_interval(
     metric, confidence: float = 0.95, target: str = "population"
 ) -> AUCInterval:
-    """The :class:`~dpauc_tf.mechanisms.intervals.AUCInterval` of ``metric``'s last release
+    """The [`AUCInterval`][] of ``metric``'s last release
     (``.low[0]``, ``.high[0]``, ``.privacy_share[0]``).
 
     ``target="population"``: the AUC of the population the data were drawn from (privacy

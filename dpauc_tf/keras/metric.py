@@ -6,7 +6,7 @@ up to 2^47) and releases a noisy AUC from them (central
 DP: whoever runs Keras holds the labels and publishes the value). It runs unchanged in
 Keras 2 (TensorFlow 2.14) and Keras 3 (TensorFlow >= 2.16) on the TensorFlow and the JAX
 backends (on JAX it counts with ``keras.ops`` and releases on the host:
-:mod:`dpauc_tf.keras.ops_counts`, ``docs/keras_backends.md``). PyTorch is refused (not
+[`dpauc_tf.keras.ops_counts`][], ``docs/keras_backends.md``). PyTorch is refused (not
 supported yet).
 
 **Which values are releases.** A release draws fresh noise and costs its epsilon. It
@@ -24,12 +24,12 @@ ends with its releases (``docs/keras_options.md``). ``releases_drawn`` counts th
 **Training labels.** ``release_on_train=False`` draws no release at ``fit``'s epoch-end
 training value (it is NaN): only validation and ``evaluate`` releases spend budget.
 
-**Charged before drawn.** Every release first asks the release guards (:func:`add_release_guard`)
+**Charged before drawn.** Every release first asks the release guards ([`add_release_guard`][])
 for permission, before any noise is drawn or any count is read: a guard that refuses raises,
 and the release never exists, so no callback, log, file or later step can show it.
-:class:`dpauc_tf.keras.callbacks.DPAUCBudgetCallback` is such a guard: during ``fit`` and
+[`dpauc_tf.keras.callbacks.DPAUCBudgetCallback`][] is such a guard: during ``fit`` and
 ``evaluate`` it charges each release of its model's metrics to a
-:class:`dpauc_tf.privacy.ledger.PrivacyLedger`, or refuses it past the budget.
+[`dpauc_tf.privacy.ledger.PrivacyLedger`][], or refuses it past the budget.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ _RELEASE_GUARDS: list = []
 
 
 def add_release_guard(guard) -> None:
-    """Asks ``guard(metric)`` before every release any :class:`DPAUC` draws, before the draw:
+    """Asks ``guard(metric)`` before every release any [`DPAUC`][] draws, before the draw:
     to refuse it, the guard raises (the exception reaches ``result()``'s caller and nothing
     is drawn). Added once however often it is called."""
     if all(guard != known for known in _RELEASE_GUARDS):
@@ -94,7 +94,7 @@ class DPAUC(tf.keras.metrics.Metric):
         value is the ROC AUC (``curve="ROC"``, interpolation), ``"histogram"``
         (Laplace(2/eps) on the class histograms, pure epsilon) otherwise: for ``curve="PR"``,
         other summation methods, or without ``delta``. ``"auc-only"`` releases no curve
-        (:meth:`roc_curve` refuses). Others: ``"histogram-public-scores"``,
+        ([`roc_curve`][] refuses). Others: ``"histogram-public-scores"``,
         ``"tree-histogram"`` (fine buckets at almost no extra noise, e.g.
         ``num_thresholds=1023``), ``"paper"``, ``"paper-gaussian"`` (needs ``delta``),
         ``"rr"``, the secure mechanisms (integer noise; one data holder is one share). See
@@ -123,24 +123,25 @@ class DPAUC(tf.keras.metrics.Metric):
         noise).
       mechanism_options: further keyword arguments of the mechanism's constructor (for
         example the branching factor of a tree mechanism), kept in the config.
-      name: metric name. dtype: the dtype of ``result()``.
+      name: metric name.
+      dtype: the dtype of ``result()``.
       max_weight: the declared bound of the sample weights (default 1): with noise, weights
         must lie in ``[0, max_weight]``; one label change then moves up to ``max_weight``,
         and the noise (in weighted counts) and the statement scale with it
-        (:mod:`dpauc_tf.mechanisms.weight_bound`; integer-noise mechanisms take 1 only).
+        (`dpauc_tf.mechanisms.weight_bound`; integer-noise mechanisms take 1 only).
       release_on_train: ``False``: ``fit``'s epoch-end training value is no release (NaN)
         and spends nothing; validation and ``evaluate`` still release.
 
     Standalone:
 
-    >>> m = DPAUC(epsilon=None, num_thresholds=5)
-    >>> m.update_state([0, 0, 1, 1], [0.1, 0.6, 0.4, 0.9])
-    >>> round(float(m.result()), 4)
-    0.75
-    >>> noisy = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
-    >>> noisy.update_state([0, 0, 1, 1] * 500, [0.1, 0.6, 0.4, 0.9] * 500)
-    >>> 0.6 < float(noisy.result()) < 0.9, noisy.releases_drawn
-    (True, 1)
+        >>> m = DPAUC(epsilon=None, num_thresholds=5)
+        >>> m.update_state([0, 0, 1, 1], [0.1, 0.6, 0.4, 0.9])
+        >>> round(float(m.result()), 4)
+        0.75
+        >>> noisy = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
+        >>> noisy.update_state([0, 0, 1, 1] * 500, [0.1, 0.6, 0.4, 0.9] * 500)
+        >>> 0.6 < float(noisy.result()) < 0.9, noisy.releases_drawn
+        (True, 1)
 
     With ``compile()``:
 
@@ -272,7 +273,7 @@ class DPAUC(tf.keras.metrics.Metric):
 
     def _jax_variables(self, shape) -> None:
         """JAX: counts as float32 ``high + low`` halves ``[2 (pos, neg), ...]`` (exact without
-        float64, :mod:`dpauc_tf.keras.ops_counts`), and the last release as a metric variable:
+        float64, [`dpauc_tf.keras.ops_counts`][]), and the last release as a metric variable:
         a jitted step reads only the state Keras passes in, so the value a step shows must
         be part of it (its float64 original stays on the host)."""
         import keras
@@ -350,7 +351,7 @@ class DPAUC(tf.keras.metrics.Metric):
 
     @property
     def releases_drawn(self) -> int:
-        """How many releases this metric has drawn (each costs :meth:`dp_event`)."""
+        """How many releases this metric has drawn (each costs [`dp_event`][])."""
         return self._releases_drawn
 
     @property
@@ -456,9 +457,10 @@ class DPAUC(tf.keras.metrics.Metric):
         ``mechanism`` must be the metric's mechanism or one with the same release format
         (for a secure sum of shares: ``mechanism.aggregate()``).
 
-        >>> m = DPAUC(epsilon=None, num_thresholds=3)
-        >>> round(float(m.value_from_release({"pos": [0., 1., 2., 1.], "neg": [2., 1., 0., 0.]})), 4)
-        0.2917
+        Examples:
+            >>> m = DPAUC(epsilon=None, num_thresholds=3)
+            >>> round(float(m.value_from_release({"pos": [0., 1., 2., 1.], "neg": [2., 1., 0., 0.]})), 4)
+            0.2917
         """
         mechanism = self._mechanism if mechanism is None else mechanism
         release = {key: tf.cast(value, tf.float64) for key, value in release.items()}
@@ -544,7 +546,7 @@ class DPAUC(tf.keras.metrics.Metric):
 
     def release_interval(self, confidence: float = 0.95, target: str = "population"):
         """The interval of the last release; no new release, no privacy cost
-        (:func:`dpauc_tf.keras.intervals.last_release_interval`)."""
+        ([`dpauc_tf.keras.intervals.last_release_interval`][])."""
         from dpauc_tf.keras.intervals import last_release_interval
 
         return last_release_interval(self, confidence, target)

@@ -2,9 +2,9 @@
 
 The metric counts, per class ``c``, the examples of class ``c`` (positives) and all others
 (negatives) per bucket of the score ``y_pred[:, c]``, in the same float64 weights as
-:class:`~dpauc_tf.keras.metric.DPAUC` with ``multi_label=True`` (it is one, with one label
+[`DPAUC`][] with ``multi_label=True`` (it is one, with one label
 per class), and releases the ``C x 2 x (T + 1)`` counts through
-:class:`dpauc_tf.mechanisms.multiclass.OneVsRest`: every class at the class budget, so that
+[`dpauc_tf.mechanisms.multiclass.OneVsRest`][]: every class at the class budget, so that
 the two classes one example's class change touches cost ``epsilon`` together
 (``docs/multiclass.md``). ``average`` picks scikit-learn's ``macro``, ``weighted`` or
 ``micro`` one-vs-rest average, all post-processing of the same release.
@@ -63,15 +63,17 @@ class DPMultiClassAUC(DPAUC):
       from_logits: the predictions are logits (softmax first).
       seed: ``None`` (OS entropy) or an int (reproducible; experiments only).
       mechanism_options: further options of the mechanism.
-      name: metric name. dtype: the dtype of ``result()``.
+      name: metric name.
+      dtype: the dtype of ``result()``.
 
-    >>> m = DPMultiClassAUC(num_classes=3, epsilon=None, num_thresholds=50)
-    >>> m.update_state([0, 1, 2, 1], [[.8, .1, .1], [.2, .7, .1], [.3, .3, .4], [.6, .3, .1]])
-    >>> round(float(m.result()), 4)
-    0.9583
-    >>> noisy = DPMultiClassAUC(num_classes=3, epsilon=1.0, seed=0)
-    >>> noisy.privacy_statement().epsilon, noisy.mechanism.noise_scale
-    (1.0, 4.0)
+    Examples:
+        >>> m = DPMultiClassAUC(num_classes=3, epsilon=None, num_thresholds=50)
+        >>> m.update_state([0, 1, 2, 1], [[.8, .1, .1], [.2, .7, .1], [.3, .3, .4], [.6, .3, .1]])
+        >>> round(float(m.result()), 4)
+        0.9583
+        >>> noisy = DPMultiClassAUC(num_classes=3, epsilon=1.0, seed=0)
+        >>> noisy.privacy_statement().epsilon, noisy.mechanism.noise_scale
+        (1.0, 4.0)
 
     With ``compile()``:
 
@@ -156,7 +158,7 @@ class DPMultiClassAUC(DPAUC):
 
     @property
     def one_vs_rest(self) -> OneVsRest:
-        """The release's :class:`~dpauc_tf.mechanisms.multiclass.OneVsRest`."""
+        """The release's [`OneVsRest`][]."""
         return self._ovr
 
     def privacy_statement(self) -> PrivacyStatement:
@@ -260,11 +262,12 @@ class DPMultiClassAUC(DPAUC):
         """The chosen average of a release (or of the sum of clients' releases):
         post-processing, no noise, no release counted.
 
-        >>> m = DPMultiClassAUC(num_classes=2, epsilon=None, num_thresholds=3, average="micro")
-        >>> pos = [[0., 0., 2., 0.], [0., 1., 1., 0.]]  # [C, T + 1]: class 0, class 1
-        >>> neg = [[0., 2., 0., 0.], [0., 1., 1., 0.]]
-        >>> float(m.value_from_release({"pos": pos, "neg": neg}))
-        0.75
+        Examples:
+            >>> m = DPMultiClassAUC(num_classes=2, epsilon=None, num_thresholds=3, average="micro")
+            >>> pos = [[0., 0., 2., 0.], [0., 1., 1., 0.]]  # [C, T + 1]: class 0, class 1
+            >>> neg = [[0., 2., 0., 0.], [0., 1., 1., 0.]]
+            >>> float(m.value_from_release({"pos": pos, "neg": neg}))
+            0.75
         """
         mechanism = self._mechanism if mechanism is None else mechanism
         out = averages(mechanism, release, keras_exact=self.epsilon is None)

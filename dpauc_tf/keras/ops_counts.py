@@ -1,17 +1,17 @@
 """DPAUC's counting on Keras 3's JAX backend, written with ``keras.ops``.
 
-On the TensorFlow backend :class:`dpauc_tf.keras.metric.DPAUC` counts with
-:func:`dpauc_tf.core.counts.bucket_counts`; on JAX a metric's ``update_state`` runs inside
+On the TensorFlow backend [`dpauc_tf.keras.metric.DPAUC`][] counts with
+[`dpauc_tf.core.counts.bucket_counts`][]; on JAX a metric's ``update_state`` runs inside
 ``jax.jit`` and TensorFlow ops cannot, so this module counts the same buckets
-(:meth:`dpauc_tf.core.thresholds.Thresholds.segment_ids_with`) with the same checks and
-messages (:mod:`dpauc_tf.core.counts`). The release itself stays on the host, through the
+([`dpauc_tf.core.thresholds.Thresholds.segment_ids_with`][]) with the same checks and
+messages ([`dpauc_tf.core.counts`][]). The release itself stays on the host, through the
 mechanism's TensorFlow code (see ``docs/keras_backends.md``).
 
 **Exact counts without float64.** JAX has no float64 unless ``jax_enable_x64`` is set, and
 a float32 sum stops counting at 2^24. The counts are kept as two float32 arrays whose sum
-is the count (``high + low``, double-float arithmetic): :func:`add_exactly` adds a batch
+is the count (``high + low``, double-float arithmetic): [`add_exactly`][] adds a batch
 without rounding (TwoSum), so integer counts stay exact up to 2^47 per bucket, and the host
-reads them as float64 (:func:`read_counts`). One batch is summed in float32, exact for
+reads them as float64 ([`read_counts`][]). One batch is summed in float32, exact for
 integer weights while a bucket gets fewer than 2^24 examples of one batch: a batch of more
 than 2^24 examples is refused.
 

@@ -1,5 +1,5 @@
 """DPAUC's counting on the TensorFlow backend (Keras 2 and Keras 3): one batch's per-bucket
-positive and negative counts, with the input rules of :mod:`dpauc_tf.keras.checks`.
+positive and negative counts, with the input rules of [`dpauc_tf.keras.checks`][].
 
 * **Noise off** (``epsilon=None``): every input ``tf.keras.metrics.AUC`` takes, counted as
   it counts them: extra dimensions flattened (``multi_label=False``), sample weights

@@ -3,9 +3,9 @@
 Names load on first use: ``from dpauc_tf.mechanisms import list_mechanisms`` imports neither
 TensorFlow nor dp-accounting.
 
->>> from dpauc_tf.mechanisms import get_mechanism, list_mechanisms
->>> get_mechanism("histogram", epsilon=0.5, num_thresholds=10).noise_scale
-4.0
+    >>> from dpauc_tf.mechanisms import get_mechanism, list_mechanisms
+    >>> get_mechanism("histogram", epsilon=0.5, num_thresholds=10).noise_scale
+    4.0
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ adds noise to that scalar. Proofs and figures: ``docs/auc_only.md``.
 
 **Sensitivity.** With ``P`` positives and ``N`` negatives (weights in [0, 1]), one label flip
 moves the AUC (Mann-Whitney, ties counted 1/2) by at most ``1 / min(P, N)``
-(:func:`auc_flip_sensitivity` is the exact maximum for unit weights). The class counts are
+([`auc_flip_sensitivity`][] is the exact maximum for unit weights). The class counts are
 private, so the bound is itself estimated privately:
 
 1. ``m_low = min(P, N) + Laplace(1 / eps_count) - margin``, ``margin = ln(1 / (2 delta)) /
@@ -29,11 +29,12 @@ m = n / 4`` (a guess: a wrong one costs accuracy, never privacy). At epsilon 1 a
 margin falls from 262 to 41 and 127 positives release a number (docs/auc_only.md). A given
 ``count_share`` is used as it is.
 
->>> m = AucOnly(epsilon=1.0, num_thresholds=200, delta=1e-6)
->>> m.num_thresholds, round(m.margin_for(100_000), 1), round(m.margin_for(500), 1)
-(131073, 262.4, 40.5)
->>> m.capabilities.releases
-'auc'
+Examples:
+    >>> m = AucOnly(epsilon=1.0, num_thresholds=200, delta=1e-6)
+    >>> m.num_thresholds, round(m.margin_for(100_000), 1), round(m.margin_for(500), 1)
+    (131073, 262.4, 40.5)
+    >>> m.capabilities.releases
+    'auc'
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ def auc_flip_sensitivity(num_pos: int, num_neg: int) -> float:
     negative by at most ``1 / min(P, N + 1)``; both are attained (docs/auc_only.md). Their
     maximum is ``1 / min(P, N)`` except when a class has one example (its flip would empty it).
 
-    >>> auc_flip_sensitivity(3, 10), auc_flip_sensitivity(1, 10)
-    (0.3333333333333333, 0.5)
+    Examples:
+        >>> auc_flip_sensitivity(3, 10), auc_flip_sensitivity(1, 10)
+        (0.3333333333333333, 0.5)
     """
     if num_pos < 1 or num_neg < 1:
         return math.nan
@@ -94,8 +96,9 @@ def grid_error_bound(pos: np.ndarray, neg: np.ndarray) -> float:
     """Largest possible gap between the Mann-Whitney AUC of bucket counts and the AUC of the
     unbucketed scores: half the share of positive-negative pairs that share a bucket.
 
-    >>> grid_error_bound(np.array([1., 1.]), np.array([1., 0.]))
-    0.25
+    Examples:
+        >>> grid_error_bound(np.array([1., 1.]), np.array([1., 0.]))
+        0.25
     """
     pos, neg = np.asarray(pos, np.float64), np.asarray(neg, np.float64)
     return float(0.5 * np.sum(pos * neg) / (pos.sum() * neg.sum()))
@@ -110,15 +113,16 @@ class AucOnly(CountMechanism):
       delta: delta of one release: the probability that the lower bound of ``min(P, N)`` is
         too high (required).
       count_share: share of ``epsilon`` spent on the lower bound; ``None`` (default): from
-        the public number of examples of each release (:meth:`count_share_for`; 0.05 from
+        the public number of examples of each release ([`count_share_for`][]; 0.05 from
         about 21,000 examples up at epsilon 1, delta 1e-6; ``docs/auc_only.md``).
       resolution: thresholds of the counting grid (TensorFlow's grid).
 
-    >>> m = AucOnly(epsilon=1.0, num_thresholds=10, delta=1e-6, resolution=11)
-    >>> r = m.release(tf.constant([0., 0., 0., 0., 0., 300., 400., 0., 0., 0., 0., 0.]),
-    ...               tf.constant([0., 0., 0., 600., 500., 100., 0., 0., 0., 0., 0., 0.]), seed=0)
-    >>> sorted(r), 0.9 < float(m.estimate_auc(r)) < 1.0
-    (['auc', 'min_count_bound'], True)
+    Examples:
+        >>> m = AucOnly(epsilon=1.0, num_thresholds=10, delta=1e-6, resolution=11)
+        >>> r = m.release(tf.constant([0., 0., 0., 0., 0., 300., 400., 0., 0., 0., 0., 0.]),
+        ...               tf.constant([0., 0., 0., 600., 500., 100., 0., 0., 0., 0., 0., 0.]), seed=0)
+        >>> sorted(r), 0.9 < float(m.estimate_auc(r)) < 1.0
+        (['auc', 'min_count_bound'], True)
     """
 
     name = "auc-only"
@@ -227,7 +231,7 @@ class AucOnly(CountMechanism):
     @property
     def noise_stddev(self) -> float:
         """The largest standard deviation of the AUC's noise (at the smallest bound that
-        releases, :data:`MIN_BOUND`, and the largest share on the count); a release's is
+        releases, `MIN_BOUND`, and the largest share on the count); a release's is
         ``sqrt(2) noise_scale_for(m, n)``."""
         share = self.count_share if self.count_share is not None else MAX_AUTO_COUNT_SHARE
         return math.sqrt(2.0) / (MIN_BOUND * (1.0 - share) * self.epsilon)
@@ -279,7 +283,7 @@ class AucOnly(CountMechanism):
     # -- the server-side step (post-processing) -------------------------------------------
     def estimate_auc(self, release):
         """The released AUC clipped to [0, 1] (post-processing, as every estimator; it binds
-        only when the noise reaches 0 or 1); NaN where the bound was below :data:`MIN_BOUND`."""
+        only when the noise reaches 0 or 1); NaN where the bound was below `MIN_BOUND`."""
         auc = release["auc"]
         return tf.where(tf.math.is_nan(auc), auc, tf.clip_by_value(auc, 0.0, 1.0))
 

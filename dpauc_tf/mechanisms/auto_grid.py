@@ -19,10 +19,11 @@ merges exactly into a coarser one) and keeps TensorFlow's default (200) once the
 for more than 129, or for mechanisms whose noise does not grow with the grid (``auc-only``
 counts on its own grid; ``rr``, ``score-noise`` and ``none`` add no per-bucket noise).
 
->>> auto_num_thresholds(500, 1.0), auto_num_thresholds(20_000, 1.0)
-(9, 33)
->>> auto_num_thresholds(10**7, 1.0), auto_num_thresholds(500, 1.0, "rr")
-(200, 200)
+Examples:
+    >>> auto_num_thresholds(500, 1.0), auto_num_thresholds(20_000, 1.0)
+    (9, 33)
+    >>> auto_num_thresholds(10**7, 1.0), auto_num_thresholds(500, 1.0, "rr")
+    (200, 200)
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def resolve_num_thresholds(
     epsilon: float | None,
     mechanism: str,
 ) -> int:
-    """``num_thresholds`` as an int: itself, or :func:`auto_num_thresholds` for ``"auto"``
+    """``num_thresholds`` as an int: itself, or [`auto_num_thresholds`][] for ``"auto"``
     (which needs ``num_examples``)."""
     if num_thresholds != AUTO:
         return num_thresholds
@@ -79,8 +80,9 @@ def sampling_std(auc: float, num_pos: float, num_neg: float) -> float:
     """Hanley-McNeil standard error of an AUC with ``num_pos`` positives and ``num_neg``
     negatives (binormal-free approximation).
 
-    >>> round(sampling_std(0.81, 604, 1396), 4)
-    0.0115
+    Examples:
+        >>> round(sampling_std(0.81, 604, 1396), 4)
+        0.0115
     """
     if not (num_pos >= 1 and num_neg >= 1 and 0.0 < auc < 1.0):
         return math.nan

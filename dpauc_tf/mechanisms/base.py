@@ -10,17 +10,18 @@ except for ``score-noise``), counting on ``count_thresholds`` (the metric's grid
 ``score-noise``), then ``release``. Every mechanism is vectorised over a leading "repeat"
 axis: ``release(..., repeats=R)`` draws ``R`` independent releases of the same counts.
 
-What a mechanism can take is stated once, in its :class:`Capabilities`; callers (the Keras
+What a mechanism can take is stated once, in its [`Capabilities`][]; callers (the Keras
 metric, the command line, the simulation, TFF, the audit) ask the registry
-(:mod:`dpauc_tf.mechanisms.registry`), which refuses what a mechanism cannot do.
+([`dpauc_tf.mechanisms.registry`][]), which refuses what a mechanism cannot do.
 
->>> from dpauc_tf.mechanisms import get_mechanism
->>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
->>> m.capabilities.integer_counts, m.capabilities.releases
-(False, 'curve')
->>> release = m.release(tf.constant([0., 5., 3., 0.]), tf.constant([0., 4., 1., 0.]), seed=0)
->>> sorted(release)
-['neg', 'pos']
+Examples:
+    >>> from dpauc_tf.mechanisms import get_mechanism
+    >>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
+    >>> m.capabilities.integer_counts, m.capabilities.releases
+    (False, 'curve')
+    >>> release = m.release(tf.constant([0., 5., 3., 0.]), tf.constant([0., 4., 1., 0.]), seed=0)
+    >>> sorted(release)
+    ['neg', 'pos']
 """
 
 from __future__ import annotations
@@ -49,19 +50,19 @@ Release = dict[str, tf.Tensor]
 class CountMechanism(abc.ABC):
     """A mechanism on bucket counts ``pos, neg`` of shape ``[..., T + 1]``.
 
-    Subclasses set ``name`` and implement :meth:`_noisy_release`, :meth:`to_confusion`,
-    :meth:`dp_event`, :meth:`statement` and :attr:`noise_stddev`; their summary and
-    :class:`Capabilities` are stated once, in the registry entry that names them
-    (:mod:`dpauc_tf.mechanisms.registry`). An option that changes a capability (for example
+    Subclasses set ``name`` and implement `_noisy_release`, [`to_confusion`][],
+    [`dp_event`][], [`statement`][] and [`noise_stddev`][]; their summary and
+    [`Capabilities`][] are stated once, in the registry entry that names them
+    ([`dpauc_tf.mechanisms.registry`][]). An option that changes a capability (for example
     exact integer noise) sets ``self._capabilities``. Construction validates ``epsilon``,
     ``delta`` and ``estimator``.
 
     **Estimators** (``estimator=``): ``"mann-whitney"`` (default) is
-    :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of :meth:`released_confusion`:
+    [`dpauc_tf.core.postprocessing.mann_whitney_auc`][] of [`released_confusion`][]:
     consistent (it converges to TensorFlow's AUC as epsilon grows, on any data), NaN where
     the estimated number of positives or negatives is not positive (the AUC is undefined).
     ``"mann-whitney-smooth"`` (opt-in) adds
-    :func:`dpauc_tf.core.postprocessing.within_bucket_correction`: the pairs inside a bucket
+    [`dpauc_tf.core.postprocessing.within_bucket_correction`][]: the pairs inside a bucket
     count ``1/2 + `` the slope of the log density ratio ``/ 12`` instead of 1/2, which
     removes most of the grid's bias on **continuous, smoothly distributed** scores (so
     coarser grids, with less noise, can be used); on tied scores (point masses) it moves
@@ -206,7 +207,7 @@ class CountMechanism(abc.ABC):
 
     def released_confusion(self, release: Release) -> Confusion:
         """The cumulative counts as released (no projection): what the AUC is estimated
-        from. Defaults to :meth:`to_confusion`."""
+        from. Defaults to [`to_confusion`][]."""
         return self.to_confusion(release)
 
     def estimate_auc(self, release: Release) -> tf.Tensor:
@@ -238,7 +239,7 @@ class CountMechanism(abc.ABC):
         """Standard deviation of the noise on one released count."""
 
     def privacy_spent(self, releases: int = 1, delta: float | None = None) -> EpsilonSpent:
-        """Epsilon of ``releases`` releases (see :func:`dpauc_tf.privacy.accounting.composed_epsilon`)."""
+        """Epsilon of ``releases`` releases (see [`dpauc_tf.privacy.accounting.composed_epsilon`][])."""
         return composed_epsilon(self.dp_event(), releases, self.delta if delta is None else delta)
 
     def achieved_epsilon(self, num_reporting: int) -> float:
@@ -259,7 +260,7 @@ class CountMechanism(abc.ABC):
         Colluders (possibly with the server) know their own noise shares and can subtract
         them from a secure sum: only the ``num_reporting - num_colluding`` other shares
         protect the labels, exactly as if those clients had dropped out, so this is
-        :meth:`achieved_epsilon` of that many shares (``inf`` when no honest share is left).
+        [`achieved_epsilon`][] of that many shares (``inf`` when no honest share is left).
         For local mechanisms every report is private on its own: collusion changes nothing.
 
         **Valid only below the secure aggregation's reconstruction threshold.** The figure
@@ -267,7 +268,7 @@ class CountMechanism(abc.ABC):
         SecAgg+ (Bell et al. 2020; Flower's ``reconstruction_threshold``) and the honest
         survivors summed in one group. At ``c >= t`` colluders in a client's neighbourhood
         can rebuild its secrets and read its report alone, which carries only its own
-        share: pass ``threshold`` and such a ``c`` gets that figure, :meth:`achieved_epsilon`
+        share: pass ``threshold`` and such a ``c`` gets that figure, [`achieved_epsilon`][]
         of one share (``inf`` if no honest client is left). Without ``threshold`` the caller
         asserts ``c < t``.
 
@@ -325,15 +326,16 @@ def _check_num_thresholds(num_thresholds: int) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class PrivateAUC:
-    """A view of :class:`~dpauc_tf.mechanisms.release.AUCResult` (``result``, the one
+    """A view of [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] (``result``, the one
     result type) as tensors: the AUC (``[R]``, or a scalar without ``repeats``), the ROC
     points (``None`` when the mechanism releases only the AUC) and the cost of one release.
 
-    >>> from dpauc_tf.mechanisms import get_mechanism
-    >>> m = get_mechanism("none", epsilon=None, num_thresholds=3)
-    >>> view = private_auc(m, tf.constant([0., 2., 1., 0.]), tf.constant([0., 1., 2., 0.]))
-    >>> round(float(view.auc), 4), view.result.epsilon_total is None
-    (0.3333, True)
+    Examples:
+        >>> from dpauc_tf.mechanisms import get_mechanism
+        >>> m = get_mechanism("none", epsilon=None, num_thresholds=3)
+        >>> view = private_auc(m, tf.constant([0., 2., 1., 0.]), tf.constant([0., 1., 2., 0.]))
+        >>> round(float(view.auc), 4), view.result.epsilon_total is None
+        (0.3333, True)
     """
 
     result: Any  # AUCResult
@@ -365,14 +367,15 @@ def private_auc(
     repeats: int | None = None,
 ) -> PrivateAUC:
     """Releases counts through ``mechanism`` and computes the AUC and ROC of each release
-    (the post-processing is :func:`~dpauc_tf.mechanisms.release.finish_release`'s).
+    (the post-processing is [`finish_release`][dpauc_tf.mechanisms.release.finish_release]'s).
 
-    >>> from dpauc_tf.mechanisms import get_mechanism
-    >>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
-    >>> out = private_auc(m, tf.constant([0., 50., 30., 0.]), tf.constant([0., 40., 10., 0.]),
-    ...                   seed=0, repeats=5)
-    >>> out.auc.shape.as_list(), out.result.epsilon_total
-    ([5], 5.0)
+    Examples:
+        >>> from dpauc_tf.mechanisms import get_mechanism
+        >>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
+        >>> out = private_auc(m, tf.constant([0., 50., 30., 0.]), tf.constant([0., 40., 10., 0.]),
+        ...                   seed=0, repeats=5)
+        >>> out.auc.shape.as_list(), out.result.epsilon_total
+        ([5], 5.0)
     """
     from dpauc_tf.mechanisms.release import finish_release
 
@@ -398,7 +401,7 @@ def achieved_statement(mechanism: CountMechanism, num_reporting: int) -> Privacy
 
     Local mechanisms: their statement (each report is private on its own). Secure
     mechanisms whose shares were sized for more reports than arrived: epsilon is
-    :meth:`achieved_epsilon` and the noise text says how many shares arrived.
+    `achieved_epsilon` and the noise text says how many shares arrived.
     """
     statement = mechanism.statement()
     achieved = float(mechanism.achieved_epsilon(num_reporting))

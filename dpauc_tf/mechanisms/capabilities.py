@@ -3,8 +3,8 @@
 Pure Python (no TensorFlow, no dp-accounting), so that the command line can list the
 mechanisms and their capabilities without loading either.
 
->>> Capabilities(secure=True, integer_counts=True).summary()
-'protects labels, releases the curve, secure aggregation (noise shares), integer weights only'
+    >>> Capabilities(secure=True, integer_counts=True).summary()
+    'protects labels, releases the curve, secure aggregation (noise shares), integer weights only'
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class Capabilities:
       fed_eval: usable in ``build_fed_eval`` through
         ``dpauc_tf.federated.build_dpauc_metrics_aggregation_process`` (client-side noise;
         secure mechanisms: integer shares and a secure sum).
-      federated: usable in :func:`dpauc_tf.federated.evaluate` (TFF).
+      federated: usable in [`dpauc_tf.federated.evaluate`][] (TFF).
       transforms_data: the client step changes labels or scores before counting, so every
         release needs a pass over the data (no release from counts alone).
       releases: ``"curve"`` (a ROC curve and its AUC) or ``"auc"`` (only the AUC).

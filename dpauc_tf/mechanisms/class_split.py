@@ -7,7 +7,7 @@ between the classes gives the same guarantee. The split changes only the error.
 
 **The optimum.** The AUC estimate is, to first order, ``g_pos . e_pos + g_neg . e_neg`` with
 gradients ``dAUC/dpos[b] = (F_neg(b) - AUC) / P`` and ``dAUC/dneg[b] = (1 - F_pos(b) - AUC) /
-N`` (:func:`dpauc_tf.core.tree.auc_gradient`). Its variance is ``c_pos / eps_pos^2 + c_neg /
+N`` ([`dpauc_tf.core.tree.auc_gradient`][]). Its variance is ``c_pos / eps_pos^2 + c_neg /
 eps_neg^2`` with ``c_class`` the variance at budget 1. Minimising it under ``eps_pos + eps_neg =
 epsilon`` (Lagrange) gives ``eps_pos / eps_neg = (c_pos / c_neg)^(1/3)`` and the variance
 ``(c_pos^(1/3) + c_neg^(1/3))^3 / epsilon^2`` (equal split: ``4 (c_pos + c_neg) / epsilon^2``).
@@ -28,14 +28,14 @@ split. A wrong prior costs accuracy, never privacy. (A noisy class count bought 
 the budget would be valid by sequential composition, but needs a round before the clients
 add noise; it is not provided.)
 
->>> round(positive_share_for_rate(0.256, "laplace"), 3)
-0.671
->>> round(positive_share_for_rate(0.256, "skellam"), 3)
-0.744
->>> positive_share_for_rate(0.5, "laplace")
-0.5
->>> resolve_positive_share(None, None)
-0.5
+    >>> round(positive_share_for_rate(0.256, "laplace"), 3)
+    0.671
+    >>> round(positive_share_for_rate(0.256, "skellam"), 3)
+    0.744
+    >>> positive_share_for_rate(0.5, "laplace")
+    0.5
+    >>> resolve_positive_share(None, None)
+    0.5
 """
 
 from __future__ import annotations

@@ -10,14 +10,14 @@ quantiles of that model's scores on this test set: under label DP the scores are
 no label is read). Per class, the 2-D histogram of (bucket of A, bucket of B) is counted,
 ``pos[i, j]`` and ``neg[i, j]``, and released with Laplace noise of scale ``1 / (s eps)`` on
 every positive cell and ``1 / ((1 - s) eps)`` on every negative cell (``s`` the positive
-share, 0.5 by default; :mod:`dpauc_tf.mechanisms.class_split`).
+share, 0.5 by default; [`dpauc_tf.mechanisms.class_split`][]).
 
 * Neighbouring relation: label DP (one example's label differs; scores unchanged, unit
   weights).
 * Sensitivity: a flip moves one unit from ``pos[i, j]`` to ``neg[i, j]`` of the example's
   cell: one unit in each class, L1 = 2.
 * Epsilon: ``s eps + (1 - s) eps = eps`` (pure DP), one release
-  (:meth:`PairedComparison.dp_event`, composed by the ledger like any release).
+  ([`PairedComparison.dp_event`][], composed by the ledger like any release).
 
 **The estimate (post-processing).** The marginals give each model's bucketed Mann-Whitney
 AUC (ties within a bucket count 1/2); ``D = AUC_B - AUC_A``. Its variance is DeLong's paired
@@ -30,17 +30,18 @@ What is tested is the equality of the two **bucketed** AUCs; with few buckets th
 below the exact AUCs by the grid's bias, which is nearly the same for two similar models
 (``docs/comparison.md`` measures it). Figures: ``docs/comparison.md``.
 
->>> import numpy as np
->>> rng = np.random.default_rng(0)
->>> labels = rng.random(4000) < 0.3
->>> a = rng.normal(size=4000) + 1.0 * labels
->>> b = 0.8 * a + 0.6 * rng.normal(size=4000) + 0.3 * labels
->>> result = compare_models(labels, 1 / (1 + np.exp(-a)), 1 / (1 + np.exp(-b)), epsilon=1.0,
-...                         seed=0)
->>> result.ci_low < result.difference < result.ci_high, 0.0 <= result.p_value <= 1.0
-(True, True)
->>> "p_value" in result.to_dict()
-True
+Examples:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.random(4000) < 0.3
+    >>> a = rng.normal(size=4000) + 1.0 * labels
+    >>> b = 0.8 * a + 0.6 * rng.normal(size=4000) + 0.3 * labels
+    >>> result = compare_models(labels, 1 / (1 + np.exp(-a)), 1 / (1 + np.exp(-b)), epsilon=1.0,
+    ...                         seed=0)
+    >>> result.ci_low < result.difference < result.ci_high, 0.0 <= result.p_value <= 1.0
+    (True, True)
+    >>> "p_value" in result.to_dict()
+    True
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def quantile_edges(scores: np.ndarray, num_buckets: int) -> np.ndarray:
     so tied scores never straddle an edge); a score goes to the first bucket whose edge is
     ``>=`` it (``np.searchsorted(edges, s, side="left")``).
 
-    >>> quantile_edges(np.array([0.1, 0.2, 0.3, 0.4]), 2).tolist()
-    [0.25]
+    Examples:
+        >>> quantile_edges(np.array([0.1, 0.2, 0.3, 0.4]), 2).tolist()
+        [0.25]
     """
     scores = np.asarray(scores, np.float64)
     return np.unique(np.quantile(scores, np.arange(1, num_buckets) / num_buckets))
@@ -108,10 +110,11 @@ def paired_statistics(pos: np.ndarray, neg: np.ndarray) -> dict[str, float]:
     Negative (noisy) cells are clipped at 0 for the variance terms only; the AUCs use the
     counts as given (their noise then adds no bias to first order).
 
-    >>> pos = np.array([[0., 1.], [1., 8.]]); neg = np.array([[8., 1.], [1., 0.]])
-    >>> s = paired_statistics(pos, neg)
-    >>> round(s["auc_a"], 4), round(s["difference"], 4)
-    (0.9, 0.0)
+    Examples:
+        >>> pos = np.array([[0., 1.], [1., 8.]]); neg = np.array([[8., 1.], [1., 0.]])
+        >>> s = paired_statistics(pos, neg)
+        >>> round(s["auc_a"], 4), round(s["difference"], 4)
+        (0.9, 0.0)
     """
     pos = np.asarray(pos, np.float64)
     neg = np.asarray(neg, np.float64)
@@ -160,7 +163,7 @@ def paired_statistics(pos: np.ndarray, neg: np.ndarray) -> dict[str, float]:
 def difference_gradient(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Derivatives of ``D = AUC_B - AUC_A`` with respect to every cell of ``pos`` and ``neg``
     (``dAUC/dpos[b] = (F_neg(b) - AUC) / P``, ``dAUC/dneg[b] = (1 - F_pos(b) - AUC) / N`` per
-    model, as :func:`dpauc_tf.core.tree.auc_gradient`)."""
+    model, as [`dpauc_tf.core.tree.auc_gradient`][])."""
     pos = np.asarray(pos, np.float64)
     neg = np.asarray(neg, np.float64)
     num_pos, num_neg = pos.sum(), neg.sum()
@@ -179,12 +182,13 @@ class PairedComparison:
       positive_share: the positive histogram's share of ``epsilon`` (default 0.5).
       positive_rate: a public prior of the fraction of positives (sets the share instead).
 
-    >>> m = PairedComparison(epsilon=1.0)
-    >>> m.scales
-    (2.0, 2.0)
-    >>> r = m.release(np.ones((2, 2)), np.ones((2, 2)), seed=0)
-    >>> sorted(r), r["pos"].shape
-    (['neg', 'pos'], (2, 2))
+    Examples:
+        >>> m = PairedComparison(epsilon=1.0)
+        >>> m.scales
+        (2.0, 2.0)
+        >>> r = m.release(np.ones((2, 2)), np.ones((2, 2)), seed=0)
+        >>> sorted(r), r["pos"].shape
+        (['neg', 'pos'], (2, 2))
     """
 
     name = "paired-comparison"
@@ -351,12 +355,12 @@ def compare_models(
       edges_b: the same for B.
       confidence: of the interval (default 0.95).
       positive_share: the positive histogram's share of the budget
-        (:class:`PairedComparison`).
+        ([`PairedComparison`][]).
       positive_rate: a public prior of the positive rate that sets the share instead.
       seed: ``None`` for fresh noise, an int for a reproducible release.
 
     Returns:
-      A :class:`ComparisonResult`.
+      A [`ComparisonResult`][].
     """
     labels = np.asarray(labels).ravel()
     scores_a = np.asarray(scores_a, np.float64).ravel()

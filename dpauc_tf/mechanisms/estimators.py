@@ -1,9 +1,10 @@
 """The AUC estimators of a release, as Keras names its curves and summation methods.
 
->>> AUCEstimator.from_str("mann-whitney-smooth").within_bucket
-'linear'
->>> AUCEstimator.from_str("reference").within_bucket is None
-True
+Examples:
+    >>> AUCEstimator.from_str("mann-whitney-smooth").within_bucket
+    'linear'
+    >>> AUCEstimator.from_str("reference").within_bucket is None
+    True
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """``histogram`` and ``histogram-public-scores``: noise on the class histograms.
 
 Noise: ``noise="continuous"`` (default) draws floating-point Laplace noise
-(:func:`dpauc_tf.noise.samplers.laplace`), which, like every floating-point sampler, is
+([`dpauc_tf.noise.samplers.laplace`][]), which, like every floating-point sampler, is
 open to Mironov's (2012) low-order-bit attack. ``noise="discrete"`` is the hardened choice:
-exact discrete Laplace noise of the same scale (:mod:`dpauc_tf.noise.exact`, integer
+exact discrete Laplace noise of the same scale ([`dpauc_tf.noise.exact`][], integer
 arithmetic only), valid for integer counts (no fractional sample weights; checked). It is
 sampled with numpy through ``tf.numpy_function``: eager and ``tf.function``, not XLA.
 
->>> m = HistogramLaplace(epsilon=1.0, num_thresholds=3)
->>> m.noise_scale
-2.0
+    >>> m = HistogramLaplace(epsilon=1.0, num_thresholds=3)
+    >>> m.noise_scale
+    2.0
 """
 
 from __future__ import annotations
@@ -45,19 +45,19 @@ class HistogramLaplace(CountMechanism):
     fractional weights raise). Neighbours: label DP.
 
     **Unequal split** (``positive_share`` or a public ``positive_rate`` prior;
-    :mod:`dpauc_tf.mechanisms.class_split`): ``Laplace(1 / (s epsilon))`` on the positive
+    [`dpauc_tf.mechanisms.class_split`][]): ``Laplace(1 / (s epsilon))`` on the positive
     counts and ``Laplace(1 / ((1 - s) epsilon))`` on the negative counts, ``s`` the positive
     share (0.5 by default: both ``2 / epsilon``). A flip moves one unit in each: epsilon
     ``s epsilon + (1 - s) epsilon = epsilon`` whatever ``s``.
 
-    >>> HistogramLaplace(epsilon=0.5, num_thresholds=100).noise_scale
-    4.0
-    >>> HistogramLaplace(epsilon=1.0, num_thresholds=100, positive_share=0.75).class_scales
-    (1.3333333333333333, 4.0)
-    >>> m = HistogramLaplace(epsilon=1.0, num_thresholds=3, noise="discrete")
-    >>> r = m.release(tf.constant([0., 5., 3., 0.]), tf.constant([0., 4., 1., 0.]), seed=0)
-    >>> bool(tf.reduce_all(r["pos"] == tf.round(r["pos"])))
-    True
+        >>> HistogramLaplace(epsilon=0.5, num_thresholds=100).noise_scale
+        4.0
+        >>> HistogramLaplace(epsilon=1.0, num_thresholds=100, positive_share=0.75).class_scales
+        (1.3333333333333333, 4.0)
+        >>> m = HistogramLaplace(epsilon=1.0, num_thresholds=3, noise="discrete")
+        >>> r = m.release(tf.constant([0., 5., 3., 0.]), tf.constant([0., 4., 1., 0.]), seed=0)
+        >>> bool(tf.reduce_all(r["pos"] == tf.round(r["pos"])))
+        True
     """
 
     name = "histogram"
@@ -158,13 +158,13 @@ class HistogramLaplace(CountMechanism):
         return confusion_from_histogram(*self._histograms(release))
 
     def to_confusion(self, release):
-        """Monotone, consistent cumulative counts (:func:`monotone_confusion`) for the curve."""
+        """Monotone, consistent cumulative counts ([`monotone_confusion`][]) for the curve."""
         return monotone_confusion(*self._histograms(release))
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """A flip moves ``l1_sensitivity`` counts by at most one each: that many
-        unit-sensitivity Laplace events composed (:func:`laplace_event`), or exact
-        discrete-Laplace ones (:func:`discrete_laplace_event`). An unequal split: the
+        unit-sensitivity Laplace events composed ([`laplace_event`][]), or exact
+        discrete-Laplace ones ([`discrete_laplace_event`][]). An unequal split: the
         composition of the two classes' unit-sensitivity events."""
         if self.positive_share != EQUAL_SHARE:
             return class_pair_event(*self.class_scales, discrete=self.noise == "discrete")

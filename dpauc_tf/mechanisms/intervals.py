@@ -15,9 +15,9 @@ Variances (``docs/intervals.md`` has the formulas and the measured coverage):
 * privacy noise of a curve mechanism: the delta method, ``sum_i var_i (dA / dr_i)^2`` over
   the released entries ``r_i`` (independent noise of stated variance ``var_i``; the gradient
   of the mechanism's own estimator, without its final clip, at the released values). For a
-  histogram this is :func:`dpauc_tf.core.sampling_variance.count_noise_variance`. For ``rr``
+  histogram this is [`dpauc_tf.core.sampling_variance.count_noise_variance`][]. For ``rr``
   the flipped count of a bucket has variance ``n[b] p (1 - p)`` (``n[b]`` is released).
-* sampling error: DeLong's variance (:func:`dpauc_tf.core.sampling_variance.delong_variance`)
+* sampling error: DeLong's variance ([`dpauc_tf.core.sampling_variance.delong_variance`][])
   of the projected counts (monotone, non-negative), or for ``auc-only``, which releases no
   counts, Hanley & McNeil's from the AUC, the noisy ``min(P, N)`` and the public ``n``.
 * the interval is ``A +- z sqrt(variance)`` clipped to [0, 1]; for ``auc-only`` the noise is
@@ -29,13 +29,14 @@ Variances (``docs/intervals.md`` has the formulas and the measured coverage):
 noise law (a registered mechanism may define ``release_noise_variances(release)``, a dict of
 per-entry variances shaped like its release).
 
->>> import numpy as np
->>> from dpauc_tf.mechanisms import get_mechanism
->>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
->>> release = m.release(np.array([0., 100., 300., 0.]), np.array([0., 400., 200., 0.]), seed=0)
->>> ci = release_interval(m, release, confidence=0.95, target="population")
->>> bool(ci.low[0] < float(m.estimate_auc(release)) < ci.high[0]), ci.target
-(True, 'population')
+Examples:
+    >>> import numpy as np
+    >>> from dpauc_tf.mechanisms import get_mechanism
+    >>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
+    >>> release = m.release(np.array([0., 100., 300., 0.]), np.array([0., 400., 200., 0.]), seed=0)
+    >>> ci = release_interval(m, release, confidence=0.95, target="population")
+    >>> bool(ci.low[0] < float(m.estimate_auc(release)) < ci.high[0]), ci.target
+    (True, 'population')
 """
 
 from __future__ import annotations
@@ -84,17 +85,19 @@ class AUCInterval:
     """The interval of every release ``[R]`` and the split of its variance.
 
     Attributes:
-      low, high: the bounds (NaN where the release's AUC is undefined).
+      low: the lower bounds (NaN where the release's AUC is undefined).
+      high: the upper bounds.
       target: ``"sample"`` or ``"population"`` (module docstring).
       confidence: the nominal coverage, e.g. 0.95.
       privacy_variance: the variance the privacy noise adds to the estimate.
       sampling_variance: the estimated sampling variance of the test set's AUC (NaN where
         it cannot be estimated).
 
-    >>> ci = AUCInterval(np.array([0.7]), np.array([0.8]), "sample", 0.95,
-    ...                  np.array([1e-4]), np.array([3e-4]))
-    >>> round(float(ci.privacy_share[0]), 6), round(float(ci.privacy_ratio[0]) ** 2, 6)
-    (0.25, 0.333333)
+    Examples:
+        >>> ci = AUCInterval(np.array([0.7]), np.array([0.8]), "sample", 0.95,
+        ...                  np.array([1e-4]), np.array([3e-4]))
+        >>> round(float(ci.privacy_share[0]), 6), round(float(ci.privacy_ratio[0]) ** 2, 6)
+        (0.25, 0.333333)
     """
 
     low: np.ndarray
@@ -239,7 +242,7 @@ def release_noise_variances(mechanism, release: Mapping[str, Any]) -> dict[str, 
 
 
 def _area_over_pairs(confusion: Confusion, within_bucket: str) -> tf.Tensor:
-    """:func:`~dpauc_tf.core.postprocessing.mann_whitney_auc` without its clip and NaN (so
+    """[`mann_whitney_auc`][dpauc_tf.core.postprocessing.mann_whitney_auc] without its clip and NaN (so
     that its gradient exists where the clip binds)."""
     tp, fp, tn, fn = least_squares_confusion(
         Confusion(*(tf.cast(c, tf.float64) for c in confusion))
@@ -270,7 +273,7 @@ def _raw_estimate(mechanism, kind: str, release: dict[str, tf.Tensor]) -> tf.Ten
 
 
 def _debias_unclipped(mechanism, flipped: tf.Tensor, release) -> tf.Tensor:
-    """Menon et al.'s debiasing (:func:`~dpauc_tf.mechanisms.randomized_response.debias_auc`)
+    """Menon et al.'s debiasing ([`debias_auc`][dpauc_tf.mechanisms.randomized_response.debias_auc])
     without its clip; where it is undefined the release's AUC is NaN anyway."""
     p = q = mechanism.flip_probability
     pos = tf.reduce_sum(release["pos"], -1)
@@ -291,7 +294,7 @@ def privacy_variance(
 ) -> np.ndarray:
     """First-order variance ``[...]`` of ``mechanism.estimate_auc(release)`` from the noise
     (delta method at the released values); ``copies`` scales the stated noise variance
-    (:func:`noise_copies`). ``auc-only``: the released Laplace scale's ``2 b^2`` (its share
+    ([`noise_copies`][]). ``auc-only``: the released Laplace scale's ``2 b^2`` (its share
     of epsilon on the count may depend on the public ``num_examples``)."""
     check_interval_support(mechanism)
     kind = _kind(mechanism)
@@ -404,10 +407,11 @@ def laplace_normal_quantile(scale, sigma, tail: float) -> np.ndarray:
     """``t`` with ``P(|L + G| > t) = tail`` for ``L ~ Laplace(scale)``, ``G ~ N(0, sigma^2)``
     (vectorised bisection on the closed-form CDF; ``sigma = 0``: ``scale ln(1 / tail)``).
 
-    >>> float(laplace_normal_quantile(1.0, 0.0, 0.05)) == math.log(20)
-    True
-    >>> round(float(laplace_normal_quantile(1e-9, 1.0, 0.05)), 4)
-    1.96
+    Examples:
+        >>> float(laplace_normal_quantile(1.0, 0.0, 0.05)) == math.log(20)
+        True
+        >>> round(float(laplace_normal_quantile(1e-9, 1.0, 0.05)), 4)
+        1.96
     """
     b, s = np.broadcast_arrays(np.asarray(scale, np.float64), np.asarray(sigma, np.float64))
     if np.all(s == 0):
@@ -454,11 +458,11 @@ def release_interval(
       confidence: nominal coverage in (0, 1).
       target: ``"sample"`` (this test set's AUC) or ``"population"``.
       num_examples: the (public) number of examples; used by ``auc-only``.
-      copies: :func:`noise_copies` (1 for one central release).
+      copies: [`noise_copies`][] (1 for one central release).
       estimate: the release's AUC estimate (default: ``mechanism.estimate_auc(release)``).
 
     Raises:
-      ValueError: the mechanism has no valid interval (:func:`check_interval_support`).
+      ValueError: the mechanism has no valid interval ([`check_interval_support`][]).
     """
     confidence = check_confidence(confidence)
     if confidence is None:

@@ -4,7 +4,7 @@ For ``C`` classes, scores ``s`` of shape ``[N, C]`` and labels ``y`` (class ids 
 class ``c``'s binary problem has the examples of class ``c`` as positives and every other
 example as negatives, all scored by ``s[:, c]`` (scikit-learn's
 ``roc_auc_score(multi_class="ovr")``). Its per-bucket counts are ``pos[c, b]`` and
-``neg[c, b]`` (:func:`one_vs_rest_counts`).
+``neg[c, b]`` ([`one_vs_rest_counts`][]).
 
 **Neighbours and sensitivity.** Label DP: two test sets differ in the class of one example
 (``a`` in one, ``a'`` in the other; its scores and weight ``w <= 1`` are the same). That
@@ -18,7 +18,7 @@ every neighbouring label vector of small data sets).
 **The release.** Every class's histogram is released by the chosen binary mechanism
 (``histogram`` by default) at the *class budget*, and the guarantee of the whole release is
 the composition of **two** class releases (only two classes change), computed with
-dp-accounting (:meth:`OneVsRest.dp_event`). For pure-DP mechanisms the class budget is
+dp-accounting ([`OneVsRest.dp_event`][]). For pure-DP mechanisms the class budget is
 exactly ``epsilon / 2``: ``histogram`` puts ``Laplace(4 / epsilon)`` on every one of the
 ``2 C (T + 1)`` counts (L1 = 4). For mechanisms with a ``delta`` (Skellam, Gaussian) the
 class epsilon is the largest whose two-fold composition at ``delta`` is at most ``epsilon``
@@ -41,14 +41,15 @@ the counts summed over the classes (``sum_c pos[c, b]`` against ``sum_c neg[c, b
 binary problem of all ``N x C`` (example, class) pairs). An average is NaN where a class's
 AUC is undefined (no positive or no negative left after the noise).
 
->>> import numpy as np
->>> scores = np.array([[.8, .1, .1], [.2, .7, .1], [.3, .3, .4], [.6, .2, .2]])
->>> pos, neg = one_vs_rest_counts([0, 1, 2, 1], scores, Thresholds.make(5))
->>> pos.shape, float(pos.sum()), float(neg.sum())
-((3, 6), 4.0, 8.0)
->>> m = OneVsRest("histogram", epsilon=1.0, num_classes=3, num_thresholds=5)
->>> m.class_mechanism.noise_scale, m.statement().epsilon
-(4.0, 1.0)
+Examples:
+    >>> import numpy as np
+    >>> scores = np.array([[.8, .1, .1], [.2, .7, .1], [.3, .3, .4], [.6, .2, .2]])
+    >>> pos, neg = one_vs_rest_counts([0, 1, 2, 1], scores, Thresholds.make(5))
+    >>> pos.shape, float(pos.sum()), float(neg.sum())
+    ((3, 6), 4.0, 8.0)
+    >>> m = OneVsRest("histogram", epsilon=1.0, num_classes=3, num_thresholds=5)
+    >>> m.class_mechanism.noise_scale, m.statement().epsilon
+    (4.0, 1.0)
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def check_num_classes(num_classes: Any) -> int:
 
 
 def check_average(average: str) -> str:
-    """One of :data:`AVERAGES`."""
+    """One of `AVERAGES`."""
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     return average
@@ -110,8 +111,9 @@ def to_one_hot(labels: Any, num_classes: int) -> np.ndarray:
     """Labels as a float64 one-hot ``[N, C]`` array: class ids ``[N]`` (or ``[N, 1]``) in
     ``[0, C)``, or one-hot rows ``[N, C]`` with exactly one 1; anything else ``ValueError``.
 
-    >>> to_one_hot([2, 0], 3).tolist()
-    [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    Examples:
+        >>> to_one_hot([2, 0], 3).tolist()
+        [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
     labels = np.asarray(labels)
     if labels.ndim == 2 and labels.shape[1] == num_classes and num_classes > 1:
@@ -228,8 +230,9 @@ def class_budget(
     class epsilon whose two-fold composition at ``delta`` (dp-accounting's best figure) is
     at most ``epsilon`` (bisection, to a relative ``1e-4`` below).
 
-    >>> class_budget("histogram", 1.0, None, 10)
-    (0.5, None)
+    Examples:
+        >>> class_budget("histogram", 1.0, None, 10)
+        (0.5, None)
     """
     if check_epsilon(epsilon) is None:
         return None, None
@@ -280,13 +283,14 @@ class OneVsRest:
       num_clients: shares of a secure mechanism (one per client).
       options: the binary mechanism's options.
 
-    :meth:`release` takes ``pos, neg`` of shape ``[C, T + 1]`` and returns the class
+    [`release`][] takes ``pos, neg`` of shape ``[C, T + 1]`` and returns the class
     mechanism's release with a leading ``C`` axis (``[R, C, ...]`` with ``repeats``); it is
     additive like every curve mechanism's (a server may sum clients' releases).
 
-    >>> m = OneVsRest("histogram-public-scores", epsilon=1.0, num_classes=4, num_thresholds=10)
-    >>> m.class_mechanism.noise_scale, m.statement().sensitivity.startswith("two classes")
-    (2.0, True)
+    Examples:
+        >>> m = OneVsRest("histogram-public-scores", epsilon=1.0, num_classes=4, num_thresholds=10)
+        >>> m.class_mechanism.noise_scale, m.statement().sensitivity.startswith("two classes")
+        (2.0, True)
     """
 
     def __init__(
@@ -380,7 +384,7 @@ class OneVsRest:
         return dp_accounting.SelfComposedDpEvent(self.class_mechanism.dp_event(), 2)
 
     def privacy_spent(self, releases: int = 1, delta: float | None = None):
-        """Epsilon of ``releases`` releases (dp-accounting, :func:`composed_epsilon`)."""
+        """Epsilon of ``releases`` releases (dp-accounting, `composed_epsilon`)."""
         from dpauc_tf.privacy.accounting import composed_epsilon
 
         return composed_epsilon(self.dp_event(), releases, self.delta if delta is None else delta)
@@ -430,18 +434,19 @@ def averages(mechanism, release: Mapping[str, Any], *, keras_exact: bool = False
     """Per-class AUCs ``[..., C]``, released supports ``[..., C]`` and the ``macro``,
     ``weighted`` and ``micro`` averages ``[...]`` of a (summed) one-vs-rest release of
     ``mechanism`` (the class mechanism), as float64 tensors: the one place this math lives
-    (:class:`OneVsRest` and the Keras metric call it). ``keras_exact``: exact counts
+    ([`OneVsRest`][] and the Keras metric call it). ``keras_exact``: exact counts
     ``{"pos", "neg"}`` with Keras' trapezoid rule (noise off, as ``tf.keras.metrics.AUC``).
     A class whose AUC is undefined makes every average NaN.
 
-    >>> import tensorflow as tf
-    >>> from dpauc_tf.mechanisms import get_mechanism
-    >>> none = get_mechanism("none", epsilon=None, num_thresholds=3)
-    >>> pos = tf.constant([[0., 0., 2., 0.], [0., 1., 1., 0.]])
-    >>> neg = tf.constant([[0., 2., 0., 0.], [0., 1., 1., 0.]])
-    >>> out = averages(none, {"pos": pos, "neg": neg})
-    >>> out["class_aucs"].numpy().tolist(), float(out["macro"]), float(out["micro"])
-    ([1.0, 0.5], 0.75, 0.75)
+    Examples:
+        >>> import tensorflow as tf
+        >>> from dpauc_tf.mechanisms import get_mechanism
+        >>> none = get_mechanism("none", epsilon=None, num_thresholds=3)
+        >>> pos = tf.constant([[0., 0., 2., 0.], [0., 1., 1., 0.]])
+        >>> neg = tf.constant([[0., 2., 0., 0.], [0., 1., 1., 0.]])
+        >>> out = averages(none, {"pos": pos, "neg": neg})
+        >>> out["class_aucs"].numpy().tolist(), float(out["macro"]), float(out["micro"])
+        ([1.0, 0.5], 0.75, 0.75)
     """
     import tensorflow as tf
 

@@ -1,21 +1,22 @@
 """The release path for one-vs-rest multi-class AUC: spec, result, and the simulate backend.
 
-The same three steps as the binary path (:mod:`dpauc_tf.mechanisms.release`):
-:class:`MultiClassSpec` describes the release (hashable), every client (or the one data
+The same three steps as the binary path ([`dpauc_tf.mechanisms.release`][]):
+[`MultiClassSpec`][] describes the release (hashable), every client (or the one data
 holder) counts ``[C, T + 1]`` positives and negatives per class
-(:func:`~dpauc_tf.mechanisms.multiclass.one_vs_rest_counts`) and releases them through
-:class:`~dpauc_tf.mechanisms.multiclass.OneVsRest`, and :func:`finish_multiclass` turns the
-summed reports into one :class:`MultiClassResult`. :func:`evaluate_multiclass` runs the
+([`one_vs_rest_counts`][]) and releases them through
+[`OneVsRest`][], and [`finish_multiclass`][] turns the
+summed reports into one [`MultiClassResult`][]. [`evaluate_multiclass`][] runs the
 whole path in one process: centrally, or as ``K`` simulated clients that each release their
 own counts (local noise, or secure shares whose sum carries one draw of the noise).
 
->>> import numpy as np
->>> rng = np.random.default_rng(0)
->>> scores = rng.dirichlet([1, 1, 1], size=200)
->>> labels = rng.integers(0, 3, size=200)
->>> result = evaluate_multiclass(labels, scores, epsilon=None, num_thresholds=50)
->>> result.average, result.epsilon is None, result.class_aucs.shape
-('macro', True, (1, 3))
+Examples:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> scores = rng.dirichlet([1, 1, 1], size=200)
+    >>> labels = rng.integers(0, 3, size=200)
+    >>> result = evaluate_multiclass(labels, scores, epsilon=None, num_thresholds=50)
+    >>> result.average, result.epsilon is None, result.class_aucs.shape
+    ('macro', True, (1, 3))
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ class MultiClassSpec:
       seed: ``None`` (OS entropy) or an int (reproducible; experiments only).
       average: ``"macro"``, ``"weighted"`` or ``"micro"`` (the result's headline AUC).
 
-    >>> spec = MultiClassSpec.make(epsilon=1.0, num_classes=3, num_thresholds=10)
-    >>> spec.build().class_epsilon
-    0.5
+    Examples:
+        >>> spec = MultiClassSpec.make(epsilon=1.0, num_classes=3, num_thresholds=10)
+        >>> spec.build().class_epsilon
+        0.5
     """
 
     mechanism: str
@@ -99,11 +101,11 @@ class MultiClassSpec:
         return spec
 
     def build(self, num_clients: int | None = None) -> OneVsRest:
-        """The :class:`OneVsRest` mechanism for ``num_clients`` shares (cached)."""
+        """The [`OneVsRest`][] mechanism for ``num_clients`` shares (cached)."""
         return _build(self, 1 if num_clients is None else int(num_clients))
 
     def seed_for(self, *keys: Any):
-        """The ``[2]`` seed of one release (:func:`dpauc_tf.noise.seeds.derive_seed`)."""
+        """The ``[2]`` seed of one release ([`dpauc_tf.noise.seeds.derive_seed`][])."""
         from dpauc_tf.noise.seeds import derive_seed
 
         return derive_seed(self.seed, "one-vs-rest", *keys)
@@ -129,16 +131,23 @@ class MultiClassResult:
     Attributes:
       average: the headline average (``aucs`` is that one).
       aucs: the headline average of every repeat ``[R]``.
-      macro, weighted, micro: every average ``[R]`` (NaN where a class's AUC is undefined).
+      macro: the macro average ``[R]`` (NaN where a class's AUC is undefined).
+      weighted: the average weighted by the released supports ``[R]``.
+      micro: the AUC of the counts summed over the classes ``[R]``.
       class_aucs: per-class AUCs ``[R, C]``.
-      fpr, tpr: per-class ROC points ``[R, C, T]``.
+      fpr: per-class false positive rates ``[R, C, T]``.
+      tpr: per-class true positive rates ``[R, C, T]``.
       support: released positives per class ``[R, C]`` (the weights of ``weighted``).
       mechanism: ``"one-vs-rest <binary mechanism>"``.
       statement: the guarantee of one release of all classes.
-      epsilon, delta: one release's (``None``, 0 without noise).
-      epsilon_total, delta_total: ``R`` releases composed with dp-accounting.
-      num_examples: examples counted; num_classes: ``C``.
-      num_clients, num_reporting: as in :class:`~dpauc_tf.mechanisms.release.AUCResult`.
+      epsilon: one release's (``None`` without noise).
+      delta: one release's (0 without noise).
+      epsilon_total: ``R`` releases composed with dp-accounting.
+      delta_total: their delta.
+      num_examples: examples counted.
+      num_classes: ``C``.
+      num_clients: as in [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult].
+      num_reporting: as in [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult].
       noisy_counts: the (summed) release, arrays ``[R, C, ...]``.
     """
 

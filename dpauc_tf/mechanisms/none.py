@@ -1,7 +1,8 @@
 """``none``: the exact counts, for ground truth and tests. Not private.
 
->>> NoNoise(None, 3).statement().epsilon
-inf
+Examples:
+    >>> NoNoise(None, 3).statement().epsilon
+    inf
 """
 
 from __future__ import annotations

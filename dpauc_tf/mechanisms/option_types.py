@@ -1,8 +1,8 @@
 """The declared type of every mechanism option, and how a value given as text or a number is
-parsed and checked (:func:`dpauc_tf.mechanisms.registry.parse_options` applies them).
+parsed and checked ([`dpauc_tf.mechanisms.registry.parse_options`][] applies them).
 
->>> OPTION_TYPES["public_scores"].kind
-'bool'
+    >>> OPTION_TYPES["public_scores"].kind
+    'bool'
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _FALSE = ("false", "no", "off", "0")
 class OptionType:
     """The declared type of a mechanism option: how a value is parsed and checked.
 
-    :func:`get_mechanism` parses every option by its type before the constructor sees it,
+    `get_mechanism` parses every option by its type before the constructor sees it,
     so text from the command line (``--mechanism-option public_scores=no``) and typed
     Python values go through the same checks, and a value that does not parse is refused
     with one line naming the option and what it accepts (a string is never truthy).
@@ -34,12 +34,12 @@ class OptionType:
     ``"budget"`` (a choice or a list of positive numbers), ``"text"`` (any string) or
     ``"any"`` (passed as given; only for options whose type cannot be declared).
 
-    >>> BOOL.parse("public_scores", "no")
-    False
-    >>> FRACTION.parse("positive_rate", "0.25")
-    0.25
-    >>> BOOL.parse("public_scores", "False ")
-    False
+        >>> BOOL.parse("public_scores", "no")
+        False
+        >>> FRACTION.parse("positive_rate", "0.25")
+        0.25
+        >>> BOOL.parse("public_scores", "False ")
+        False
     """
 
     kind: str

@@ -1,7 +1,8 @@
 """``paper`` and ``paper-gaussian``: the DPAUC paper's release of the 4T cumulative counts.
 
->>> PaperLaplace(epsilon=1.0, num_thresholds=100).statement().epsilon
-0.5
+Examples:
+    >>> PaperLaplace(epsilon=1.0, num_thresholds=100).statement().epsilon
+    0.5
 """
 
 from __future__ import annotations
@@ -28,17 +29,18 @@ class PaperLaplace(CountMechanism):
     Sensitivity: each count changes by at most 1; the paper charges all ``4T`` (L1 = 4T,
     claimed epsilon ``4T eps' = epsilon``). A label flip changes exactly two counts per
     threshold (TP and FP, or FN and TN), so the true L1 sensitivity is ``2T`` and the same
-    noise gives ``epsilon / 2``; that tight figure is what :meth:`dp_event` accounts.
+    noise gives ``epsilon / 2``; that tight figure is what [`dp_event`][] accounts.
     Neighbours: label DP.
 
-    Estimate: by default :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of the 4T
+    Estimate: by default [`dpauc_tf.core.postprocessing.mann_whitney_auc`][] of the 4T
     counts (least-squares totals, then the trapezoid in threshold order: consistent);
     ``estimator="reference"`` is the reference code's clip-sort-trapezoid, for reproducing
-    the paper's tables. The curve (:meth:`to_confusion`) is
-    :func:`~dpauc_tf.core.postprocessing.consistent_confusion` (one P and N, monotone).
+    the paper's tables. The curve ([`to_confusion`][]) is
+    [`consistent_confusion`][] (one P and N, monotone).
 
-    >>> PaperLaplace(epsilon=1.0, num_thresholds=100).noise_scale
-    400.0
+    Examples:
+        >>> PaperLaplace(epsilon=1.0, num_thresholds=100).noise_scale
+        400.0
     """
 
     name = "paper"
@@ -68,7 +70,7 @@ class PaperLaplace(CountMechanism):
         return Confusion(release["tp"], release["fp"], release["tn"], release["fn"])
 
     def to_confusion(self, release):
-        """One P and one N, monotone counts (:func:`consistent_confusion`), for the curve."""
+        """One P and one N, monotone counts ([`consistent_confusion`][]), for the curve."""
         return consistent_confusion(self.released_confusion(release))
 
     def dp_event(self):

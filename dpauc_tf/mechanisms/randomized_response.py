@@ -12,11 +12,11 @@ Mechanism (Warner 1965; used for AUC by the DPAUC paper, debiasing by Menon et a
   is accounted with dp-accounting's ``RandomizedResponseDpEvent`` (PLD), basic sum otherwise.
 
 As a mechanism on counts: flipping every label of a bucket independently makes the flipped
-positive count ``Binomial(pos[b], 1 - p) + Binomial(neg[b], p)``, so :meth:`release` draws
+positive count ``Binomial(pos[b], 1 - p) + Binomial(neg[b], p)``, so [`release`][] draws
 exactly that from the bucket counts: the same distribution as flipping each example's
 label and counting (integer counts only: fractional weights are refused).
 
-The server sees exact counts of the *flipped* labels and debiases (DESIGN.md, Menon et al.),
+The server sees exact counts of the *flipped* labels and debiases (Menon et al.),
 with ``q = p``:
 
 ``P^ = (N~+ (1 - q) - N~- q) / (1 - p - q)``, ``pi = P^ / n``,
@@ -29,7 +29,7 @@ clipped to [0, 1] (the reference code does not clip; values above 1 occur there)
 the reference code and earlier versions returned 0 there):
 
 * the flipped labels hold one class (or no example): the flipped AUC is undefined
-  (:func:`dpauc_tf.core.postprocessing.mann_whitney_auc`); always the case for one row;
+  ([`dpauc_tf.core.postprocessing.mann_whitney_auc`][]); always the case for one row;
 * ``pi`` is not strictly inside (0, 1): the debiased number of positives says the data
   hold no positive (``pi <= 0``) or no negative (``pi >= 1``). Then ``alpha + beta = 1``
   and the debiasing divides by 0. At small epsilon (``1 - 2p`` near 0) this happens often
@@ -37,10 +37,10 @@ the reference code and earlier versions returned 0 there):
 
 Where ``0 < pi < 1`` the debiased value is defined and is clipped to [0, 1].
 
->>> round(flip_probability(1.0), 4)
-0.2689
->>> round(float(debias_auc(0.5, 50, 50, epsilon=1.0)), 12)  # a flipped AUC of 0.5 stays 0.5
-0.5
+    >>> round(flip_probability(1.0), 4)
+    0.2689
+    >>> round(float(debias_auc(0.5, 50, 50, epsilon=1.0)), 12)  # a flipped AUC of 0.5 stays 0.5
+    0.5
 """
 
 from __future__ import annotations
@@ -81,8 +81,9 @@ def debias_auc(auc_flipped, num_positive_flipped, num_negative_flipped, epsilon:
       where the estimated fraction of positives ``pi`` lies strictly inside (0, 1) and
       ``auc_flipped`` is a number; NaN elsewhere (see the module docstring).
 
-    >>> float(debias_auc(0.7, 0, 0, epsilon=1.0))  # no example: undefined
-    nan
+    Examples:
+        >>> float(debias_auc(0.7, 0, 0, epsilon=1.0))  # no example: undefined
+        nan
     """
     p = flip_probability(epsilon)
     q = p
@@ -106,12 +107,12 @@ class RandomizedResponse(CountMechanism):
 
     See the module docstring for the guarantee. The release is the flipped labels' bucket
     counts ``pos``/``neg`` (their totals equal the exact bucket totals: scores are not
-    protected); :meth:`estimate_auc` debiases the flipped curve's AUC (Menon et al.).
+    protected); [`estimate_auc`][] debiases the flipped curve's AUC (Menon et al.).
 
-    >>> m = RandomizedResponse(epsilon=1.0, num_thresholds=3)
-    >>> r = m.release(tf.constant([0., 50., 30., 0.]), tf.constant([0., 40., 10., 0.]), seed=0)
-    >>> [float(x) for x in r["pos"] + r["neg"]]
-    [0.0, 90.0, 40.0, 0.0]
+        >>> m = RandomizedResponse(epsilon=1.0, num_thresholds=3)
+        >>> r = m.release(tf.constant([0., 50., 30., 0.]), tf.constant([0., 40., 10., 0.]), seed=0)
+        >>> [float(x) for x in r["pos"] + r["neg"]]
+        [0.0, 90.0, 40.0, 0.0]
     """
 
     name = "rr"
@@ -155,10 +156,10 @@ class RandomizedResponse(CountMechanism):
         return confusion_from_histogram(release["pos"], release["neg"])
 
     def estimate_auc(self, release):
-        """Debiased AUC of the flipped labels (:func:`debias_auc`); NaN where undefined.
+        """Debiased AUC of the flipped labels ([`debias_auc`][]); NaN where undefined.
 
         The flipped counts are exact counts of the flipped labels, so the flipped AUC is
-        :func:`mann_whitney_auc` (``estimator="reference"``: the reference code's rule, which
+        [`mann_whitney_auc`][] (``estimator="reference"``: the reference code's rule, which
         gives the same number on exact counts except where it is undefined).
         """
         confusion = self.to_confusion(release)

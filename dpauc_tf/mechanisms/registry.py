@@ -1,25 +1,25 @@
 """The one registry of mechanisms: every name, where its class lives, and what it can take.
 
 Every caller (the Keras metric, the command line, the simulation, TFF, the audit, the demo,
-the docs table) reads this registry: :func:`list_mechanisms` for choices,
-:func:`get_mechanism` to build one, :func:`require` to refuse what a mechanism's
-:class:`~dpauc_tf.mechanisms.capabilities.Capabilities` exclude, with one message per
+the docs table) reads this registry: [`list_mechanisms`][] for choices,
+[`get_mechanism`][] to build one, [`require`][] to refuse what a mechanism's
+[`Capabilities`][] exclude, with one message per
 capability. The entries are plain data and the classes load on first use, so listing the
 mechanisms (``dpauc --help``) imports neither TensorFlow nor dp-accounting.
 
-Adding a mechanism means one new module and one :class:`MechanismSpec` line in
-:data:`BUILTIN_MECHANISMS` (or :func:`register_mechanism` from outside the package).
+Adding a mechanism means one new module and one [`MechanismSpec`][] line in
+`BUILTIN_MECHANISMS` (or [`register_mechanism`][] from outside the package).
 
->>> "histogram" in list_mechanisms()
-True
->>> list_mechanisms(secure=True)
-['secure-histogram', 'secure-tree-histogram']
->>> get_mechanism("histogram", epsilon=1.0, num_thresholds=10).noise_scale
-2.0
->>> require(get_mechanism("score-noise", epsilon=1.0, num_thresholds=10), "keras_metric")
-Traceback (most recent call last):
-...
-ValueError: mechanism 'score-noise' cannot be used as a Keras metric (DPAUC): it adds noise to every score before counting, not to counts
+    >>> "histogram" in list_mechanisms()
+    True
+    >>> list_mechanisms(secure=True)
+    ['secure-histogram', 'secure-tree-histogram']
+    >>> get_mechanism("histogram", epsilon=1.0, num_thresholds=10).noise_scale
+    2.0
+    >>> require(get_mechanism("score-noise", epsilon=1.0, num_thresholds=10), "keras_metric")
+    Traceback (most recent call last):
+    ...
+    ValueError: mechanism 'score-noise' cannot be used as a Keras metric (DPAUC): it adds noise to every score before counting, not to counts
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class MechanismSpec:
     """One registry entry: the name, the class (``"module:Class"`` or the class itself), a
     one-line summary, the capabilities and the declared types of options not in
-    :data:`OPTION_TYPES`."""
+    `OPTION_TYPES`."""
 
     name: str
     target: Any
@@ -170,9 +170,9 @@ def register_mechanism(
 ) -> type[CountMechanism]:
     """Makes a mechanism class available by its ``name``, with its summary and capabilities.
 
-    The class must subclass :class:`~dpauc_tf.mechanisms.base.CountMechanism`; a name that
+    The class must subclass [`CountMechanism`][]; a name that
     is taken raises. ``options`` declares the types of constructor options that are not in
-    :data:`OPTION_TYPES`; an undeclared one is typed by its default (``bool``, ``int``,
+    `OPTION_TYPES`; an undeclared one is typed by its default (``bool``, ``int``,
     ``float``, ``str``), or passed as given when the default is ``None``.
     """
     options = dict(options or {})
@@ -195,7 +195,7 @@ def register_mechanism(
 
 
 def unregister_mechanism(name: str) -> None:
-    """Removes a mechanism registered with :func:`register_mechanism` (built-ins stay)."""
+    """Removes a mechanism registered with [`register_mechanism`][] (built-ins stay)."""
     if any(spec.name == name for spec in BUILTIN_MECHANISMS):
         raise ValueError(f"{name!r} is built in and cannot be unregistered")
     MECHANISMS.pop(name, None)
@@ -222,7 +222,7 @@ def list_mechanisms(*, private: bool | None = None, **capabilities: Any) -> list
     """Registered names, sorted, optionally only those with the given capability values.
 
     ``private=True`` leaves out ``none``; keyword arguments filter on
-    :class:`~dpauc_tf.mechanisms.capabilities.Capabilities` fields (``keras_metric=True``).
+    [`Capabilities`][] fields (``keras_metric=True``).
     """
     fields = {f.name for f in dataclasses.fields(Capabilities)}
     unknown = set(capabilities) - fields
@@ -282,7 +282,7 @@ def get_mechanism(
 
 def option_type(name: str, option: str) -> OptionType:
     """The declared type of ``option`` of mechanism ``name``: the entry's own declaration,
-    else :data:`OPTION_TYPES`, else the type of the constructor's default (``"any"`` when
+    else `OPTION_TYPES`, else the type of the constructor's default (``"any"`` when
     the default is ``None``)."""
     spec = mechanism_spec(name)
     if option in spec.options:
@@ -304,15 +304,15 @@ def option_type(name: str, option: str) -> OptionType:
 
 def parse_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The options of mechanism ``name``, each parsed by its declared type
-    (:class:`OptionType`); ``ValueError`` naming an unknown option or a value that does not
+    ([`OptionType`][]); ``ValueError`` naming an unknown option or a value that does not
     parse (one line: the option and what it accepts).
 
-    >>> parse_options("tree-histogram", {"public_scores": "False", "budget": "uniform"})
-    {'public_scores': False, 'budget': 'uniform'}
-    >>> parse_options("histogram", {"positive_rate": 1e-300})
-    Traceback (most recent call last):
-    ...
-    dpauc_tf.mechanisms.option_types.OptionValueError: mechanism 'histogram': option positive_rate must be a finite number in [1e-06, 0.999999] (outside it one class would get less than a millionth of the budget), got 1e-300
+        >>> parse_options("tree-histogram", {"public_scores": "False", "budget": "uniform"})
+        {'public_scores': False, 'budget': 'uniform'}
+        >>> parse_options("histogram", {"positive_rate": 1e-300})
+        Traceback (most recent call last):
+        ...
+        dpauc_tf.mechanisms.option_types.OptionValueError: mechanism 'histogram': option positive_rate must be a finite number in [1e-06, 0.999999] (outside it one class would get less than a millionth of the budget), got 1e-300
     """
     known = mechanism_options(name)
     unknown = sorted(set(options) - set(known))
@@ -333,7 +333,7 @@ def parse_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
 def check_mechanism_options(
     name: str, options: Mapping[str, Any] | None, *, entry: str, num_clients: str
 ) -> dict[str, Any]:
-    """The ``mechanism_options`` an entry point was given, parsed (:func:`parse_options`);
+    """The ``mechanism_options`` an entry point was given, parsed ([`parse_options`][]);
     a key that an argument of the entry point sets is refused, naming that argument.
 
     Every Python entry point that takes ``mechanism_options`` (``dpauc_tf.federated.evaluate``,
@@ -346,11 +346,12 @@ def check_mechanism_options(
       entry: the entry point, as the message names it.
       num_clients: what sets the number of shares there (e.g. ``"secure_shares="``).
 
-    >>> check_mechanism_options("secure-histogram", {"num_clients": 1000},
-    ...                         entry="dpauc_tf.flower.evaluate", num_clients="secure_shares=")
-    Traceback (most recent call last):
-    ...
-    ValueError: dpauc_tf.flower.evaluate: mechanism_options cannot set num_clients; it is set by secure_shares=
+    Examples:
+        >>> check_mechanism_options("secure-histogram", {"num_clients": 1000},
+        ...                         entry="dpauc_tf.flower.evaluate", num_clients="secure_shares=")
+        Traceback (most recent call last):
+        ...
+        ValueError: dpauc_tf.flower.evaluate: mechanism_options cannot set num_clients; it is set by secure_shares=
     """
     options = dict(options or {})
     reserved = {**RESERVED_OPTIONS, "num_clients": num_clients}
@@ -369,8 +370,8 @@ def mechanism_options(name: str) -> tuple[str, ...]:
     """The keyword options a mechanism's constructor takes besides ``epsilon``,
     ``num_thresholds`` and ``delta`` (what ``get_mechanism(name, ..., **options)`` accepts).
 
-    >>> "positive_rate" in mechanism_options("histogram")
-    True
+        >>> "positive_rate" in mechanism_options("histogram")
+        True
     """
     cls = mechanism_spec(name).load()
     parameters = inspect.signature(cls.__init__).parameters.values()

@@ -3,26 +3,27 @@
 Every backend (the simulation, TFF, Flower, Beam, Spark) does the same three things around
 its own engine:
 
-1. :class:`ReleaseSpec` describes the release: mechanism, epsilon, delta, thresholds,
+1. [`ReleaseSpec`][] describes the release: mechanism, epsilon, delta, thresholds,
    mechanism options and the seed policy. It is plain, hashable data (cheap to ship to a
-   worker) and :meth:`ReleaseSpec.build` makes the mechanism for a number of clients
-   (cached). :meth:`ReleaseSpec.seed_for` gives every client's, slice's and repeat's seed
-   from one derivation (:func:`dpauc_tf.noise.seeds.derive_seed`).
-2. The engine counts per bucket on :meth:`ReleaseSpec.count_grid` (the mechanism's own grid
+   worker) and [`ReleaseSpec.build`][] makes the mechanism for a number of clients
+   (cached). [`ReleaseSpec.seed_for`][] gives every client's, slice's and repeat's seed
+   from one derivation ([`dpauc_tf.noise.seeds.derive_seed`][]).
+2. The engine counts per bucket on [`ReleaseSpec.count_grid`][] (the mechanism's own grid
    where it has one), every client (or the one data holder) calls ``mechanism.release``,
    and the engine sums the reports.
-3. :func:`finish_release` turns the summed reports (and how many clients reported) into one
-   :class:`AUCResult`: AUC and curve of every repeat, the guarantee achieved by the reports
+3. [`finish_release`][] turns the summed reports (and how many clients reported) into one
+   [`AUCResult`][]: AUC and curve of every repeat, the guarantee achieved by the reports
    that arrived, the cost of the whole output, the counts; ``to_dict()`` is what the command
    line prints as JSON.
 
->>> import numpy as np
->>> spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=3)
->>> mechanism = spec.build()
->>> release = mechanism.release(np.array([0., 2., 1., 0.]), np.array([0., 1., 2., 0.]), repeats=1)
->>> result = finish_release(spec, release, num_examples=6.0)
->>> round(result.auc, 4), result.epsilon is None
-(0.3333, True)
+Examples:
+    >>> import numpy as np
+    >>> spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=3)
+    >>> mechanism = spec.build()
+    >>> release = mechanism.release(np.array([0., 2., 1., 0.]), np.array([0., 1., 2., 0.]), repeats=1)
+    >>> result = finish_release(spec, release, num_examples=6.0)
+    >>> round(result.auc, 4), result.epsilon is None
+    (0.3333, True)
 """
 
 from __future__ import annotations
@@ -63,16 +64,17 @@ class ReleaseSpec:
       mechanism: a registered mechanism's name (``dpauc_tf.list_mechanisms()``).
       epsilon: epsilon of one release (``None``: no noise, NOT private).
       delta: for the mechanisms that take one.
-      thresholds: the grid of the release (:class:`~dpauc_tf.core.thresholds.Thresholds`).
+      thresholds: the grid of the release ([`Thresholds`][]).
       options: the mechanism's constructor options as sorted ``(name, value)`` pairs.
       seed: ``None`` (every release draws fresh operating-system entropy) or an int (every
         seed is derived from it and the release's keys: reproducible, for experiments).
 
-    >>> spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=10, seed=0)
-    >>> spec.build().name, spec.count_grid().num_thresholds
-    ('histogram', 10)
-    >>> spec.seed_for("slice-a").numpy().tolist() == spec.seed_for("slice-a").numpy().tolist()
-    True
+    Examples:
+        >>> spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=10, seed=0)
+        >>> spec.build().name, spec.count_grid().num_thresholds
+        ('histogram', 10)
+        >>> spec.seed_for("slice-a").numpy().tolist() == spec.seed_for("slice-a").numpy().tolist()
+        True
     """
 
     mechanism: str
@@ -98,7 +100,7 @@ class ReleaseSpec:
         """A checked spec: the mechanism is built once here, so that a bad name, epsilon,
         delta or option fails before any work, with the registry's one-line message.
         ``num_thresholds="auto"`` picks the grid from ``num_examples`` (public under label
-        DP: :mod:`dpauc_tf.mechanisms.auto_grid`)."""
+        DP: [`dpauc_tf.mechanisms.auto_grid`][])."""
         if num_thresholds == "auto":
             from dpauc_tf.mechanisms.auto_grid import resolve_num_thresholds
 
@@ -147,7 +149,7 @@ class ReleaseSpec:
 
     @property
     def capabilities(self):
-        """The registry's :class:`~dpauc_tf.mechanisms.capabilities.Capabilities` entry."""
+        """The registry's [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] entry."""
         return mechanism_spec(self.mechanism).capabilities
 
     def build(self, num_clients: int | None = None):
@@ -161,7 +163,7 @@ class ReleaseSpec:
 
     def seed_for(self, *keys: Any):
         """The ``[2]`` seed of one release, from the spec's seed and the release's keys
-        (slice, client, repeat chunk, ...): see :func:`dpauc_tf.noise.seeds.derive_seed`."""
+        (slice, client, repeat chunk, ...): see [`dpauc_tf.noise.seeds.derive_seed`][]."""
         from dpauc_tf.noise.seeds import derive_seed
 
         return derive_seed(self.seed, *keys)
@@ -215,13 +217,16 @@ class AUCResult:
 
     Attributes:
       aucs: the AUC estimate of every repeat ``[R]`` (NaN where undefined, e.g. one class).
-      fpr, tpr: the ROC points of every repeat ``[R, T]`` (``[R, 0]`` for a mechanism that
+      fpr: the ROC points of every repeat ``[R, T]`` (``[R, 0]`` for a mechanism that
         releases only the AUC).
+      tpr: as ``fpr``.
       mechanism: the mechanism's name (``"none"`` without noise).
       statement: the guarantee of one release, achieved by the reports that arrived.
-      epsilon, delta: one release's (``None``, 0 without noise).
-      epsilon_total, delta_total: the whole output's: ``R * slices_per_example`` releases,
+      epsilon: one release's (``None``, 0 without noise).
+      delta: as ``epsilon``.
+      epsilon_total: the whole output's: ``R * slices_per_example`` releases,
         composed with dp-accounting.
+      delta_total: as ``epsilon_total``.
       num_examples: the (weighted) number of counted examples (does not depend on labels).
       num_clients: clients asked to report (``None``: one data holder, central noise).
       num_reporting: clients whose reports were summed.
@@ -229,7 +234,7 @@ class AUCResult:
       slice_key: the slice (``None`` for the whole data).
       slices_per_example: the bound on the number of slices one example is in that
         ``epsilon_total`` uses.
-      interval: the :class:`~dpauc_tf.mechanisms.intervals.AUCInterval` of every release
+      interval: the [`AUCInterval`][dpauc_tf.mechanisms.intervals.AUCInterval] of every release
         (``finish_release(..., confidence=0.95)``; ``None`` when none was asked), computed
         from the release alone (no privacy cost).
     """
@@ -391,7 +396,7 @@ def finish_release(
       mechanism: the mechanism the caller built and released with (default:
         ``spec.build(num_clients)``; ``spec`` may then be ``None``).
       confidence: e.g. 0.95: also an interval for every release
-        (:func:`dpauc_tf.mechanisms.intervals.release_interval`, post-processing of the
+        ([`dpauc_tf.mechanisms.intervals.release_interval`][], post-processing of the
         release: no privacy cost); ``ValueError`` where the mechanism has no valid one.
       ci_target: ``"population"`` (default: privacy noise and sampling error) or
         ``"sample"`` (this test set's AUC: privacy noise only).

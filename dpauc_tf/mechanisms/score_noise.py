@@ -3,7 +3,7 @@
 Randomized response (``rr``) hides labels but sends the exact scores; the paper's answer to
 "then hide the scores" is to add ``Laplace(1 / epsilon)`` to every score and compute the AUC
 of the noisy scores with the **exact labels**. Under the mechanism protocol the noise is the
-client-side :meth:`ScoreNoise.transform` (before counting); the counts of the noisy scores
+client-side `ScoreNoise.transform` (before counting); the counts of the noisy scores
 are then released exactly.
 
 Guarantee, stated honestly:
@@ -16,16 +16,16 @@ Guarantee, stated honestly:
 * **Noise**: ``Laplace(scale = 1 / epsilon)`` independently on every score (floating point).
 * **Epsilon**: ``epsilon`` per release of all noisy scores, ``delta = 0``.
 
-The noisy scores are counted on a fixed grid of :data:`RESOLUTION` thresholds evenly spaced
+The noisy scores are counted on a fixed grid of `RESOLUTION` thresholds evenly spaced
 over ``[-L, 1 + L]`` with ``L = TAIL_SCALES / epsilon`` (a score's noise leaves that range
 with probability ``exp(-TAIL_SCALES)``, and is then counted in the end bucket, which only
 merges the most extreme scores). The grid depends only on epsilon, never on the data.
 
->>> m = ScoreNoise(epsilon=2.0, num_thresholds=100)
->>> m.noise_scale, m.num_thresholds
-(0.5, 10001)
->>> m.capabilities.protects
-'scores'
+    >>> m = ScoreNoise(epsilon=2.0, num_thresholds=100)
+    >>> m.noise_scale, m.num_thresholds
+    (0.5, 10001)
+    >>> m.capabilities.protects
+    'scores'
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ class ScoreNoise(CountMechanism):
       delta: must be unset.
       resolution: number of thresholds of the grid the noisy scores are counted on.
 
-    >>> ScoreNoise(epsilon=4.0, num_thresholds=10).statement().noise
-    'Laplace(scale=0.25) on every score'
+    Examples:
+        >>> ScoreNoise(epsilon=4.0, num_thresholds=10).statement().noise
+        'Laplace(scale=0.25) on every score'
     """
 
     name = "score-noise"

@@ -14,7 +14,7 @@ Guarantee (per evaluation, with every share present):
 * **Noise** (``family``):
 
   - ``"discrete-laplace"`` (default, pure DP): client share = difference of two Polya
-    (negative binomial, shape ``1 / num_clients``) variates (:func:`dpauc_tf.noise.shares.polya_difference`,
+    (negative binomial, shape ``1 / num_clients``) variates ([`dpauc_tf.noise.shares.polya_difference`][],
     Goryczka et al. 2013); the sum over ``num_clients`` shares is discrete Laplace with scale
     ``2 / epsilon`` on each of the ``2 (T + 1)`` counts: ``(epsilon, 0)``-DP.
   - ``"skellam"`` (Gaussian family, needs ``delta``): client share = ``Poisson(mu / K) -
@@ -24,10 +24,10 @@ Guarantee (per evaluation, with every share present):
     meets the target.
 
 * **Class split** (``positive_share``, or a public prior ``positive_rate``;
-  :mod:`dpauc_tf.mechanisms.class_split`): discrete Laplace of scale ``1 / (s epsilon)`` on
+  [`dpauc_tf.mechanisms.class_split`][]): discrete Laplace of scale ``1 / (s epsilon)`` on
   the positive and ``1 / ((1 - s) epsilon)`` on the negative counts (epsilon unchanged), or
   Skellam parameters ``mu_pos, mu_neg`` with Renyi precisions ``1 / mu`` in the ratio
-  ``s : 1 - s``, calibrated together (:func:`dpauc_tf.privacy.skellam.skellam_tree_mus`, a
+  ``s : 1 - s``, calibrated together ([`dpauc_tf.privacy.skellam.skellam_tree_mus`][], a
   unit change in each class). The default ``s = 0.5`` is the equal split above.
 
 **Trust model.** The guarantee is against a server (and anyone else) who sees *only the
@@ -41,19 +41,19 @@ sum**: the simulation shows the arithmetic, not the cryptography.
 
 **Dropout.** Shares are sized for ``num_clients`` reporters. If only ``m < num_clients``
 report, the total noise is a sum of ``m`` shares, *less* than claimed; the guarantee then
-is :meth:`SecureHistogram.achieved_epsilon` ``(m)`` (computed numerically, larger than
+is [`SecureHistogram.achieved_epsilon`][] ``(m)`` (computed numerically, larger than
 ``epsilon``). Sizing shares for the number of clients *expected* to report (as
-:func:`dpauc_tf.federated.evaluate` does) restores the claim; more reporters than that only
+[`dpauc_tf.federated.evaluate`][] does) restores the claim; more reporters than that only
 add noise (epsilon stays at most the target).
 
 Noise here is sampled exactly as integers (no floating-point low-bit leak once added to
 integer counts); the counts stay integers, as secure aggregation needs.
 
->>> m = SecureHistogram(epsilon=1.0, num_thresholds=100, num_clients=10)
->>> m.noise_scale
-2.0
->>> round(m.achieved_epsilon(10), 6)
-1.0
+    >>> m = SecureHistogram(epsilon=1.0, num_thresholds=100, num_clients=10)
+    >>> m.noise_scale
+    2.0
+    >>> round(m.achieved_epsilon(10), 6)
+    1.0
 """
 
 from __future__ import annotations
@@ -103,15 +103,15 @@ class SecureHistogram(CountMechanism):
       positive_rate: a public prior of the fraction of positives; sets the share that
         minimises the AUC's variance (not with ``positive_share``).
       estimator: ``"mann-whitney"`` (default) or ``"reference"``
-        (:class:`~dpauc_tf.mechanisms.base.CountMechanism`).
+        ([`CountMechanism`][]).
 
-    :meth:`release` is **one client's** report: its integer counts plus its share of noise.
+    [`release`][] is **one client's** report: its integer counts plus its share of noise.
     Summing ``num_clients`` releases gives counts plus one draw of the target noise.
 
-    >>> m = SecureHistogram(epsilon=1.0, num_thresholds=3, num_clients=4)
-    >>> r = m.release(tf.constant([0., 5., 3., 0.]), tf.constant([0., 4., 1., 0.]), seed=0)
-    >>> bool(tf.reduce_all(r["pos"] == tf.round(r["pos"])))
-    True
+        >>> m = SecureHistogram(epsilon=1.0, num_thresholds=3, num_clients=4)
+        >>> r = m.release(tf.constant([0., 5., 3., 0.]), tf.constant([0., 4., 1., 0.]), seed=0)
+        >>> bool(tf.reduce_all(r["pos"] == tf.round(r["pos"])))
+        True
     """
 
     name = "secure-histogram"
@@ -195,13 +195,13 @@ class SecureHistogram(CountMechanism):
         return confusion_from_histogram(release["pos"], release["neg"])
 
     def to_confusion(self, release):
-        """Monotone, consistent cumulative counts (:func:`monotone_confusion`) for the curve."""
+        """Monotone, consistent cumulative counts ([`monotone_confusion`][]) for the curve."""
         return monotone_confusion(release["pos"], release["neg"])
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
         """The summed release: exact discrete Laplace (a flip moves two counts by one each),
-        or one :class:`~dpauc_tf.privacy.events.SkellamDpEvent` (L1 = 2, L2^2 = 2). An
+        or one [`SkellamDpEvent`][] (L1 = 2, L2^2 = 2). An
         unequal split: the two classes' unit changes, composed (discrete Laplace) or one
         Skellam event over ``(mu_pos, mu_neg)`` with L1 = L2^2 = 1 per vector."""
         if self._split and self.family == "skellam":

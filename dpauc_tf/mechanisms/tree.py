@@ -1,17 +1,17 @@
 """``tree-histogram`` and ``secure-tree-histogram``: noise on every node of a tree of counts.
 
 The ``T + 1`` score buckets are the leaves of a complete ``b``-ary tree
-(:class:`dpauc_tf.core.tree.TreeLayout`); every node counts the positives (and, separately,
+([`dpauc_tf.core.tree.TreeLayout`][]); every node counts the positives (and, separately,
 the negatives) of the leaves below it. Each level ``l = 0 (root) .. h (leaves)`` gets a share
 ``eps_l`` of the budget (``sum eps_l = epsilon``) and noise of scale ``2 / eps_l`` on each of
 its nodes' two counts. The server then
 
-1. computes the least-squares leaves (:func:`dpauc_tf.core.tree.least_squares_leaves`);
-2. estimates the AUC directly from those leaves (:meth:`TreeHistogram.estimate_auc`: the
+1. computes the least-squares leaves ([`dpauc_tf.core.tree.least_squares_leaves`][]);
+2. estimates the AUC directly from those leaves ([`TreeHistogram.estimate_auc`][]: the
    Mann-Whitney statistic, no projection; only the final value is clipped to [0, 1]), which
    is unbiased to first order at any noise level;
 3. for the curve (plots, ROC points: ``to_confusion``) makes the cumulative counts monotone
-   and the totals consistent (:func:`dpauc_tf.core.postprocessing.monotone_confusion`).
+   and the totals consistent ([`dpauc_tf.core.postprocessing.monotone_confusion`][]).
 
 **Why a tree.** With ``B`` fine buckets a flat histogram's AUC error grows like ``sqrt(B)``;
 the AUC is a smooth linear functional of the counts, and a tree with geometrically
@@ -26,7 +26,7 @@ totals are released exactly (as ``histogram-public-scores``): the same label-DP 
 with sensitivity 1 per level, but the score histogram is published.
 
 **Class split.** ``positive_share`` (or a public prior ``positive_rate``;
-:mod:`dpauc_tf.mechanisms.class_split`) gives the positive tree the share ``s`` of every
+[`dpauc_tf.mechanisms.class_split`][]) gives the positive tree the share ``s`` of every
 level's budget and the negative tree ``1 - s``: scales ``1 / (s eps_l)`` and ``1 / ((1 - s)
 eps_l)`` (Skellam: Renyi precisions in the ratio ``s : 1 - s``). A flip moves one unit in
 one node of each class per level, so epsilon is unchanged; the default ``s = 0.5`` is the
@@ -34,15 +34,15 @@ equal split.
 
 **Noise families.** The secure tree takes ``family="skellam"`` (with ``delta``): Skellam
 shares whose sum is ``Skellam(mu_l, mu_l)`` per node, calibrated by the levels' Renyi bounds
-added up (:mod:`dpauc_tf.privacy.skellam`); it composes far better over many evaluations
-(:func:`dpauc_tf.analysis.noise_families.compare_noise_families`).
+added up ([`dpauc_tf.privacy.skellam`][]); it composes far better over many evaluations
+([`dpauc_tf.analysis.noise_families.compare_noise_families`][]).
 
->>> m = TreeHistogram(epsilon=1.0, num_thresholds=15, branching=4)
->>> m.layout.level_sizes
-(1, 4, 16)
->>> release = m.release(tf.ones(16) * 10, tf.ones(16) * 30, seed=0)
->>> sorted(release), release["pos_tree"].shape.as_list()
-(['neg_tree', 'pos_tree'], [21])
+    >>> m = TreeHistogram(epsilon=1.0, num_thresholds=15, branching=4)
+    >>> m.layout.level_sizes
+    (1, 4, 16)
+    >>> release = m.release(tf.ones(16) * 10, tf.ones(16) * 30, seed=0)
+    >>> sorted(release), release["pos_tree"].shape.as_list()
+    (['neg_tree', 'pos_tree'], [21])
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class TreeHistogram(CountMechanism):
     """Laplace noise on every node of a tree over the class histograms (central or local).
 
     Released: for each of positives and negatives, every node count of a complete
-    ``branching``-ary tree over the ``T + 1`` buckets (:class:`TreeLayout`), ``"pos_tree"``
+    ``branching``-ary tree over the ``T + 1`` buckets ([`TreeLayout`][]), ``"pos_tree"``
     and ``"neg_tree"`` of shape ``[..., num_nodes]``, root first. Releases are additive, so
     a server may sum many clients' releases (local mode: each client's report is
     ``epsilon``-DP on its own; the error grows like ``sqrt(K)``).
@@ -100,7 +100,7 @@ class TreeHistogram(CountMechanism):
     * Sensitivity: a flip moves weight ``w <= 1`` from ``pos`` to ``neg`` at one leaf and at
       every ancestor: L1 = 2 per level, ``2 (h + 1)`` in all.
     * Noise: ``Laplace(2 / eps_l)`` on each node count of level ``l``; ``eps_l = epsilon *
-      share_l`` (:func:`level_weights`). Nodes that cover only padding are public zeros.
+      share_l`` ([`level_weights`][]). Nodes that cover only padding are public zeros.
     * Epsilon: ``sum_l 2 / (2 / eps_l) = epsilon`` (pure DP).
 
     Args:
@@ -114,15 +114,16 @@ class TreeHistogram(CountMechanism):
       positive_share: the positive tree's share of every level's budget (default 0.5; not
         with public scores).
       positive_rate: a public prior of the fraction of positives; sets the share that
-        minimises the AUC's variance (:mod:`dpauc_tf.mechanisms.class_split`).
+        minimises the AUC's variance ([`dpauc_tf.mechanisms.class_split`][]).
       estimator: ``"mann-whitney"`` (default) or ``"mann-whitney-smooth"`` (the within-bucket
-        correction for smooth continuous scores, :meth:`estimate_auc`); post-processing.
+        correction for smooth continuous scores, [`estimate_auc`][]); post-processing.
 
-    >>> m = TreeHistogram(epsilon=1.0, num_thresholds=15)
-    >>> [round(s, 3) for s in m.level_scales]
-    [4.88, 6.1, 7.625]
-    >>> print(m.statement().sensitivity)
-    L1 = 2 per level x 3 levels = 6 (one leaf and its ancestors, pos and neg)
+    Examples:
+        >>> m = TreeHistogram(epsilon=1.0, num_thresholds=15)
+        >>> [round(s, 3) for s in m.level_scales]
+        [4.88, 6.1, 7.625]
+        >>> print(m.statement().sensitivity)
+        L1 = 2 per level x 3 levels = 6 (one leaf and its ancestors, pos and neg)
     """
 
     name = "tree-histogram"
@@ -262,14 +263,14 @@ class TreeHistogram(CountMechanism):
         The Mann-Whitney statistic of the least-squares leaves, **without** the monotone
         projection: ``sum_b neg[b] (TP_above[b] + pos[b] / 2) / (P N)`` with ``P = sum pos``,
         ``N = sum neg`` (the estimated roots), i.e.
-        :func:`dpauc_tf.core.postprocessing.mann_whitney_auc` of the unprojected counts (NaN
+        [`dpauc_tf.core.postprocessing.mann_whitney_auc`][] of the unprojected counts (NaN
         where ``P`` or ``N`` is not positive; ``estimator="mann-whitney-smooth"`` adds the
         within-bucket correction, also bilinear). The numerator is bilinear in the two classes'
         leaves: with both classes noisy their noises are independent, so it is unbiased; with
         public scores (``neg = total - pos``) its bias is ``-Var(P^) / 2`` exactly (``pos``'s noise ``e``
         enters as ``-e^T M e = -(sum e)^2 / 2``). The ratio adds terms of relative order
         ``Var(P^) / P^2``. Measured bias on the paper-sized score set: see the module
-        docstring. :meth:`to_confusion`'s monotone curve is for plotting; its trapezoid AUC
+        docstring. [`to_confusion`][]'s monotone curve is for plotting; its trapezoid AUC
         has lower variance but is biased low at high noise.
         """
         if "pos" in release and "pos_tree" not in release:  # exact counts (no noise)
@@ -283,8 +284,8 @@ class TreeHistogram(CountMechanism):
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
-        """Per level, the level's unit changes composed (:func:`laplace_event`; equal split)
-        or the two classes' (:func:`class_pair_event`); composed over the levels."""
+        """Per level, the level's unit changes composed ([`laplace_event`][]; equal split)
+        or the two classes' ([`class_pair_event`][]); composed over the levels."""
         if self.positive_share != EQUAL_SHARE:
             return dp_accounting.ComposedDpEvent(
                 [
@@ -347,21 +348,21 @@ class TreeHistogram(CountMechanism):
 class SecureTreeHistogram(TreeHistogram):
     """Tree histograms with distributed integer noise, for secure aggregation.
 
-    :meth:`release` is **one client's** report: its integer node counts plus its share of
+    [`release`][] is **one client's** report: its integer node counts plus its share of
     the noise; the sum of ``num_clients`` shares is exactly one draw of the total noise per
     node. Two noise families:
 
     * ``"discrete-laplace"`` (default, pure DP): share ``X - Y`` with ``X, Y ~ Polya(1 /
-      num_clients, exp(-1 / s_l))`` (:func:`dpauc_tf.polya_difference`); the sum is
+      num_clients, exp(-1 / s_l))`` (`dpauc_tf.polya_difference`); the sum is
       discrete Laplace ``P(k) ~ exp(-|k| / s_l)``, ``s_l = 2 / eps_l`` (``1 / eps_l`` with
       public scores).
     * ``"skellam"`` (Gaussian family, needs ``delta``): share ``Poisson(mu_l / K) -
       Poisson(mu_l / K)``; the sum is ``Skellam(mu_l, mu_l)`` (variance ``2 mu_l``) per node.
-      ``mu_l = m / p_l`` with Renyi shares ``p_l`` (:func:`skellam_precision_shares`) and the
+      ``mu_l = m / p_l`` with Renyi shares ``p_l`` ([`skellam_precision_shares`][]) and the
       smallest ``m`` for which the levels' Renyi bounds, added up, give ``(epsilon,
-      delta)`` (:func:`skellam_tree_mus`). Many evaluations compose by Renyi DP
-      (:meth:`privacy_spent`), which is where this family wins
-      (:func:`dpauc_tf.analysis.noise_families.compare_noise_families`).
+      delta)`` ([`skellam_tree_mus`][]). Many evaluations compose by Renyi DP
+      ([`privacy_spent`][dpauc_tf.mechanisms.base.CountMechanism.privacy_spent]), which is where this family wins
+      ([`dpauc_tf.analysis.noise_families.compare_noise_families`][]).
 
     * Neighbouring relation: label DP, integer counts (unit weights).
     * Sensitivity: per level L1 = 2, L2^2 = 2 (one node of each class moves by 1); with
@@ -371,15 +372,16 @@ class SecureTreeHistogram(TreeHistogram):
       against a server that sees only the secure sum of all ``num_clients`` reports.
       **Trust**: individual reports carry only ``1 / num_clients`` of the noise variance and
       must stay hidden (secure aggregation); if fewer clients report than the shares are
-      sized for, the noise is smaller than stated: :meth:`achieved_epsilon`.
+      sized for, the noise is smaller than stated: [`achieved_epsilon`][].
 
-    >>> m = SecureTreeHistogram(epsilon=1.0, num_thresholds=15, num_clients=10)
-    >>> r = m.release(tf.ones(16) * 3, tf.ones(16), seed=0)
-    >>> bool(tf.reduce_all(r["pos_tree"] == tf.round(r["pos_tree"])))
-    True
-    >>> s = SecureTreeHistogram(1.0, 15, delta=1e-6, num_clients=10, family="skellam")
-    >>> [round(mu) for mu in s.level_mus]
-    [46, 65, 90]
+    Examples:
+        >>> m = SecureTreeHistogram(epsilon=1.0, num_thresholds=15, num_clients=10)
+        >>> r = m.release(tf.ones(16) * 3, tf.ones(16), seed=0)
+        >>> bool(tf.reduce_all(r["pos_tree"] == tf.round(r["pos_tree"])))
+        True
+        >>> s = SecureTreeHistogram(1.0, 15, delta=1e-6, num_clients=10, family="skellam")
+        >>> [round(mu) for mu in s.level_mus]
+        [46, 65, 90]
     """
 
     name = "secure-tree-histogram"
@@ -485,7 +487,7 @@ class SecureTreeHistogram(TreeHistogram):
     def dp_event(self) -> dp_accounting.DpEvent:
         """Per level, exact discrete Laplace (a flip moves one node count of each noisy class
         by one), composed over the levels; or one
-        :class:`~dpauc_tf.privacy.events.SkellamDpEvent` over the levels' ``mu_l`` (Renyi
+        [`SkellamDpEvent`][] over the levels' ``mu_l`` (Renyi
         bounds added up, as in the calibration)."""
         if self.family == "skellam" and self.positive_share != EQUAL_SHARE:
             mus = [mu for mus in self.class_level_mus for mu in mus]

@@ -2,7 +2,7 @@
 
 Every mechanism's sensitivity assumes weights in [0, 1]: one label change moves at most
 one unit of weight. With weights in ``[0, W]`` a label change moves up to ``W``: the
-sensitivity of the weighted counts is ``W`` times the mechanism's. :func:`bound_weights`
+sensitivity of the weighted counts is ``W`` times the mechanism's. `bound_weights`
 wraps a mechanism so that it releases the counts divided by ``W`` (whose weights are in
 [0, 1] again, so the mechanism's own analysis and epsilon hold unchanged): in units of
 weighted counts that is noise ``W`` times larger, and the statement says so. The release
@@ -13,12 +13,13 @@ Integer-noise mechanisms (``capabilities.integer_counts``: secure, ``rr``) take 
 1 only; ``W != 1`` is refused for them (a count divided by W is a fraction, and integer
 noise would not hide it).
 
->>> from dpauc_tf.mechanisms import get_mechanism
->>> m = bound_weights(get_mechanism("histogram", epsilon=1.0, num_thresholds=3), 2.5)
->>> m.max_weight, m.weighted_noise_scale
-(2.5, 5.0)
->>> m.statement().sensitivity
-'L1 = 5 in weighted counts (weights in [0, 2.5]): L1 = 2 (one unit of weight moves between pos[b] and neg[b]) on the counts divided by max_weight = 2.5'
+Examples:
+    >>> from dpauc_tf.mechanisms import get_mechanism
+    >>> m = bound_weights(get_mechanism("histogram", epsilon=1.0, num_thresholds=3), 2.5)
+    >>> m.max_weight, m.weighted_noise_scale
+    (2.5, 5.0)
+    >>> m.statement().sensitivity
+    'L1 = 5 in weighted counts (weights in [0, 2.5]): L1 = 2 (one unit of weight moves between pos[b] and neg[b]) on the counts divided by max_weight = 2.5'
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Noise: seeds, floating-point samplers, exact integer samplers and secure-aggregation shares.
 
-* :mod:`~dpauc_tf.noise.seeds`: ``make_seed`` / ``split_seed`` for TensorFlow's stateless RNG;
-* :mod:`~dpauc_tf.noise.samplers`: Laplace, Gaussian, discrete Laplace in TensorFlow ops (XLA);
-* :mod:`~dpauc_tf.noise.exact`: exact discrete Laplace / Gaussian with integer arithmetic;
-* :mod:`~dpauc_tf.noise.shares`: Polya and Skellam shares whose sum is one draw.
+* [`seeds`][]: ``make_seed`` / ``split_seed`` for TensorFlow's stateless RNG;
+* [`samplers`][]: Laplace, Gaussian, discrete Laplace in TensorFlow ops (XLA);
+* [`exact`][]: exact discrete Laplace / Gaussian with integer arithmetic;
+* [`shares`][]: Polya and Skellam shares whose sum is one draw.
 """

@@ -5,7 +5,7 @@ least significant bits for differential privacy") showed that textbook Laplace s
 ``b * log(U)`` evaluated in double precision, cannot produce every double: the set of
 reachable outputs near ``x + noise`` depends on ``x``, so an attacker who sees the exact bits
 of one noisy release can often tell which of two neighbouring inputs produced it, i.e.
-epsilon is effectively infinite. The floating-point samplers in :mod:`dpauc_tf.noise` share
+epsilon is effectively infinite. The floating-point samplers in `dpauc_tf.noise` share
 that weakness. The samplers here draw **integers** with **integer/rational arithmetic
 only** (uniform integers and exact Bernoulli trials, no logarithms, no floats on the
 sampling path), so the output distribution is exactly the stated one; integer noise added to
@@ -24,11 +24,11 @@ Algorithms (CKS 2020, "The Discrete Gaussian for Differential Privacy", Algorith
 
 Every loop is vectorised with numpy over the samples still in play, so ~1e5 draws take a
 fraction of a second. A float scale is converted to a rational **rounded up** (a larger scale
-only adds privacy); an int or :class:`fractions.Fraction` is used exactly.
+only adds privacy); an int or `fractions.Fraction` is used exactly.
 
 Randomness: ``seed=None`` seeds numpy's PCG64 generator with 128 bits of operating-system
 entropy (fresh for every call): the only mode for real releases. An integer seed (or a
-``[2]`` seed tensor as used by :mod:`dpauc_tf.noise`) makes draws reproducible, for
+``[2]`` seed tensor as used by `dpauc_tf.noise`) makes draws reproducible, for
 experiments and tests only: whoever knows the seed can subtract the noise. PCG64 is a
 statistical generator, not a cryptographic one; the sampling *arithmetic* is exact.
 
@@ -38,11 +38,12 @@ relaxes exactness (float Bernoulli and geometric draws), it takes only integer s
 cannot be seeded statelessly, so it is used here only as an independent cross-check in the
 tests (and it is absent from the Keras 3 environment).
 
->>> draws = discrete_laplace_sample(4.0, size=5, seed=0)
->>> draws.dtype.name, bool(np.all(draws == np.round(draws)))
-('int64', True)
->>> float(discrete_laplace_pmf(0, 4.0))  # (1 - q) / (1 + q) with q = exp(-1/4)
-0.1243530017715962
+Examples:
+    >>> draws = discrete_laplace_sample(4.0, size=5, seed=0)
+    >>> draws.dtype.name, bool(np.all(draws == np.round(draws)))
+    ('int64', True)
+    >>> float(discrete_laplace_pmf(0, 4.0))  # (1 - q) / (1 + q) with q = exp(-1/4)
+    0.1243530017715962
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ _MAX_SERIES_TERMS = 60
 def rng_from_seed(seed: int | np.ndarray | object | None = None) -> np.random.Generator:
     """A numpy generator: OS entropy for ``None``, reproducible for an int or ``[2]`` seed.
 
-    >>> rng_from_seed(3).integers(0, 10, 3).tolist() == rng_from_seed(3).integers(0, 10, 3).tolist()
-    True
+    Examples:
+        >>> rng_from_seed(3).integers(0, 10, 3).tolist() == rng_from_seed(3).integers(0, 10, 3).tolist()
+        True
     """
     if seed is None:
         return np.random.Generator(np.random.PCG64(secrets.randbits(128)))
@@ -85,8 +87,9 @@ def rng_from_seed(seed: int | np.ndarray | object | None = None) -> np.random.Ge
 def rational_scale(scale: float | int | Fraction, *, name: str = "scale") -> Fraction:
     """``scale`` as an exact positive rational; floats are rounded *up* to a multiple of 2^-20.
 
-    >>> rational_scale(4.0), rational_scale(Fraction(10, 3))
-    (Fraction(4, 1), Fraction(10, 3))
+    Examples:
+        >>> rational_scale(4.0), rational_scale(Fraction(10, 3))
+        (Fraction(4, 1), Fraction(10, 3))
     """
     if isinstance(scale, bool) or not isinstance(scale, (int, float, Fraction, np.number)):
         raise TypeError(f"{name} must be a number, got {scale!r}")
@@ -167,8 +170,9 @@ def discrete_laplace_sample(
     Adding it with ``scale = Delta / epsilon`` to integer counts of L1 sensitivity ``Delta``
     gives epsilon-DP. Returns int64 values of shape ``size``.
 
-    >>> discrete_laplace_sample(2, size=(2, 3), seed=1).shape
-    (2, 3)
+    Examples:
+        >>> discrete_laplace_sample(2, size=(2, 3), seed=1).shape
+        (2, 3)
     """
     exact = rational_scale(scale)
     t, s = exact.numerator, exact.denominator
@@ -208,8 +212,9 @@ def discrete_gaussian_sample(
     ``sigma^2`` is used as a rational rounded up (relative change below 1e-9 for
     ``sigma <= 1e3``); sigma up to about 1e4 is supported. Returns int64 values.
 
-    >>> discrete_gaussian_sample(3.0, size=4, seed=0).dtype.name
-    'int64'
+    Examples:
+        >>> discrete_gaussian_sample(3.0, size=4, seed=0).dtype.name
+        'int64'
     """
     a, b, t = _gaussian_parameters(sigma)
     rng = rng_from_seed(seed)

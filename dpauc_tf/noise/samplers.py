@@ -1,7 +1,7 @@
 """Floating-point noise samplers (stateless TensorFlow ops: eager, graphs and XLA).
 
 Every sampler takes an explicit ``seed``, an int64 ``[2]`` tensor from
-:func:`dpauc_tf.noise.seeds.make_seed`.
+[`dpauc_tf.noise.seeds.make_seed`][].
 
 Floating-point noise and Mironov's attack. Laplace noise computed as ``b (E1 - E2)`` with
 ``E = -log1p(-U)`` is the textbook sampler. Mironov (2012, "On significance of the least
@@ -16,13 +16,13 @@ that bound (``exp(-36.7) / 2``, below ``1e-16``, for float64; ``exp(-15.9) / 2``
 ``6e-8``, for float32 noise). The samplers here (``laplace``, ``gaussian`` and the float
 ``discrete_laplace``) are fast, graph- and XLA-compatible and fine for experiments, but
 they are **not** hardened. The hardened choice for a central release is exact integer
-noise on integer counts: :mod:`dpauc_tf.noise.exact` samples discrete Laplace and discrete
+noise on integer counts: [`dpauc_tf.noise.exact`][] samples discrete Laplace and discrete
 Gaussian noise with integer arithmetic only (Canonne, Kamath & Steinke 2020); the histogram
 mechanisms use it with ``noise="discrete"``.
 
->>> from dpauc_tf.noise.seeds import make_seed
->>> laplace([3], 2.0, make_seed(0)).shape.as_list()
-[3]
+    >>> from dpauc_tf.noise.seeds import make_seed
+    >>> laplace([3], 2.0, make_seed(0)).shape.as_list()
+    [3]
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def discrete_laplace(shape, scale, seed: tf.Tensor, dtype: tf.DType = tf.float64
     """Discrete Laplace (two-sided geometric) noise, ``P(k) ~ exp(-|k| / scale)`` on the integers.
 
     The difference of two geometric variates ``floor(scale * E)``, ``E ~ Exp(1)``; variance
-    :func:`dpauc_tf.noise.exact.discrete_laplace_variance`. Values are integers stored in
+    [`dpauc_tf.noise.exact.discrete_laplace_variance`][]. Values are integers stored in
     ``dtype``.
     """
     exponentials = _standard_exponential(tf.concat([[2], shape], 0), seed, tf.float64)

@@ -1,7 +1,7 @@
 """Seeds for TensorFlow's stateless samplers (Philox).
 
-Every sampler in :mod:`dpauc_tf.noise` takes an explicit ``seed``: an int64 tensor of shape
-``[2]``. :func:`make_seed` turns the user-facing ``seed`` argument into one:
+Every sampler in `dpauc_tf.noise` takes an explicit ``seed``: an int64 tensor of shape
+``[2]``. [`make_seed`][] turns the user-facing ``seed`` argument into one:
 
 * ``seed=None`` draws 126 bits from the operating system (``secrets``), so the *seed* is
   fresh entropy on every call; the noise stream itself is then Philox (TensorFlow's
@@ -12,11 +12,11 @@ Every sampler in :mod:`dpauc_tf.noise` takes an explicit ``seed``: an int64 tens
   integer seeds give distinct noise streams; negative and larger integers are refused.
 
 Every backend derives the seed of each release (a slice's, a client's, a chunk of repeats')
-from the user's one seed with :func:`derive_seed`, so that no two releases share noise and
+from the user's one seed with [`derive_seed`][], so that no two releases share noise and
 ``seed=None`` always means fresh operating-system entropy.
 
->>> make_seed(7).numpy().tolist()
-[7, 0]
+    >>> make_seed(7).numpy().tolist()
+    [7, 0]
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def make_seed(seed: int | tf.Tensor | np.ndarray | None = None) -> tf.Tensor:
     Raises:
       ValueError: a negative int or one above ``2^64 - 1``.
 
-    >>> make_seed(7).numpy().tolist()
-    [7, 0]
+    Examples:
+        >>> make_seed(7).numpy().tolist()
+        [7, 0]
     """
     if seed is None:
         return tf.constant([secrets.randbits(63), secrets.randbits(63)], dtype=tf.int64)
@@ -70,10 +71,10 @@ def derive_seed(seed: int | None, *keys) -> tf.Tensor:
     2^-64 chance of a hash collision), so no two slices or clients share noise. Keys are
     hashed through their ``repr``: use plain values (str, int, tuples of them).
 
-    >>> derive_seed(0, "a").numpy().tolist() == derive_seed(0, "a").numpy().tolist()
-    True
-    >>> derive_seed(0, "a").numpy().tolist() == derive_seed(0, "b").numpy().tolist()
-    False
+        >>> derive_seed(0, "a").numpy().tolist() == derive_seed(0, "a").numpy().tolist()
+        True
+        >>> derive_seed(0, "a").numpy().tolist() == derive_seed(0, "b").numpy().tolist()
+        False
     """
     if seed is None:
         return make_seed(None)

@@ -1,17 +1,18 @@
 """Noise shares for secure aggregation: each client adds one, their sum is one draw.
 
-* :func:`polya_difference`: one client's share of discrete Laplace noise (Goryczka et al.
+* [`polya_difference`][]: one client's share of discrete Laplace noise (Goryczka et al.
   2013): ``X - Y`` with ``X, Y ~ NegativeBinomial(1 / K, exp(-1 / scale))``; the sum of ``K``
   shares is exactly discrete Laplace with that scale.
-* :func:`skellam_share`: ``Poisson(mu) - Poisson(mu)``; Skellam is closed under sums (Agarwal,
+* [`skellam_share`][]: ``Poisson(mu) - Poisson(mu)``; Skellam is closed under sums (Agarwal,
   Kairouz & Liu 2021), so ``K`` shares of ``mu / K`` sum to ``Skellam(mu, mu)``.
-* :func:`shortfall_unit_epsilon`: what a unit change costs when fewer shares arrive than they
+* [`shortfall_unit_epsilon`][]: what a unit change costs when fewer shares arrive than they
   were sized for (dropout).
 
->>> from dpauc_tf.noise.seeds import make_seed
->>> share = polya_difference([4], 2.0, 10, make_seed(0))
->>> bool(tf.reduce_all(share == tf.round(share)))
-True
+Examples:
+    >>> from dpauc_tf.noise.seeds import make_seed
+    >>> share = polya_difference([4], 2.0, 10, make_seed(0))
+    >>> bool(tf.reduce_all(share == tf.round(share)))
+    True
 """
 
 from __future__ import annotations

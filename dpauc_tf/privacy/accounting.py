@@ -1,18 +1,18 @@
 """Privacy accounting with the ``dp-accounting`` library.
 
 Each mechanism describes one release as a ``dp_accounting.DpEvent`` (or the project's
-:class:`~dpauc_tf.privacy.events.SkellamDpEvent`); this module turns events into epsilons,
+[`SkellamDpEvent`][]); this module turns events into epsilons,
 for one release and for many composed, by three methods, and says which one it used:
 
 * ``basic``: the sum of per-release epsilons (pure-DP releases: exact; releases that are not
   pure DP get an equal share of ``delta`` each). Always valid.
 * ``pld``: dp-accounting's privacy-loss-distribution accountant, when it supports every
   event (``accountant.supports(event)``), plus Skellam's PLD built from its pmf
-  (:func:`dpauc_tf.privacy.skellam.skellam_event_pld`); ``delta > 0`` only.
+  ([`dpauc_tf.privacy.skellam.skellam_event_pld`][]); ``delta > 0`` only.
 * ``rdp``: dp-accounting's RDP accountant plus the Skellam Renyi curve at the same orders,
   when every other event is supported by the RDP accountant; ``delta > 0`` only.
 
-A :class:`~dpauc_tf.privacy.events.BoundFailureDpEvent` (the delta of a noisy bound, as in
+A [`BoundFailureDpEvent`][] (the delta of a noisy bound, as in
 ``auc-only``) composed with pure-DP events is one ``(epsilon, delta)``-DP release: ``basic``
 takes the deltas off ``delta`` first (the epsilon is infinite if they exceed it) and adds
 the epsilons; ``pld`` composes the canonical ``(epsilon, delta)`` pair (dp-accounting's
@@ -20,16 +20,17 @@ the epsilons; ``pld`` composes the canonical ``(epsilon, delta)`` pair (dp-accou
 2015); ``rdp`` is not given. Beside events that are not pure DP it is composed by ``basic``
 only.
 
-:attr:`EpsilonSpent.best` is the smallest of them and :attr:`EpsilonSpent.method` names it.
+[`EpsilonSpent.best`][] is the smallest of them and [`EpsilonSpent.method`][] names it.
 Randomized response is accounted under the replace-one relation (a label changes); events
 with a sensitivity (Laplace, discrete Laplace, Gaussian) already state the change of the
 released vector under a label flip.
 
->>> import dp_accounting
->>> event = dp_accounting.LaplaceDpEvent(noise_multiplier=100.0)   # epsilon 0.01 each
->>> spent = composed_epsilon(event, count=100, delta=1e-6)
->>> round(spent.basic, 6), spent.pld < 0.5, spent.method
-(1.0, True, 'pld')
+Examples:
+    >>> import dp_accounting
+    >>> event = dp_accounting.LaplaceDpEvent(noise_multiplier=100.0)   # epsilon 0.01 each
+    >>> spent = composed_epsilon(event, count=100, delta=1e-6)
+    >>> round(spent.basic, 6), spent.pld < 0.5, spent.method
+    (1.0, True, 'pld')
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class EpsilonSpent:
 
     @property
     def method(self) -> str:
-        """Which figure :attr:`best` is: ``"pld"``, ``"rdp"`` or ``"basic"``."""
+        """Which figure [`best`][] is: ``"pld"``, ``"rdp"`` or ``"basic"``."""
         figures = {"pld": self.pld, "rdp": self.rdp, "basic": self.basic}
         return (
             min((v, k) for k, v in figures.items() if v is not None)[1] if self.count else "basic"
@@ -128,7 +129,7 @@ def pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class _ApproximateDp(dp_accounting.DpEvent):
     """One (epsilon, delta)-DP release (accounting only, never stored): a composition of
-    pure-DP events with :class:`BoundFailureDpEvent` s, whose events hold except with
+    pure-DP events with [`BoundFailureDpEvent`][] s, whose events hold except with
     probability ``delta``. Composed by the basic sum and by the PLD of the canonical
     (epsilon, delta) pair (dp-accounting's ``from_privacy_parameters``), which every
     (epsilon, delta)-DP mechanism's pair of output distributions is a post-processing of
@@ -409,8 +410,9 @@ def _gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest Gaussian std giving (epsilon, delta)-DP for L2 ``sensitivity`` (analytic Gaussian).
 
-    >>> round(analytic_gaussian_sigma(1.0, 1e-5), 3)
-    3.731
+    Examples:
+        >>> round(analytic_gaussian_sigma(1.0, 1e-5), 3)
+        3.731
     """
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")

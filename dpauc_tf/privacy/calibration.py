@@ -3,15 +3,15 @@
 Every mechanism whose noise is calibrated numerically (the analytic Gaussian's sigma, the
 Skellam parameters of the flat and the tree histograms, the per-evaluation epsilon of a
 composed budget) states its cost as a monotone function of one parameter and calls
-:func:`smallest_parameter`. It brackets the target on a log scale and then uses Brent's
+[`smallest_parameter`][]. It brackets the target on a log scale and then uses Brent's
 method (``scipy.optimize.brentq``, as ``dp_accounting.mechanism_calibration`` does) to a
 relative tolerance, returning the end of the bracket on the private side, so the
 parameter returned always meets the target.
 
->>> round(smallest_parameter(lambda x: 1.0 / x, target=0.25), 6)  # 1/x <= 0.25 from x = 4
-4.0
->>> round(largest_parameter(lambda x: 2.0 * x, target=1.0), 6)  # 2x <= 1 up to x = 0.5
-0.5
+    >>> round(smallest_parameter(lambda x: 1.0 / x, target=0.25), 6)  # 1/x <= 0.25 from x = 4
+    4.0
+    >>> round(largest_parameter(lambda x: 2.0 * x, target=1.0), 6)  # 2x <= 1 up to x = 0.5
+    0.5
 """
 
 from __future__ import annotations

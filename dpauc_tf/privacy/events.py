@@ -1,25 +1,25 @@
 """Privacy events: the project's own ``DpEvent`` (Skellam), validation, and JSON round trips.
 
 A release is described by a ``dp_accounting.DpEvent``. dp-accounting has no Skellam event,
-so :class:`SkellamDpEvent` describes one Skellam release (one or several vectors, e.g. the
-levels of a tree, each with Skellam(mu, mu) noise); :mod:`dpauc_tf.privacy.accounting`
-composes it by its Renyi curve (:func:`dpauc_tf.privacy.skellam.skellam_rdp`) and by its
-PLD from the pmf (:func:`dpauc_tf.privacy.skellam.skellam_event_pld`).
+so [`SkellamDpEvent`][] describes one Skellam release (one or several vectors, e.g. the
+levels of a tree, each with Skellam(mu, mu) noise); [`dpauc_tf.privacy.accounting`][]
+composes it by its Renyi curve ([`dpauc_tf.privacy.skellam.skellam_rdp`][]) and by its
+PLD from the pmf ([`dpauc_tf.privacy.skellam.skellam_event_pld`][]).
 
 Events travel as JSON through ``to_named_tuple`` (dp-accounting's own representation):
-:func:`event_to_json` and :func:`event_from_json`. Reading accepts only classes of the
-``dp_accounting`` package and classes registered with :func:`register_event` (nothing else
-is imported), and :func:`validate_event` refuses parameters that would make an accountant
+[`event_to_json`][] and [`event_from_json`][]. Reading accepts only classes of the
+``dp_accounting`` package and classes registered with [`register_event`][] (nothing else
+is imported), and [`validate_event`][] refuses parameters that would make an accountant
 report a negative or undefined epsilon (negative or NaN noise, non-integer counts).
 
->>> import dp_accounting
->>> event = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(2.0), 3)
->>> event_from_json(event_to_json(event)) == event
-True
->>> event_from_json({"module_name": "os", "class_name": "system"})
-Traceback (most recent call last):
-...
-ValueError: event: class os.system is neither a dp_accounting event nor a registered project event
+    >>> import dp_accounting
+    >>> event = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(2.0), 3)
+    >>> event_from_json(event_to_json(event)) == event
+    True
+    >>> event_from_json({"module_name": "os", "class_name": "system"})
+    Traceback (most recent call last):
+    ...
+    ValueError: event: class os.system is neither a dp_accounting event nor a registered project event
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class BoundFailureDpEvent(dp_accounting.DpEvent):
     (``auc-only``: the smaller class count) is (epsilon, delta)-DP with ``epsilon`` the sum
     of its Laplace events and ``delta`` the probability that the bound is wrong
     (propose-test-release style). This event carries that ``delta``: it costs no epsilon
-    and uses ``delta`` of the total; :mod:`dpauc_tf.privacy.accounting` composes it by
+    and uses ``delta`` of the total; [`dpauc_tf.privacy.accounting`][] composes it by
     basic composition only (epsilons and deltas add).
     """
 
@@ -99,10 +99,10 @@ _REGISTERED: dict[tuple[str, str], type] = {}
 
 
 def register_event(cls: type) -> type:
-    """Allows :func:`event_from_json` to rebuild ``cls`` (an attrs ``DpEvent`` subclass).
+    """Allows [`event_from_json`][] to rebuild ``cls`` (an attrs ``DpEvent`` subclass).
 
-    A project event must be accounted somewhere (:mod:`dpauc_tf.privacy.accounting` knows
-    :class:`SkellamDpEvent`); an event no accountant knows counts as infinite epsilon.
+    A project event must be accounted somewhere ([`dpauc_tf.privacy.accounting`][] knows
+    [`SkellamDpEvent`][]); an event no accountant knows counts as infinite epsilon.
     """
     if not (isinstance(cls, type) and issubclass(cls, dp_accounting.DpEvent) and attr.has(cls)):
         raise TypeError(f"{cls!r} is not an attrs DpEvent subclass")
@@ -145,8 +145,8 @@ class _Fallback(Exception):
 
 
 def _fast_plain(value: Any) -> Any:
-    """:func:`_plain` of ``to_named_tuple()``'s value for events, numbers and sequences,
-    without building a named-tuple class per call; raises :class:`_Fallback` otherwise."""
+    """`_plain` of ``to_named_tuple()``'s value for events, numbers and sequences,
+    without building a named-tuple class per call; raises `_Fallback` otherwise."""
     if isinstance(value, dp_accounting.DpEvent):
         cls = type(value)
         if cls not in _NAMED_TUPLE_CHECKED:
@@ -219,7 +219,7 @@ def _from_plain(value: Any, where: str) -> Any:
 
 
 def event_from_json(data: Any, where: str = "event") -> dp_accounting.DpEvent:
-    """Rebuilds (and validates) an event written by :func:`event_to_json`.
+    """Rebuilds (and validates) an event written by [`event_to_json`][].
 
     Only ``dp_accounting`` classes and registered project events are rebuilt; ``where``
     names the place in error messages.
@@ -305,8 +305,8 @@ def discrete_laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpE
     composed ``unit_changes`` times); a single count moved by ``unit_changes`` would be a
     valid but looser description. Its pure epsilon is ``unit_changes / scale``.
 
-    >>> discrete_laplace_event(2.0, 1)
-    DiscreteLaplaceDpEvent(noise_parameter=0.5, sensitivity=1)
+        >>> discrete_laplace_event(2.0, 1)
+        DiscreteLaplaceDpEvent(noise_parameter=0.5, sensitivity=1)
     """
     if isinstance(unit_changes, bool) or int(unit_changes) != unit_changes or unit_changes < 1:
         raise ValueError(f"unit_changes must be an integer >= 1, got {unit_changes!r}")
@@ -322,12 +322,12 @@ def laplace_event(scale: float, unit_changes: int) -> dp_accounting.DpEvent:
 
     The privacy loss is the sum of ``unit_changes`` independent sensitivity-1 losses, so the
     event is that composition (``LaplaceDpEvent(scale)`` composed ``unit_changes`` times),
-    as :func:`discrete_laplace_event` does for discrete noise. One Laplace event with
+    as [`discrete_laplace_event`][] does for discrete noise. One Laplace event with
     sensitivity ``unit_changes`` (a single count moved that far) has the same pure epsilon
     but a looser PLD.
 
-    >>> laplace_event(2.0, 1)
-    LaplaceDpEvent(noise_multiplier=2.0)
+        >>> laplace_event(2.0, 1)
+        LaplaceDpEvent(noise_multiplier=2.0)
     """
     if isinstance(unit_changes, bool) or int(unit_changes) != unit_changes or unit_changes < 1:
         raise ValueError(f"unit_changes must be an integer >= 1, got {unit_changes!r}")
@@ -345,9 +345,9 @@ def class_pair_event(scale_pos: float, scale_neg: float, discrete: bool) -> dp_a
     The privacy loss is the sum of the two independent unit losses, so the event is their
     composition; its pure epsilon is ``1 / scale_pos + 1 / scale_neg``.
 
-    >>> event = class_pair_event(1.5, 3.0, discrete=False)
-    >>> [e.noise_multiplier for e in event.events]
-    [1.5, 3.0]
+        >>> event = class_pair_event(1.5, 3.0, discrete=False)
+        >>> [e.noise_multiplier for e in event.events]
+        [1.5, 3.0]
     """
     if discrete:
         parts = [discrete_laplace_event(scale, 1) for scale in (scale_pos, scale_neg)]

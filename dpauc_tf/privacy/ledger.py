@@ -1,25 +1,25 @@
 """A privacy ledger that composes releases per data set and refuses to exceed a budget.
 
->>> import dp_accounting
->>> ledger = PrivacyLedger(budget=1.0)
->>> ledger.record(dp_accounting.LaplaceDpEvent(noise_multiplier=2.0), dataset="test")
->>> ledger.spent("test").basic
-0.5
->>> ledger.record(dp_accounting.LaplaceDpEvent(noise_multiplier=1.0), dataset="test")
-... # doctest: +IGNORE_EXCEPTION_DETAIL
-Traceback (most recent call last):
-...
-dpauc_tf.privacy.ledger.BudgetExceededError: release refused: data set 'test' would spend epsilon 1.5 > budget 1 (delta=0, method basic; in-memory ledger)
+    >>> import dp_accounting
+    >>> ledger = PrivacyLedger(budget=1.0)
+    >>> ledger.record(dp_accounting.LaplaceDpEvent(noise_multiplier=2.0), dataset="test")
+    >>> ledger.spent("test").basic
+    0.5
+    >>> ledger.record(dp_accounting.LaplaceDpEvent(noise_multiplier=1.0), dataset="test")
+    ... # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    dpauc_tf.privacy.ledger.BudgetExceededError: release refused: data set 'test' would spend epsilon 1.5 > budget 1 (delta=0, method basic; in-memory ledger)
 
 **What it stores.** Any ``dp_accounting.DpEvent`` (nested compositions included) and the
-project's registered events (:class:`~dpauc_tf.privacy.events.SkellamDpEvent`), as JSON
-written by :func:`~dpauc_tf.privacy.events.event_to_json`. :meth:`PrivacyLedger.record_release`
+project's registered events ([`SkellamDpEvent`][dpauc_tf.privacy.events.SkellamDpEvent]), as JSON
+written by [`event_to_json`][]. [`PrivacyLedger.record_release`][]
 asks the mechanism for its event (``mechanism.dp_event()``), which describes its noise
 exactly (discrete noise as dp-accounting's discrete-Laplace event, Skellam by its own
-event). A data set's spend is :func:`dpauc_tf.privacy.accounting.composed_epsilon` of all
+event). A data set's spend is [`dpauc_tf.privacy.accounting.composed_epsilon`][] of all
 its releases: PLD where dp-accounting's PLD accountant supports every event, RDP where the
 RDP accountant and the Skellam curve cover them, the basic sum otherwise; the smallest
-valid figure is used and :meth:`PrivacyLedger.summary` (and ``spent(...).method``) says
+valid figure is used and `PrivacyLedger.summary` (and ``spent(...).method``) says
 which.
 
 **Cost of a release.** Identical releases of a data set are kept as one count, so a figure
@@ -28,7 +28,7 @@ recomposing everything when a cheap valid bound (the basic sum, the Renyi bound)
 earlier exact figure of at least as many releases of each kind already fits the budget
 (adding releases never lowers the true epsilon, and every figure bounds it from above);
 only near the budget is the exact figure computed. The admitted releases are the ones the
-exact figure admits, and :meth:`PrivacyLedger.spent` gives the exact figure.
+exact figure admits, and [`PrivacyLedger.spent`][] gives the exact figure.
 
 **The file** (``path=``) is the single source of truth, in JSON Lines: a header line
 (``{"version": 3, "budget": ..., "delta": ...}``) and one line per release. Every release
@@ -112,7 +112,7 @@ class PrivacyLedger:
         and Skellam releases, and ``auc-only``'s, need ``delta > 0``).
       path: optional file that holds the ledger across restarts and processes.
       durable: ``True`` (default): every release is on the disk (``fdatasync``) before
-        :meth:`record` returns, so not even a power loss forgets it. ``False`` skips that
+        [`record`][] returns, so not even a power loss forgets it. ``False`` skips that
         wait (one disk flush per release, milliseconds on a busy disk): a killed process
         still loses nothing, an operating-system crash may lose the last releases.
 
@@ -402,7 +402,7 @@ class PrivacyLedger:
 
     # -- recording ------------------------------------------------------------------------
     def check(self, event: dp_accounting.DpEvent, dataset: str = "default") -> float:
-        """Raises :class:`BudgetExceededError` if ``event`` would exceed the budget; returns
+        """Raises [`BudgetExceededError`][] if ``event`` would exceed the budget; returns
         the composed epsilon with it."""
         spent = self.spent(dataset, extra=event)
         total = spent.best
@@ -433,7 +433,7 @@ class PrivacyLedger:
         return {k: [e, max(n, math.ceil(n * factor))] for k, (e, n) in groups.items()}
 
     def _admit(self, event: dp_accounting.DpEvent, dataset: str, key: str) -> None:
-        """Raises :class:`BudgetExceededError` exactly when :meth:`check` would (see the
+        """Raises [`BudgetExceededError`][] exactly when [`check`][] would (see the
         module docstring), computing the exact figure only when no cheap bound decides."""
         if self.budget is None:
             return
@@ -507,7 +507,7 @@ class PrivacyLedger:
                 self._append(entry, event, key)
 
     def record_release(self, mechanism, dataset: str = "default", description: str = "") -> None:
-        """Records one release of a :class:`~dpauc_tf.mechanisms.CountMechanism` (its
+        """Records one release of a `CountMechanism` (its
         ``dp_event()``)."""
         self.record(mechanism.dp_event(), dataset, description)
 

@@ -7,15 +7,15 @@ differ by ``L1`` and ``L2^2``,
 ``eps(alpha) <= alpha L2^2 / (4 mu) + min(((2 alpha - 1) L2^2 + 6 L1) / (16 mu^2), 3 L1 / (4 mu))``,
 
 Renyi divergences add over the levels of a tree and over releases, and
-:func:`rdp_to_epsilon` converts to ``(epsilon, delta)`` (Canonne, Kamath & Steinke 2020,
-Prop. 12). Calibration uses :func:`dpauc_tf.privacy.calibration.smallest_parameter`.
+[`rdp_to_epsilon`][] converts to ``(epsilon, delta)`` (Canonne, Kamath & Steinke 2020,
+Prop. 12). Calibration uses [`dpauc_tf.privacy.calibration.smallest_parameter`][].
 
->>> mu = skellam_mu(1.0, 1e-6)
->>> skellam_epsilon(mu, 1e-6) <= 1.0
-True
->>> mus = skellam_tree_mus(1.0, 1e-6, [0.5, 0.5], 2.0)
->>> mus[0] == mus[1]
-True
+    >>> mu = skellam_mu(1.0, 1e-6)
+    >>> skellam_epsilon(mu, 1e-6) <= 1.0
+    True
+    >>> mus = skellam_tree_mus(1.0, 1e-6, [0.5, 0.5], 2.0)
+    >>> mus[0] == mus[1]
+    True
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def skellam_precision_shares(level_shares: Sequence[float]) -> np.ndarray:
     ``sum c_l v_l`` under ``sum eps_l = const`` gives ``eps_l ~ c_l^(1/3)``, under
     ``sum 1 / v_l = const`` gives ``1 / v_l ~ c_l^(1/2)``).
 
-    >>> skellam_precision_shares([0.5, 0.5]).tolist()
-    [0.5, 0.5]
+        >>> skellam_precision_shares([0.5, 0.5]).tolist()
+        [0.5, 0.5]
     """
     weights = np.asarray(level_shares, np.float64) ** SKELLAM_PRECISION_POWER
     return weights / weights.sum()
@@ -141,10 +141,10 @@ def skellam_unit_pld(mu: float, value_discretization_interval: float = 1e-4):
     that a neighbour moves by one, built from the exact pmf (``P(k) = ive(|k|, 2 mu)``).
 
     The loss ``log P(k) - log P(k - 1)`` is rounded up to the discretization grid, the mass
-    outside ``|k| <= K`` (at most :data:`TAIL_BOUND`, a Chernoff bound) counts as infinite
+    outside ``|k| <= K`` (at most `TAIL_BOUND`, a Chernoff bound) counts as infinite
     loss, so every epsilon read from it is an upper bound. The distribution is symmetric
     (``k -> 1 - k`` swaps the two neighbours). ``None`` when ``mu`` is too large for the
-    support to be listed (:data:`MAX_SUPPORT`).
+    support to be listed (`MAX_SUPPORT`).
     """
     from dp_accounting.pld import privacy_loss_distribution
     from scipy.special import ive
@@ -171,7 +171,7 @@ def skellam_unit_pld(mu: float, value_discretization_interval: float = 1e-4):
 
 
 def skellam_pld_supported(mus, l1: float, l2_squared: float) -> bool:
-    """Whether :func:`skellam_event_pld` builds the PLD of this release."""
+    """Whether [`skellam_event_pld`][] builds the PLD of this release."""
     if l1 != l2_squared or l1 != int(l1) or l1 < 1:
         return False
     return all(_support_half_width(float(mu)) is not None for mu in mus)
@@ -180,7 +180,7 @@ def skellam_pld_supported(mus, l1: float, l2_squared: float) -> bool:
 def skellam_event_pld(mus, l1: float, l2_squared: float, value_discretization_interval=1e-4):
     """PLD of one release with ``Skellam(mu_i, mu_i)`` noise on vectors whose neighbours
     differ by ``l1`` unit changes each (integer ``l1 == l2_squared``: every change is +-1),
-    i.e. :func:`skellam_unit_pld` composed ``l1`` times per vector; ``None`` otherwise."""
+    i.e. [`skellam_unit_pld`][] composed ``l1`` times per vector; ``None`` otherwise."""
     if l1 != l2_squared or l1 != int(l1) or l1 < 1:
         return None
     total = None

@@ -1,10 +1,11 @@
 """What one release guarantees: the privacy statement and the checks of its parameters.
 
->>> s = PrivacyStatement("histogram", LABEL_DP, "L1 = 2", "Laplace(2)", 1.0, 0.0)
->>> str(s).startswith("histogram: (1, 0)-DP")
-True
->>> check_epsilon(2)
-2.0
+Examples:
+    >>> s = PrivacyStatement("histogram", LABEL_DP, "L1 = 2", "Laplace(2)", 1.0, 0.0)
+    >>> str(s).startswith("histogram: (1, 0)-DP")
+    True
+    >>> check_epsilon(2)
+    2.0
 """
 
 from __future__ import annotations

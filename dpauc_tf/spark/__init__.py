@@ -1,15 +1,15 @@
 """Apache Spark: count per score bucket on the executors, release once per slice.
 
-Needs PySpark (``pip install "dpauc-tf[spark]"``, and Java 17 or newer); importing this
+Needs PySpark (the ``spark`` extra: ``pip install ".[spark]"`` in a clone; and Java 17 or newer); importing this
 package without it raises a one-line ``ImportError`` naming the extra. The pieces:
 
-* :func:`~dpauc_tf.spark.evaluation.private_auc` and
-  :func:`~dpauc_tf.spark.evaluation.private_auc_by_slice`: a DataFrame with score and label
+* [`private_auc`][dpauc_tf.spark.evaluation.private_auc] and
+  [`private_auc_by_slice`][dpauc_tf.spark.evaluation.private_auc_by_slice]: a DataFrame with score and label
   columns (optional weight, client and slice columns) -> one
-  :class:`~dpauc_tf.mechanisms.release.AUCResult` (per slice), through the release protocol.
-* :class:`~dpauc_tf.spark.evaluation.DPAUCEvaluator`: the same in the shape of
+  [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] (per slice), through the release protocol.
+* [`DPAUCEvaluator`][dpauc_tf.spark.evaluation.DPAUCEvaluator]: the same in the shape of
   ``pyspark.ml.evaluation.BinaryClassificationEvaluator`` (``evaluate(df) -> float``).
-* :func:`~dpauc_tf.spark.counting.count_partition`: what the executors run
+* [`count_partition`][dpauc_tf.spark.counting.count_partition]: what the executors run
   (``mapInArrow``; NumPy, no TensorFlow).
 
 See ``docs/spark.md``.

@@ -1,20 +1,20 @@
 """What runs on Spark's executors: Arrow batches of a partition -> per-bucket counts.
 
-:func:`count_partition` is the function given to ``DataFrame.mapInArrow``: it reads one
+[`count_partition`][] is the function given to ``DataFrame.mapInArrow``: it reads one
 partition's record batches (columns ``score, label, weight, slice, client``, the first three
 as doubles) and yields a few rows ``(slice, client, bucket, pos, neg)``: the (weighted)
 positives and negatives of every non-empty bucket of every ``(slice, client)`` group of the
 partition. Spark then sums them per ``(slice, client, bucket)``; only those sums reach the
 driver, never a row.
 
-The counting is NumPy (no TensorFlow on the executors): :class:`BucketRule` holds the grid
-and applies :meth:`dpauc_tf.core.thresholds.Thresholds.bucketize_numpy`'s rule (TensorFlow's
+The counting is NumPy (no TensorFlow on the executors): [`BucketRule`][] holds the grid
+and applies [`dpauc_tf.core.thresholds.Thresholds.bucketize_numpy`][]'s rule (TensorFlow's
 bucket rule, bit for bit; ``tests/spark/test_counting.py`` checks the counts equal
-:func:`dpauc_tf.core.counts.bucket_counts`'), and one ``np.bincount`` in float64 counts a
+[`dpauc_tf.core.counts.bucket_counts`][]'), and one ``np.bincount`` in float64 counts a
 batch, so integer counts are exact up to 2^53.
 
 Rows the counts must not silently absorb are counted instead, per kind, in rows with a
-negative ``bucket`` (:data:`PROBLEMS`): the driver refuses the release with a one-line
+negative ``bucket`` (`PROBLEMS`): the driver refuses the release with a one-line
 message naming the kind and the number of rows. ``bucket = -1`` (``ROWS``) holds the number
 of rows of the group, so a group of zero-weight rows still exists.
 
@@ -48,12 +48,12 @@ class BucketRule:
     """The score -> bucket map of a grid, as plain data for the executors.
 
     ``grid``, ``values`` and ``inclusive`` are those of a
-    :class:`~dpauc_tf.core.thresholds.Thresholds` (:meth:`from_thresholds`); :meth:`ids` is
+    [`Thresholds`][dpauc_tf.core.thresholds.Thresholds] (`from_thresholds`); [`ids`][] is
     its ``bucketize_numpy``.
 
-    >>> rule = BucketRule("tf", (-1e-07, 0.25, 0.5, 0.75, 1.0000001), False)
-    >>> rule.ids(np.array([0.0, 0.3, 1.0])).tolist()
-    [1, 2, 4]
+        >>> rule = BucketRule("tf", (-1e-07, 0.25, 0.5, 0.75, 1.0000001), False)
+        >>> rule.ids(np.array([0.0, 0.3, 1.0])).tolist()
+        [1, 2, 4]
     """
 
     grid: str

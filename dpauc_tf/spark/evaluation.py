@@ -1,23 +1,23 @@
 """A private AUC of a Spark DataFrame: count on the executors, release once per slice.
 
-:func:`private_auc` (the whole DataFrame) and :func:`private_auc_by_slice` (one release per
+[`private_auc`][] (the whole DataFrame) and [`private_auc_by_slice`][] (one release per
 value of a slice column) take a DataFrame with a score and a label column (optional weight,
 client and slice columns) and:
 
 1. count per bucket on the executors: ``mapInArrow`` with
-   :func:`dpauc_tf.spark.counting.count_partition` on every partition, on the grid
-   :meth:`~dpauc_tf.mechanisms.release.ReleaseSpec.count_grid` (the mechanism's own where
+   [`dpauc_tf.spark.counting.count_partition`][] on every partition, on the grid
+   [`count_grid`][dpauc_tf.mechanisms.release.ReleaseSpec.count_grid] (the mechanism's own where
    it has one, e.g. ``auc-only``);
 2. merge: ``groupBy(slice, client, bucket)`` and a sum; what reaches the driver is those
    sums (at most ``T + 1`` numbers per slice and client), never a row;
 3. release on the driver through the release protocol
-   (:mod:`dpauc_tf.mechanisms.release`): without a client column every slice's counts are
+   ([`dpauc_tf.mechanisms.release`][]): without a client column every slice's counts are
    released **once** (central noise, seed ``spec.seed_for(slice)``); with one, every
    client's counts in a slice are released by the mechanism built for the slice's number
    of clients (seed ``spec.seed_for(slice, client)``) and the reports are summed, as
-   :class:`dpauc_tf.beam.PrivateAUC` does with ``per_client=True``; then
-   :func:`~dpauc_tf.mechanisms.release.finish_release` gives one
-   :class:`~dpauc_tf.mechanisms.release.AUCResult` per slice.
+   [`dpauc_tf.beam.PrivateAUC`][] does with ``per_client=True``; then
+   [`finish_release`][] gives one
+   [`AUCResult`][] per slice.
 
 Accounting, as in Beam: a slice's output is ``repeats`` releases; an example in ``k``
 slices costs ``repeats * k`` releases. Spark cannot see which rows hold the same example (a
@@ -185,7 +185,7 @@ def release_counts(
     confidence: float | None = None,
     ci_target: str = "population",
 ) -> dict[Any, AUCResult]:
-    """Step 3: ``{slice: AUCResult}`` from :func:`count_buckets`' counts (see the module
+    """Step 3: ``{slice: AUCResult}`` from [`count_buckets`][]' counts (see the module
     docstring), sorted by slice key."""
     by_slice: dict = {}
     for (slice_key, client), value in counts.items():
@@ -240,7 +240,7 @@ def private_auc_by_slice(
     confidence: float | None = None,
     ci_target: str = "population",
 ) -> dict[Any, AUCResult]:
-    """One :class:`~dpauc_tf.mechanisms.release.AUCResult` per value of ``slice_col``
+    """One [`AUCResult`][] per value of ``slice_col``
     (``None``: one, keyed ``None``, for the whole DataFrame); see the module docstring.
 
     Args:
@@ -314,11 +314,11 @@ def private_auc_by_slice(
 
 
 def private_auc(df: DataFrame, **options: Any) -> AUCResult:
-    """The release of the whole DataFrame: :func:`private_auc_by_slice` without slices
+    """The release of the whole DataFrame: [`private_auc_by_slice`][] without slices
     (the same keyword arguments but ``slice_col`` and ``max_slices_per_example``).
 
-    >>> result = private_auc(df, epsilon=1.0, num_thresholds=100)  # doctest: +SKIP
-    >>> result.auc, result.epsilon_total  # doctest: +SKIP
+        >>> result = private_auc(df, epsilon=1.0, num_thresholds=100)  # doctest: +SKIP
+        >>> result.auc, result.epsilon_total  # doctest: +SKIP
     """
     if "slice_col" in options or "max_slices_per_example" in options:
         raise TypeError("private_auc releases the whole DataFrame: use private_auc_by_slice")
@@ -348,8 +348,8 @@ class DPAUCEvaluator:
     """``pyspark.ml.evaluation.BinaryClassificationEvaluator``'s shape, with label DP.
 
     ``evaluate(df)`` returns the AUC (the first repeat's; NaN where it is undefined) of the
-    whole DataFrame; :meth:`evaluateResults` returns every slice's full
-    :class:`~dpauc_tf.mechanisms.release.AUCResult` (the curve, the epsilon of the slice and
+    whole DataFrame; [`evaluateResults`][] returns every slice's full
+    [`AUCResult`][] (the curve, the epsilon of the slice and
     of the whole output, the counts). Every call is a new release that spends privacy
     budget, so this is deliberately not a ``pyspark.ml`` ``Evaluator``: a
     ``CrossValidator`` would call it once per model and fold, and those releases compose.
@@ -359,8 +359,8 @@ class DPAUCEvaluator:
     ``epsilon``, ``delta``, ``numThresholds``, ``thresholdGrid``, ``seed``, ``repeats``,
     ``maxSlicesPerExample``, ``fromLogits``, ``mechanismOptions``.
 
-    >>> DPAUCEvaluator(epsilon=1.0, numThresholds=100).getMetricName()
-    'dpAreaUnderROC'
+        >>> DPAUCEvaluator(epsilon=1.0, numThresholds=100).getMetricName()
+        'dpAreaUnderROC'
     """
 
     def __init__(
@@ -420,7 +420,7 @@ class DPAUCEvaluator:
 
     def evaluate(self, df: DataFrame) -> float:
         """The AUC of the whole DataFrame (NaN where undefined); with ``sliceCol`` set, use
-        :meth:`evaluateResults`."""
+        [`evaluateResults`][]."""
         if self._params["sliceCol"] is not None:
             raise ValueError(
                 "DPAUCEvaluator(sliceCol=...) releases one AUC per slice: use evaluateResults(df)"
