@@ -105,3 +105,25 @@ def test_flower_backend_without_flower_is_one_line(score_file, capsys):
     assert status == 2
     assert out.err.strip().endswith('pip install "dpauc-tf[flower]"')
     assert len(out.err.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flwr") is None, reason="needs flwr")
+def test_flower_backend_gives_an_interval_from_the_summed_reports(score_file, capsys, monkeypatch):
+    """--confidence on --backend flower: the interval of the summed release, the same one the
+    simulate backend computes from the same release (the backend returns the AUCResult)."""
+    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+    common = ["--scores", score_file, "--mechanism", "histogram", "--epsilon", "1"]
+    common += ["--num-thresholds", "10", "--clients", "5", "--seed", "0", "--repeats", "3"]
+    status, out = _run(capsys, *common, "--backend", "flower", "--confidence", "0.9")
+    assert status == 0, out.err
+    result = json.loads(out.out)
+    assert result["confidence"] == 0.9 and len(result["releases"]) == 3
+    for release, auc in zip(result["releases"], result["aucs"], strict=True):
+        assert release["auc"] == auc
+        assert release["ci_low"] <= auc <= release["ci_high"]
+    # the interval's width is the simulate backend's at the same noise (5 local releases summed)
+    status, sim = _run(capsys, *common, "--confidence", "0.9")
+    assert status == 0, sim.err
+    simulated = json.loads(sim.out)["releases"][0]
+    width = result["releases"][0]["ci_high"] - result["releases"][0]["ci_low"]
+    assert width == pytest.approx(simulated["ci_high"] - simulated["ci_low"], rel=0.5)
