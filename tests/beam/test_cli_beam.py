@@ -29,6 +29,7 @@ def test_beam_backend_two_workers_equals_simulate(capsys, tmp_path):
     frame = pd.DataFrame({"score": scores, "label": labels, "client": rng.integers(0, 4, 3000)})
     frame.to_csv(path, index=False)
     common = ["--scores", path, "--mechanism", "none", "--num-thresholds", 50, "--repeats", 2]
+    common += ["--client-column", "client"]
     simulated = run_json(capsys, *common, "--backend", "simulate")
     beam = run_json(capsys, *common, "--backend", "beam")  # DirectRunner, 2 processes
     assert beam["backend"] == "beam" and beam["num_clients"] == 4
@@ -82,7 +83,7 @@ def test_beam_reads_the_files_with_its_own_io_not_the_driver(capsys, clients_fil
     equals --backend simulate on the same file exactly (K = 10 non-IID clients)."""
     from dpauc_tf.cli import evaluate as cli_evaluate
 
-    common = ["--mechanism", "none", "--num-thresholds", 50]
+    common = ["--mechanism", "none", "--num-thresholds", 50, "--client-column", "client"]
     simulated = _run_plain(capsys, "--scores", clients_files / "all.csv", *common)
 
     def no_driver_reading(*args, **kwargs):
@@ -104,6 +105,7 @@ def test_beam_io_noise_matches_the_simulation_over_seeds(capsys, clients_files):
     from scipy import stats
 
     common = ["--mechanism", "histogram", "--epsilon", 1, "--num-thresholds", 20, "--repeats", 200]
+    common += ["--client-column", "client"]
     simulated = _run_plain(capsys, "--scores", clients_files / "all.csv", *common, "--seed", 1)
     beam = _run_plain(
         capsys,

@@ -79,8 +79,9 @@ def test_explicit_client_column_must_exist(capsys, tmp_path, frame):
     assert "'clinet'" in _one_error_line(capsys.readouterr().err)
     assert main([*base, "--client-column", "client"]) == 0
     assert json.loads(capsys.readouterr().out)["num_clients"] == 4
-    assert main(base) == 0  # default "client": used when present
-    assert json.loads(capsys.readouterr().out)["num_clients"] == 4
+    assert main(base) == 0  # a column named "client" is not read as client ids unless named
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["num_clients"] == 1 and "--client-column" in captured.err
     no_client = _write(tmp_path, "n.csv", **frame)
     assert main(["evaluate", "--scores", str(no_client), "--mechanism", "none"]) == 0
     capsys.readouterr()
@@ -113,7 +114,8 @@ def test_empty_client_cell_is_a_clear_cli_error(capsys, tmp_path, frame):
     clients = np.array(["a", "b"] * 100, dtype=object)
     clients[5] = None  # an empty CSV cell: pandas reads NaN among strings
     path = _write(tmp_path, "m.csv", **frame, client=clients)
-    assert main(["evaluate", "--scores", str(path), "--mechanism", "none"]) == 2
+    args = ["evaluate", "--scores", str(path), "--mechanism", "none", "--client-column", "client"]
+    assert main(args) == 2
     line = _one_error_line(capsys.readouterr().err)
     # streaming reads name the first bad row (clients[5] is the 6th example)
     assert "row 6: client id is missing" in line and "not supported" not in line

@@ -63,14 +63,16 @@ def test_per_client_noise_reproduces_the_previous_numbers_exactly():
     runner = TableRunner(_score_sets(), repeats=6, seed=3, per_client_noise=True)
     rows = {_key(r): r for r in runner.run(["table3", "table4", "table5"], progress=False)}
     for key, (mean, std) in PINNED.items():
-        assert (rows[key]["mean"], rows[key]["std"]) == (mean, std), key
+        # the same draws: equal to float rounding (TF 2.14 and the newest TF round the last
+        # digit differently)
+        assert (rows[key]["mean"], rows[key]["std"]) == pytest.approx((mean, std), rel=1e-12), key
 
 
 def test_the_default_changes_only_the_summed_mechanisms_draws():
     runner = TableRunner(_score_sets(), repeats=6, seed=3)
     rows = {_key(r): r for r in runner.run(["table3", "table4"], progress=False)}
     for key in [k for k in PINNED if k[0] in (3, 4)]:
-        same = (rows[key]["mean"], rows[key]["std"]) == PINNED[key]
+        same = (rows[key]["mean"], rows[key]["std"]) == pytest.approx(PINNED[key], rel=1e-12)
         # score-noise and the secure mechanism draw as before; the others' sums are new draws
         assert same == (key[2] in ("score-noise", "secure-histogram")), key
 

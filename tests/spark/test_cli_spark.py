@@ -41,6 +41,7 @@ def _evaluate(capsys, *argv) -> dict:
 @pytest.mark.parametrize("kind", ["csv", "parquet", "one"])
 def test_noise_off_equals_simulate(spark, capsys, files, kind):
     common = ("--scores", files[kind], "--mechanism", "none", "--num-thresholds", 40)
+    common += () if kind == "one" else ("--client-column", "client")
     mine = _evaluate(capsys, *common, "--backend", "spark")
     theirs = _evaluate(capsys, *common, "--backend", "simulate")
     assert mine["aucs"] == theirs["aucs"]
@@ -102,6 +103,7 @@ def test_the_driver_reads_no_row(spark, capsys, files, monkeypatch):
     from dpauc_tf.cli import evaluate as cli_evaluate
 
     common = ("--scores", files["parquet"], "--mechanism", "none", "--num-thresholds", 40)
+    common += ("--client-column", "client")
     theirs = _evaluate(capsys, *common, "--backend", "simulate")
 
     def no_driver_reading(*args, **kwargs):

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("pyspark")  # dpauc_tf.spark imports it (the keras3 world has it)
 
-from dpauc_tf.mechanisms.release import ReleaseSpec  # noqa: E402
-from dpauc_tf.spark.evaluation import release_counts  # noqa: E402
+from dpauc_tf.mechanisms.release import ReleaseSpec
+from dpauc_tf.spark.evaluation import release_counts
 
 
 def test_release_counts_adds_the_interval_per_slice():
