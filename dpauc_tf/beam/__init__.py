@@ -21,10 +21,12 @@ See ``docs/beam.md`` (runners and their flags) and ``docs/tfma.md`` (TFMA).
 
 from __future__ import annotations
 
+from dpauc_tf.core.extras import install_hint
+
 try:
     import apache_beam  # noqa: F401
 except ImportError:  # pragma: no cover - the keras3 world has Beam
-    raise ImportError('dpauc_tf.beam needs Apache Beam: pip install "dpauc-tf[beam]"') from None
+    raise ImportError(f"dpauc_tf.beam needs Apache Beam: {install_hint('beam')}") from None
 
 from dpauc_tf.tf_startup import import_tensorflow_quietly
 

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpauc_tf.core.extras import install_hint
+
 try:
     from tensorflow_model_analysis.metrics import metric_types, metric_util
 except ImportError:  # pragma: no cover - the keras3 world has TFMA
-    raise ImportError(
-        'dpauc_tf.beam.tfma_metric needs TFMA: pip install "dpauc-tf[tfma]"'
-    ) from None
+    raise ImportError(f"dpauc_tf.beam.tfma_metric needs TFMA: {install_hint('tfma')}") from None
 
 import apache_beam as beam
 import numpy as np

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dpauc_tf.cli.main import CommandError
+from dpauc_tf.core.extras import install_hint
 from dpauc_tf.mechanisms.registry import mechanism_spec
 
 
@@ -121,7 +122,7 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
     if importlib.util.find_spec("tensorflow_federated") is None:
         raise CommandError(
             "--backend tff needs TensorFlow Federated, which runs on Python 3.11 with "
-            'TensorFlow 2.14: pip install "dpauc-tf[federated]" in a Python 3.11 environment '
+            f"TensorFlow 2.14: {install_hint('federated')} in a Python 3.11 environment "
             "of its own (it does not go with the keras3, beam, flower or spark extras)"
         )
     from dpauc_tf import federated
@@ -138,7 +139,7 @@ def _evaluate_with_tff(args, data, client_ids, num_clients):
 def _evaluate_with_beam(args, data, client_ids, num_clients):
     """``--backend beam``: [`dpauc_tf.beam.pipeline.evaluate_with_beam`][], all repeats."""
     if importlib.util.find_spec("apache_beam") is None:
-        raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
+        raise CommandError(f"--backend beam needs Apache Beam: {install_hint('beam')}")
     from dpauc_tf.beam.pipeline import evaluate_with_beam
 
     return evaluate_with_beam(
@@ -191,7 +192,7 @@ def _evaluate_files_with_beam(args):
     """``--backend beam`` on the files themselves: ``ReadScores`` and ``PrivateAUC`` in one
     pipeline ([`dpauc_tf.beam.pipeline.evaluate_files_with_beam`][])."""
     if importlib.util.find_spec("apache_beam") is None:
-        raise CommandError('--backend beam needs Apache Beam: pip install "dpauc-tf[beam]"')
+        raise CommandError(f"--backend beam needs Apache Beam: {install_hint('beam')}")
     from dpauc_tf.beam.io import available_columns
     from dpauc_tf.beam.pipeline import evaluate_files_with_beam
 

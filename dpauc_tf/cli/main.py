@@ -53,6 +53,7 @@ from typing import Any
 from dpauc_tf.cli.formats import FORMATS
 from dpauc_tf.cli.progress import add_progress_flags
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.core.extras import install_hint
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms
 
 # Mirrors of dpauc_tf.io.streaming's defaults (help imports no numpy; a test checks).
@@ -434,7 +435,7 @@ def _one_line(error: BaseException) -> str:
 def _check_extras(args) -> None:
     """Fails before any work when an option needs an extra that is not installed."""
     if getattr(args, "plot", None) and importlib.util.find_spec("matplotlib") is None:
-        raise CommandError('--plot needs matplotlib: pip install "dpauc-tf[plot]"')
+        raise CommandError(f"--plot needs matplotlib: {install_hint('plot')}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

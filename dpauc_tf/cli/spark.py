@@ -16,6 +16,7 @@ import os
 import sys
 
 from dpauc_tf.cli.main import CommandError
+from dpauc_tf.core.extras import install_hint
 
 DEFAULT_MASTER = "local[2]"
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -79,7 +80,7 @@ def evaluate_file_with_spark(args, per_client: bool | None = None):
     from dpauc_tf.cli.evaluate import release_settings
 
     if importlib.util.find_spec("pyspark") is None:
-        raise CommandError('--backend spark needs PySpark: pip install "dpauc-tf[spark]"')
+        raise CommandError(f"--backend spark needs PySpark: {install_hint('spark')}")
     fmt = spark_format(str(args.scores))
     from dpauc_tf.spark import private_auc
 

@@ -15,12 +15,14 @@ with a clear message where TFF is not installed.
 
 from __future__ import annotations
 
+from dpauc_tf.core.extras import install_hint
+
 try:
     import tensorflow_federated  # noqa: F401
 except ImportError as error:  # pragma: no cover - the keras3 world
     raise ImportError(
         "dpauc_tf.federated needs TensorFlow Federated, which runs on Python 3.11 with "
-        'TensorFlow 2.14: pip install "dpauc-tf[federated]" in a Python 3.11 environment'
+        f"TensorFlow 2.14: {install_hint('federated')} in a Python 3.11 environment"
     ) from error
 
 from dpauc_tf.federated.evaluate import (

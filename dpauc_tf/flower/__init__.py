@@ -1,4 +1,4 @@
-"""Federated DP-AUC on Flower (``pip install "dpauc-tf[flower]"``), in Flower's own idiom.
+"""Federated DP-AUC on Flower (``pip install ".[flower]"`` in a clone), in Flower's own idiom.
 
 A Flower app (``flwr run``) uses three pieces: on the client, [`evaluate_reply`][] (or
 [`model_evaluate_reply`][]) answers an evaluate message with the mechanism's report of

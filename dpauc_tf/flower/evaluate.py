@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.core.extras import install_hint
 from dpauc_tf.flower.client import make_client_app
 from dpauc_tf.flower.secagg import SecAggSettings
 from dpauc_tf.flower.server import RoundLog
@@ -28,7 +29,7 @@ ENGINES = ("simulation", "in-process")
 # TensorFlow in each; a client that does not answer in time is left out (and named).
 DEFAULT_ROUND_TIMEOUT = 600.0
 INSTALL_HINT = (
-    'the flower backend needs Flower with its simulation engine: pip install "dpauc-tf[flower]"'
+    f"the flower backend needs Flower with its simulation engine: {install_hint('flower')}"
 )
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpauc_tf.core.extras import install_hint
 from dpauc_tf.io.scores import ScoreFileError
 
 DEFAULT_CHUNK_ROWS = 1 << 20
@@ -303,7 +304,7 @@ def _pyarrow_parquet(path: Path):
         import pyarrow.parquet as pq
     except ImportError as error:
         raise ScoreFileError(
-            f'{path}: reading Parquet needs pyarrow: pip install "dpauc-tf[parquet]" ({error})'
+            f"{path}: reading Parquet needs pyarrow: {install_hint('parquet')} ({error})"
         ) from None
     return pq
 

@@ -17,10 +17,12 @@ See ``docs/spark.md``.
 
 from __future__ import annotations
 
+from dpauc_tf.core.extras import install_hint
+
 try:
     import pyspark  # noqa: F401
 except ImportError:  # pragma: no cover - the keras3 world has PySpark
-    raise ImportError('dpauc_tf.spark needs PySpark: pip install "dpauc-tf[spark]"') from None
+    raise ImportError(f"dpauc_tf.spark needs PySpark: {install_hint('spark')}") from None
 
 # Loaded on first use: the executors import dpauc_tf.spark.counting (NumPy and PyArrow only)
 # and must not pay for TensorFlow, which the release on the driver needs.

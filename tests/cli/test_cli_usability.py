@@ -162,7 +162,7 @@ def test_plot_without_matplotlib_names_the_extra_before_any_work(capsys, scores_
         ["evaluate", "--scores", str(scores_csv), "--mechanism", "none", "--plot", "x.png"]
     )
     assert status == 2
-    assert 'pip install "dpauc-tf[plot]"' in capsys.readouterr().err
+    assert 'pip install ".[plot]"' in capsys.readouterr().err
 
 
 def test_parquet_errors_are_whole_on_one_line(capsys, tmp_path):

@@ -107,7 +107,7 @@ def test_tff_message_names_the_install_a_wheel_user_has(capsys, client_file, mon
     )
     assert main(["evaluate", "--scores", client_file, *BASE, "--backend", "tff"]) == 2
     err = capsys.readouterr().err
-    assert 'pip install "dpauc-tf[federated]"' in err and "3.11" in err
+    assert 'pip install ".[federated]"' in err and "3.11" in err and ".venv" not in err
     assert ".venv" not in err
 
 

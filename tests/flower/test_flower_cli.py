@@ -103,7 +103,7 @@ def test_flower_backend_secure_mechanism_json(score_file, capsys, monkeypatch):
 def test_flower_backend_without_flower_is_one_line(score_file, capsys):
     status, out = _run(capsys, "--scores", score_file, "--mechanism", "none", "--backend", "flower")
     assert status == 2
-    assert out.err.strip().endswith('pip install "dpauc-tf[flower]"')
+    assert out.err.strip().endswith('"dpauc_tf-VERSION-py3-none-any.whl[flower]"')
     assert len(out.err.strip().splitlines()) == 1
 
 

@@ -15,7 +15,9 @@ def test_import_without_pyspark_names_the_extra(monkeypatch):
     ]:
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(
-        ImportError, match=r'^dpauc_tf\.spark needs PySpark: pip install "dpauc-tf\[spark\]"$'
+        ImportError,
+        match=r'^dpauc_tf\.spark needs PySpark: pip install "\.\[spark\]" in a clone, or '
+        r'"dpauc_tf-VERSION-py3-none-any\.whl\[spark\]"$',
     ):
         importlib.import_module("dpauc_tf.spark")
 
@@ -25,5 +27,5 @@ def test_the_cli_names_the_extra_without_pyspark(monkeypatch):
     from dpauc_tf.cli.main import CommandError
 
     monkeypatch.setattr(cli_spark.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(CommandError, match=r"dpauc-tf\[spark\]"):
+    with pytest.raises(CommandError, match=r"\.whl\[spark\]"):
         cli_spark.evaluate_with_spark(None, None, 1)
