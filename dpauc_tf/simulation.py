@@ -51,7 +51,13 @@ from dpauc_tf.core.counts import bucket_counts
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.io.scores import ScoreSet
 from dpauc_tf.mechanisms import CountMechanism
-from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
+from dpauc_tf.mechanisms.release import (
+    AUCResult,
+    ReleaseSpec,
+    check_repeats,
+    finish_release,
+    finite_or_none,
+)
 from dpauc_tf.noise.seeds import derive_seed, split_seed
 
 # Noisy values per chunk ([repeats, clients, released values]), to bound memory (~ 80 MB).
@@ -72,7 +78,7 @@ def SimulationResult(aucs, fpr, tpr, statement) -> AUCResult:
     """
     aucs = np.atleast_1d(np.asarray(aucs, np.float64))
     repeats = int(aucs.size)
-    epsilon = None if statement is None else _finite(float(statement.epsilon))
+    epsilon = None if statement is None else finite_or_none(float(statement.epsilon))
     delta = 0.0 if statement is None or epsilon is None else float(statement.delta)
     return AUCResult(
         aucs=aucs,
@@ -89,10 +95,6 @@ def SimulationResult(aucs, fpr, tpr, statement) -> AUCResult:
         num_reporting=None,
         noisy_counts={},
     )
-
-
-def _finite(value: float) -> float | None:
-    return value if np.isfinite(value) else None
 
 
 def client_histograms(

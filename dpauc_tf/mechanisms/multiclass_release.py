@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,7 +36,7 @@ from dpauc_tf.mechanisms.multiclass import (
     check_num_classes,
     one_vs_rest_counts,
 )
-from dpauc_tf.mechanisms.release import check_repeats
+from dpauc_tf.mechanisms.release import check_repeats, finite_or_none
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,12 +181,12 @@ class MultiClassResult:
         return {
             "mechanism": self.mechanism,
             "average": self.average,
-            "auc": _finite(self.auc),
-            "aucs": [_finite(v) for v in self.aucs.tolist()],
-            "macro": _finite(float(self.macro[0])),
-            "weighted": _finite(float(self.weighted[0])),
-            "micro": _finite(float(self.micro[0])),
-            "class_aucs": [_finite(v) for v in self.class_aucs[0].tolist()],
+            "auc": finite_or_none(self.auc),
+            "aucs": [finite_or_none(v) for v in self.aucs.tolist()],
+            "macro": finite_or_none(float(self.macro[0])),
+            "weighted": finite_or_none(float(self.weighted[0])),
+            "micro": finite_or_none(float(self.micro[0])),
+            "class_aucs": [finite_or_none(v) for v in self.class_aucs[0].tolist()],
             "class_support": self.support[0].tolist(),
             "roc": [
                 {"fpr": fpr.tolist(), "tpr": tpr.tolist()}
@@ -203,10 +202,6 @@ class MultiClassResult:
             "num_clients": self.num_clients,
             "num_reporting": self.num_reporting,
         }
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 def finish_multiclass(
@@ -229,13 +224,13 @@ def finish_multiclass(
         epsilon = epsilon_total = None
         delta = delta_total = 0.0
     else:
-        epsilon, delta = _finite(float(statement.epsilon)), float(statement.delta)
+        epsilon, delta = finite_or_none(float(statement.epsilon)), float(statement.delta)
         if short:  # basic composition of the achieved releases (a valid bound)
-            epsilon_total = _finite(repeats * float(statement.epsilon))
+            epsilon_total = finite_or_none(repeats * float(statement.epsilon))
             delta_total = min(1.0, repeats * delta)
         else:
             whole = mechanism.privacy_spent(repeats)
-            epsilon_total, delta_total = _finite(whole.best), float(whole.delta)
+            epsilon_total, delta_total = finite_or_none(whole.best), float(whole.delta)
     averages = {key: np.atleast_1d(estimate[key]) for key in ("macro", "weighted", "micro")}
     return MultiClassResult(
         average=spec.average,

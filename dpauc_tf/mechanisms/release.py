@@ -307,9 +307,9 @@ class AUCResult:
         return {
             "slice_key": _plain(self.slice_key),
             "mechanism": self.mechanism,
-            "aucs": [_finite(value) for value in self.aucs.tolist()],
-            "auc_mean": _finite(self.mean),
-            "auc_std": _finite(self.std),
+            "aucs": [finite_or_none(value) for value in self.aucs.tolist()],
+            "auc_mean": finite_or_none(self.mean),
+            "auc_std": finite_or_none(self.std),
             "num_undefined": self.num_undefined,
             "roc": {"fpr": self.fpr[0].tolist(), "tpr": self.tpr[0].tolist()}
             if self.has_curve
@@ -344,20 +344,21 @@ def interval_releases(aucs: np.ndarray, interval: Any) -> list[dict[str, Any]]:
     ratio = ci.privacy_ratio
     return [
         {
-            "auc": _finite(float(aucs[r])),
-            "ci_low": _finite(float(ci.low[r])),
-            "ci_high": _finite(float(ci.high[r])),
+            "auc": finite_or_none(float(aucs[r])),
+            "ci_low": finite_or_none(float(ci.low[r])),
+            "ci_high": finite_or_none(float(ci.high[r])),
             "ci_target": ci.target,
-            "privacy_share": _finite(float(ci.privacy_share[r])),
-            "privacy_std": _finite(float(np.sqrt(ci.privacy_variance[r]))),
-            "sampling_se": _finite(float(np.sqrt(ci.sampling_variance[r]))),
-            "privacy_ratio": _finite(float(ratio[r])),
+            "privacy_share": finite_or_none(float(ci.privacy_share[r])),
+            "privacy_std": finite_or_none(float(np.sqrt(ci.privacy_variance[r]))),
+            "sampling_se": finite_or_none(float(np.sqrt(ci.sampling_variance[r]))),
+            "privacy_ratio": finite_or_none(float(ratio[r])),
         }
         for r in range(int(np.size(aucs)))
     ]
 
 
-def _finite(value: float | None) -> float | None:
+def finite_or_none(value: float | None) -> float | None:
+    """``value``, or ``None`` for ``None``, NaN and infinity (JSON has neither)."""
     return value if value is not None and math.isfinite(value) else None
 
 
@@ -434,15 +435,15 @@ def finish_release(
         epsilon = epsilon_total = None
         delta = delta_total = 0.0
     else:
-        epsilon, delta = _finite(float(statement.epsilon)), float(statement.delta)
+        epsilon, delta = finite_or_none(float(statement.epsilon)), float(statement.delta)
         whole = mechanism.privacy_spent(repeats * k)
         full = mechanism.statement().epsilon
-        epsilon_total = _finite(whole.best)
+        epsilon_total = finite_or_none(whole.best)
         if epsilon_total is not None and statement.epsilon > full:
             # fewer shares arrived than the noise was sized for: the composition of the
             # achieved releases (basic, a valid bound) where the full-noise event would
             # understate it
-            epsilon_total = _finite(repeats * k * float(statement.epsilon))
+            epsilon_total = finite_or_none(repeats * k * float(statement.epsilon))
             delta_total = min(1.0, repeats * k * delta)
         else:
             delta_total = float(whole.delta)
