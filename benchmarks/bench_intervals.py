@@ -11,10 +11,11 @@ release at its released scale, convolved with the measured sampling spread).
 * ``--coverage``: n in {1,000; 10,000; 100,000} x epsilon in {0.1, 1, 8} x the mechanisms
   histogram, secure-histogram (K = 10 real shares; K = 1,000 as the exact law of the sum of
   its shares, ``--real-shares`` to draw them), tree-histogram (1,023 thresholds),
-  auc-only (delta 1e-6, counted on 4,097 thresholds for speed), rr, paper.
+  auc-only (delta 1e-6) and rank-sum (both counted on 4,097 thresholds for speed), rr, paper.
 * ``--share``: privacy-noise std over the sampling standard error at epsilon 1 for the
-  default Keras metric and CLI mechanism (``histogram``, 200 thresholds) and, with a delta,
-  ``auc-only``: the interval's estimate (median) and the measured ratio.
+  default Keras mechanisms (``rank-sum``; with a delta, ``auc-only``) and the curve default
+  (``histogram``, 200 thresholds): the interval's estimate (median) and the measured ratio
+  (``--mechanisms`` selects).
 
 Usage (from the repository root)::
 
@@ -31,12 +32,21 @@ import zlib
 from dpauc_tf.analysis.interval_coverage import simulate_coverage
 
 AUC_ONLY = {"delta": 1e-6, "options": {"resolution": 4097}}
+RANK_SUM = {"options": {"resolution": 4097}}
+# --share: the default Keras mechanisms (rank-sum without delta, auc-only with one) and
+# the curve default (histogram)
+SHARE = {
+    "histogram": ("histogram (200 thresholds)", "histogram", {}),
+    "auc-only": ("auc-only (delta 1e-6)", "auc-only", AUC_ONLY),
+    "rank-sum": ("rank-sum (the default, pure epsilon)", "rank-sum", RANK_SUM),
+}
 MECHANISMS = {
     "histogram": ("histogram", {}),
     "secure-histogram K=10": ("secure-histogram", {"num_clients": 10}),
     "secure-histogram K=1000": ("secure-histogram", {"num_clients": 1000}),
     "tree-histogram": ("tree-histogram", {"num_thresholds": 1023}),
     "auc-only": ("auc-only", AUC_ONLY),
+    "rank-sum": ("rank-sum", RANK_SUM),
     "rr": ("rr", {}),
     "paper": ("paper", {}),
 }
@@ -84,10 +94,10 @@ def share(args) -> None:
         "privacy share of the variance (measured) | undefined |"
     )
     print("|---|---|---|---|---|---|")
-    for label, (name, settings) in {
-        "histogram (200 thresholds)": ("histogram", {}),
-        "auc-only (delta 1e-6)": ("auc-only", AUC_ONLY),
-    }.items():
+    for key in args.mechanisms or list(SHARE):
+        if key not in SHARE:
+            continue
+        label, name, settings = SHARE[key]
         for n in (500, 1000, 2000, 5000, 20000, 458407):
             out = simulate_coverage(
                 name, n=n, epsilon=1.0, sets=args.sets, seed=args.seed, **settings

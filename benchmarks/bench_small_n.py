@@ -10,7 +10,8 @@ RMSE against each set's exact AUC (privacy error only), beside the sampling stan
   ``num_thresholds="auto"`` (:func:`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`) at
   n = 500, 2,000 and 20,000.
 * ``--default``: what ``DPAUC(epsilon=1.0)`` could release when the user wants a number:
-  ``histogram`` (200 thresholds, today's default without delta), ``histogram`` with the
+  ``rank-sum`` (the default without delta from 0.3), ``histogram`` (200 thresholds, the
+  default before), ``histogram`` with the
   auto grid, ``tree-histogram`` with the auto grid and ``auc-only`` (delta 1e-6) with the
   share that suits n and with the old fixed share 0.05, at n = 500 ... 20,000 and 458,407.
 
@@ -93,9 +94,10 @@ def grids(repeats: int) -> None:
             )
 
 
-def default(repeats: int) -> None:
+def default(repeats: int, only: str | None = None) -> None:
     rows = [
-        ("histogram, T=200 (default without delta)", "histogram", lambda n: 200, {}),
+        ("rank-sum (default without delta, pure epsilon)", "rank-sum", lambda n: 200, {}),
+        ("histogram, T=200 (the default before 0.3)", "histogram", lambda n: 200, {}),
         ("histogram, auto grid", "histogram", lambda n: auto_num_thresholds(n, EPSILON), {}),
         (
             "tree-histogram, auto grid",
@@ -118,6 +120,8 @@ def default(repeats: int) -> None:
     cache = {n: score_sets(n, count=1 if n > 100000 else 3) for n in sizes}
     print("| sampling std | " + " | ".join(f"{_sampling(cache[n]):.4f}" for n in sizes) + " |")
     for label, name, grid_for, options in rows:
+        if only and only not in label:
+            continue
         cells = []
         for n in sizes:
             value, undefined = rmse(name, grid_for(n), cache[n], repeats, **options)
@@ -131,11 +135,12 @@ def main() -> None:
     parser.add_argument("--grids", action="store_true")
     parser.add_argument("--default", action="store_true")
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--rows", help="--default: only the rows whose label contains this")
     args = parser.parse_args()
     if args.grids or not args.default:
         grids(args.repeats)
     if args.default:
-        default(args.repeats)
+        default(args.repeats, args.rows)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,28 @@ def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
     return None, counted.num_clients
 
 
+FEDERATED_BACKENDS = ("tff", "flower")
+
+
+def resolve_mechanism(args) -> str:
+    """``--mechanism``, or the default for what is asked (as ``DPAUC``'s, docs/rank_sum.md):
+    ``rank-sum`` (``auc-only`` with ``--delta``) for one data holder's AUC; ``histogram`` when
+    a curve (``--plot``) or clients (``--clients``, ``--client-column``, a federated
+    backend) are asked for. Without ``--epsilon`` and ``--mechanism``: refused."""
+    if args.mechanism is not None:
+        return args.mechanism
+    if args.epsilon is None:
+        raise CommandError(
+            "give --epsilon for a private AUC (or --mechanism NAME; --mechanism none is the "
+            "exact AUC, NOT private)"
+        )
+    clients = (args.clients or 1) > 1 or bool(getattr(args, "client_column", None))
+    federated = getattr(args, "backend", None) in FEDERATED_BACKENDS
+    if clients or federated or getattr(args, "plot", None):
+        return "histogram"
+    return "rank-sum" if args.delta is None else "auc-only"
+
+
 def _mechanism(args, num_clients: int):
     from dpauc_tf.mechanisms import get_mechanism
 
@@ -205,6 +227,7 @@ def evaluate_scores(args) -> dict[str, Any]:
     """
     from dpauc_tf.core.thresholds import Thresholds
 
+    args.mechanism = resolve_mechanism(args)
     if getattr(args, "thresholds", None):
         args.threshold_grid = read_thresholds(args.thresholds)  # as Keras takes them
         args.num_thresholds = Thresholds.make(threshold_grid=args.threshold_grid).num_thresholds

@@ -253,10 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--mechanism",
-        required=True,
         choices=list_mechanisms(),
         metavar="NAME",
-        help="a mechanism from the registry (listed below)",
+        help="a mechanism from the registry (listed below); default: rank-sum for one data "
+        "holder's AUC (auc-only with --delta), histogram where a curve or clients are asked "
+        "for (--plot, --clients, --client-column, --backend tff|flower; docs/rank_sum.md)",
     )
     ev.add_argument(
         "--mechanism-option",

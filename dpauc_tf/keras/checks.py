@@ -219,17 +219,19 @@ def default_mechanism(
     mechanism: str | None = None,
 ) -> str:
     """The mechanism ``DPAUC`` uses: ``mechanism`` if given, else the lowest-error one for
-    what is asked (``docs/auc_only.md``): ``"auc-only"`` for the ROC AUC when a ``delta`` is
-    given, ``"histogram"`` otherwise (a curve is needed, or pure epsilon-DP is asked for).
+    what is asked (``docs/rank_sum.md``): for the ROC AUC (``summation_method=
+    "interpolation"``) ``"rank-sum"`` (pure epsilon), or ``"auc-only"`` when a ``delta`` is
+    given; ``"histogram"`` for the PR curve and the other summation methods (a curve is
+    needed).
 
     Examples:
-        >>> default_mechanism(delta=1e-6), default_mechanism(), default_mechanism("PR", delta=1e-6)
-        ('auc-only', 'histogram', 'histogram')
+        >>> default_mechanism(), default_mechanism(delta=1e-6), default_mechanism("PR")
+        ('rank-sum', 'auc-only', 'histogram')
     """
     if mechanism is not None:
         return mechanism
-    if curve == "ROC" and summation_method == "interpolation" and delta is not None:
-        return "auc-only"
+    if curve == "ROC" and summation_method == "interpolation":
+        return "rank-sum" if delta is None else "auc-only"
     return "histogram"
 
 

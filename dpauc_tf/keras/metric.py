@@ -89,11 +89,13 @@ class DPAUC(tf.keras.metrics.Metric):
         default). Ignored when ``thresholds`` is given.
       mechanism: a registered name that can be a Keras metric
         (``dpauc_tf.list_mechanisms(keras_metric=True)``). Default (``None``): the
-        lowest-error mechanism for what is asked (``docs/auc_only.md``): ``"auc-only"``
-        (the exact AUC plus scalar noise; (epsilon, delta)) when a ``delta`` is given and the
-        value is the ROC AUC (``curve="ROC"``, interpolation), ``"histogram"``
-        (Laplace(2/eps) on the class histograms, pure epsilon) otherwise: for ``curve="PR"``,
-        other summation methods, or without ``delta``. ``"auc-only"`` releases no curve
+        lowest-error mechanism for what is asked (``docs/rank_sum.md``): for the ROC AUC
+        (``curve="ROC"``, interpolation) ``"rank-sum"`` (the centred rank sum and the
+        positive count, each with Laplace noise; pure epsilon), or ``"auc-only"`` (the exact
+        AUC plus scalar noise; (epsilon, delta)) when a ``delta`` is given;
+        ``"histogram"`` (Laplace(2/eps) on the class histograms, pure epsilon) for
+        ``curve="PR"`` and the other summation methods. ``"rank-sum"`` and ``"auc-only"``
+        release no curve
         ([`roc_curve`][] refuses). Others: ``"histogram-public-scores"``,
         ``"tree-histogram"`` (fine buckets at almost no extra noise, e.g.
         ``num_thresholds=1023``), ``"paper"``, ``"paper-gaussian"`` (needs ``delta``),

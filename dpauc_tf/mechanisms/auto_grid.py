@@ -37,7 +37,7 @@ AUTO_LADDER = (5, 9, 17, 33, 65, 129)
 AUTO_COEFFICIENT = 0.6
 AUTO_EXPONENT = 0.4
 # mechanisms whose release noise does not grow with the number of buckets
-GRID_FREE = frozenset({"auc-only", "rr", "score-noise", "none"})
+GRID_FREE = frozenset({"auc-only", "rank-sum", "rr", "score-noise", "none"})
 GUESS_AUC = 0.75  # the typical test set behind the warning (public guesses, no data)
 GUESS_POSITIVE_RATE = 0.3
 

@@ -163,11 +163,13 @@ def _kind(mechanism) -> str | None:
     from dpauc_tf.mechanisms.none import NoNoise
     from dpauc_tf.mechanisms.paper import PaperLaplace
     from dpauc_tf.mechanisms.randomized_response import RandomizedResponse
+    from dpauc_tf.mechanisms.rank_sum import RankSum
     from dpauc_tf.mechanisms.secure_histogram import SecureHistogram
     from dpauc_tf.mechanisms.tree import TreeHistogram
 
     kinds = (
         (AucOnly, "auc-only"),
+        (RankSum, "rank-sum"),
         (HistogramPublicScores, "public-histogram"),
         (HistogramLaplace, "histogram"),
         (SecureHistogram, "secure-histogram"),
@@ -301,6 +303,9 @@ def privacy_variance(
     if kind == "auc-only":
         scale = _auc_only_scale(mechanism, release, num_examples)
         return 2.0 * scale**2
+    if kind == "rank-sum":
+        scale, count_variance = _rank_sum_laws(mechanism, release)
+        return 2.0 * scale**2 + count_variance
     laws = release_noise_variances(mechanism, release)
     tensors = {key: tf.constant(np.asarray(value, np.float64)) for key, value in release.items()}
     watched = {key: tensors[key] for key in laws}
@@ -365,6 +370,27 @@ def _rare_flips_half(mechanism, release, tail: float) -> np.ndarray:
     smaller = np.maximum(np.minimum(positives, n - positives), 1.0)
     flips = stats.poisson.ppf(1.0 - tail, n * p)
     return np.where(n * p < RARE_FLIPS, flips / smaller / (1 - 2 * p), 0.0)
+
+
+# -- rank-sum: a Laplace draw on the rank sum, the count's noise through P N ---------------
+def _rank_sum_laws(mechanism, release) -> tuple[np.ndarray, np.ndarray]:
+    """The AUC's Laplace scale from the rank sum's noise (``D / (eps_S P~ N~)``) and the
+    first-order variance of the count's noise through ``1 / (P N)``, at the released values."""
+    rank_sum = np.asarray(release["rank_sum"], np.float64)
+    num_pos = np.maximum(np.asarray(release["num_pos"], np.float64), 1.0)
+    num_neg = np.maximum(np.asarray(release["total"], np.float64) - num_pos, 1.0)
+    product = num_pos * num_neg
+    scale = mechanism.rank_scale(release["sensitivity"]) / product
+    # d/dP of S / (P (W - P)) = -S (N - P) / (P N)^2
+    gradient = rank_sum * (num_neg - num_pos) / product**2
+    return scale, 2.0 * mechanism.count_scale**2 * gradient**2
+
+
+def _rank_sum_sampling(release, auc) -> np.ndarray:
+    """Hanley-McNeil from the AUC and the noisy class sizes ``P~`` and ``W - P~``."""
+    num_pos = np.maximum(np.asarray(release["num_pos"], np.float64), 1.0)
+    num_neg = np.maximum(np.asarray(release["total"], np.float64) - num_pos, 1.0)
+    return hanley_mcneil_variance(auc, num_pos, num_neg)
 
 
 # -- auc-only: one Laplace draw of a released scale --------------------------------------
@@ -477,6 +503,8 @@ def release_interval(
     noise = np.broadcast_to(privacy_variance(mechanism, release, copies, num_examples), auc.shape)
     if kind == "auc-only":
         sampling = _auc_only_sampling(mechanism, release, auc, num_examples)
+    elif kind == "rank-sum":
+        sampling = _rank_sum_sampling(release, auc)
     else:
         sampling = delong_variance(*projected_histogram(mechanism, release))
     sampling = np.broadcast_to(sampling, auc.shape)
@@ -485,6 +513,10 @@ def release_interval(
         scale = _auc_only_scale(mechanism, release, num_examples)
         sigma = np.sqrt(sampling) if target == "population" else np.zeros_like(scale)
         half = laplace_normal_quantile(np.nan_to_num(scale), np.nan_to_num(sigma), tail)
+    elif kind == "rank-sum":
+        scale, count_variance = _rank_sum_laws(mechanism, release)
+        normal = count_variance + (sampling if target == "population" else 0.0)
+        half = laplace_normal_quantile(np.nan_to_num(scale), np.sqrt(np.nan_to_num(normal)), tail)
     else:
         total = noise + (sampling if target == "population" else 0.0)
         half = stats.norm.ppf(1.0 - tail / 2) * np.sqrt(total)

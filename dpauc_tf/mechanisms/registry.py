@@ -130,6 +130,12 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         Capabilities(federated=False, releases="auc"),
     ),
     MechanismSpec(
+        "rank-sum",
+        _M + "rank_sum:RankSum",
+        "centred rank sum + Laplace(n/(2 eps)), positive count + Laplace; pure eps; no curve",
+        Capabilities(federated=False, releases="auc"),
+    ),
+    MechanismSpec(
         "none",
         _M + "none:NoNoise",
         "no noise: the exact counts, NOT private (ground truth)",

@@ -303,7 +303,10 @@ def test_guarantee_and_accounting():
 
 def test_the_metric_releases_no_curve_and_picks_its_default():
     assert default_mechanism(delta=DELTA) == "auc-only"
-    assert default_mechanism() == default_mechanism("PR", delta=None) == "histogram"
+    assert default_mechanism() == "rank-sum"  # pure epsilon: docs/rank_sum.md
+    assert (
+        default_mechanism("PR", delta=None) == default_mechanism("PR", delta=DELTA) == "histogram"
+    )
     assert default_mechanism("ROC", "minoring", DELTA) == "histogram"
     metric = DPAUC(epsilon=1.0, delta=DELTA, seed=0)
     assert metric.get_config()["mechanism"] == "auc-only"
@@ -315,7 +318,7 @@ def test_the_metric_releases_no_curve_and_picks_its_default():
         DPAUC(epsilon=1.0, delta=DELTA, mechanism="auc-only", curve="PR")
     pr = DPAUC(epsilon=1.0, curve="PR")
     assert pr.mechanism.name == "histogram"
-    assert DPAUC(epsilon=1.0).get_config()["mechanism"] == "histogram"
+    assert DPAUC(epsilon=1.0).get_config()["mechanism"] == "rank-sum"
     again = DPAUC.from_config(metric.get_config())
     assert again.mechanism.name == "auc-only" and again.get_config() == metric.get_config()
 

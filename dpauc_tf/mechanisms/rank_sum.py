@@ -1,0 +1,254 @@
+"""``rank-sum``: the ROC AUC from two noisy numbers, the centred rank sum and the positive count.
+
+Under label DP the scores are public, so every example's (mid)rank is public, and the
+Mann-Whitney AUC is *linear* in the labels once the class sizes are known. With bucket
+totals ``t[b] = pos[b] + neg[b]`` (label-free), ``W = sum_b t[b]`` and the centred midrank
+of bucket ``b``
+
+    ``r[b] = sum_{b' < b} t[b'] + t[b] / 2 - W / 2``    (in ``[-W/2, W/2]``),
+
+the centred rank sum ``S = sum_b r[b] pos[b]`` gives the AUC exactly (ties inside a bucket
+count 1/2, as TensorFlow's trapezoid does on the same grid):
+
+    ``AUC = 1/2 + S / (P N)``,    ``P = sum_b pos[b]``, ``N = W - P``.
+
+**Sensitivity** (label DP, weights in [0, 1]). Changing the label of one example of weight
+``u`` in bucket ``b`` moves ``S`` by ``u r[b]`` and ``P`` by ``u``; ``r`` depends on the
+totals only, the same for both neighbours. So ``S`` has sensitivity
+``D = max_{b: t[b] > 0} |r[b]| <= W / 2`` (from the public score histogram) and ``P`` has 1.
+
+**Release**: ``S + Laplace(D / eps_S)`` and ``P + Laplace(1 / eps_P)``, ``eps_P = c eps``,
+``eps_S = (1 - c) eps`` (``c = count_share``): pure ``eps``-label DP by basic composition;
+``W`` and ``D`` are released too (functions of the scores and weights only). No ``delta``,
+no lower bound that can fail, at any ``n``. The AUC's noise is about
+``sqrt(2) D / (eps_S P N) ~ sqrt(2) / (2 eps_S min(P, N))`` (half ``auc-only``'s when the
+classes are unbalanced), plus the count's share through ``P N``.
+
+**Estimate** (post-processing): ``1/2 + S~ / (max(P~, 1) max(N~, 1))`` clipped to [0, 1],
+``N~ = W - P~``; NaN where ``P~ <= 0`` or ``N~ <= 0`` (as the curve mechanisms, whose AUC is
+undefined when the noise leaves no positive or no negative). Proofs and figures:
+``docs/rank_sum.md``.
+
+The counts are kept on TensorFlow's grid of ``resolution`` thresholds (``2^17 + 1``), whose
+noise does not grow with the grid: the AUC is that of the unbucketed scores up to the pairs
+that share a bucket (``grid_error_bound``).
+
+Examples:
+    >>> m = RankSum(epsilon=1.0)
+    >>> m.num_thresholds, m.count_epsilon, m.rank_epsilon
+    (131073, 0.25, 0.75)
+    >>> m.capabilities.releases
+    'auc'
+"""
+
+from __future__ import annotations
+
+import dp_accounting
+import numpy as np
+import tensorflow as tf
+
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.auc_only import COUNT_RESOLUTION
+from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
+from dpauc_tf.noise import samplers
+from dpauc_tf.noise.seeds import make_seed, split_seed
+from dpauc_tf.privacy.statement import PrivacyStatement
+
+# The share of epsilon on the positive count that minimises the AUC's noise when the AUC is
+# 0.75 and a quarter of the examples are positive (docs/rank_sum.md); a wrong guess costs
+# accuracy, never privacy.
+DEFAULT_COUNT_SHARE = 0.25
+NO_CURVE = "rank-sum releases only the ROC AUC: there is no curve to show"
+
+
+def centred_midranks(total: tf.Tensor) -> tf.Tensor:
+    """``r[b] = sum_{b' < b} t[b'] + t[b] / 2 - W / 2`` of bucket totals ``[..., B]``.
+
+    Examples:
+        >>> centred_midranks(tf.constant([1., 0., 2., 1.], tf.float64)).numpy().tolist()
+        [-1.5, -1.0, 0.0, 1.5]
+    """
+    before = tf.cumsum(total, axis=-1, exclusive=True)
+    whole = tf.reduce_sum(total, axis=-1, keepdims=True)
+    return before + total / 2 - whole / 2
+
+
+def rank_sum_statistics(pos: tf.Tensor, neg: tf.Tensor) -> dict[str, tf.Tensor]:
+    """The exact ``rank_sum`` (``S``), ``num_pos`` (``P``), ``total`` (``W``) and
+    ``sensitivity`` (``D``, the largest ``|r[b]|`` over non-empty buckets) of counts
+    ``[..., B]``.
+
+    Examples:
+        >>> stats = rank_sum_statistics(tf.constant([0., 0., 1., 1.], tf.float64),
+        ...                             tf.constant([1., 0., 1., 0.], tf.float64))
+        >>> {k: float(v) for k, v in stats.items()}
+        {'rank_sum': 1.5, 'num_pos': 2.0, 'total': 4.0, 'sensitivity': 1.5}
+    """
+    total = pos + neg
+    ranks = centred_midranks(total)
+    occupied = total > 0
+    sensitivity = tf.reduce_max(tf.where(occupied, tf.abs(ranks), tf.zeros_like(ranks)), -1)
+    return {
+        "rank_sum": tf.reduce_sum(ranks * pos, -1),
+        "num_pos": tf.reduce_sum(pos, -1),
+        "total": tf.reduce_sum(total, -1),
+        "sensitivity": sensitivity,
+    }
+
+
+class RankSum(CountMechanism):
+    """The ROC AUC from a noisy centred rank sum and a noisy positive count (pure epsilon).
+
+    Args:
+      epsilon: epsilon of one release (the rank sum and the count together).
+      num_thresholds: ignored (the counts are kept on a grid of ``resolution`` thresholds).
+      delta: must be unset or 0 (the guarantee is pure epsilon-label DP).
+      count_share: share ``c`` of ``epsilon`` spent on the positive count (default 0.25).
+      resolution: thresholds of the counting grid (TensorFlow's grid).
+
+    Examples:
+        >>> m = RankSum(epsilon=1.0, resolution=11)
+        >>> r = m.release(tf.constant([0., 0., 0., 0., 0., 300., 400., 0., 0., 0., 0., 0.]),
+        ...               tf.constant([0., 0., 0., 600., 500., 100., 0., 0., 0., 0., 0., 0.]),
+        ...               seed=0)
+        >>> sorted(r), 0.9 < float(m.estimate_auc(r)) < 1.0
+        (['num_pos', 'rank_sum', 'sensitivity', 'total'], True)
+    """
+
+    name = "rank-sum"
+    roc_note = NO_CURVE
+
+    def __init__(
+        self,
+        epsilon: float,
+        num_thresholds: int = COUNT_RESOLUTION,
+        delta: float | None = None,
+        count_share: float = DEFAULT_COUNT_SHARE,
+        resolution: int = COUNT_RESOLUTION,
+    ):
+        del num_thresholds  # the caller's grid does not apply: the counts use a fine one
+        if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)):
+            raise TypeError(f"resolution must be an int, got {resolution!r}")
+        super().__init__(epsilon=epsilon, num_thresholds=int(resolution), delta=delta)
+        if isinstance(count_share, bool) or not isinstance(count_share, (int, float)):
+            raise TypeError(f"count_share must be a number, got {count_share!r}")
+        if not MIN_FRACTION <= count_share <= MAX_FRACTION:
+            raise ValueError(
+                f"count_share must be in [{MIN_FRACTION:g}, {MAX_FRACTION:g}], got {count_share:g}"
+            )
+        self.count_share = float(count_share)
+        self.resolution = int(resolution)
+
+    # -- the budget split -----------------------------------------------------------------
+    @property
+    def count_epsilon(self) -> float:
+        """Epsilon of the noisy positive count."""
+        return self.count_share * self.epsilon
+
+    @property
+    def rank_epsilon(self) -> float:
+        """Epsilon of the noisy rank sum."""
+        return self.epsilon - self.count_epsilon
+
+    @property
+    def count_scale(self) -> float:
+        """Laplace scale of the positive count (sensitivity 1)."""
+        return 1.0 / self.count_epsilon
+
+    def rank_scale(self, sensitivity) -> np.ndarray:
+        """Laplace scale of the rank sum of a release with that (public) ``sensitivity``."""
+        return np.asarray(sensitivity, np.float64) / self.rank_epsilon
+
+    @property
+    def noise_stddev(self) -> float:
+        """Standard deviation of the noise on the released positive count (the rank sum's is
+        ``sqrt(2) rank_scale(sensitivity)``, which depends on the public totals)."""
+        return float(np.sqrt(2.0) * self.count_scale)
+
+    # -- the client-side step -------------------------------------------------------------
+    def count_thresholds(self, thresholds: Thresholds) -> Thresholds:
+        """TensorFlow's grid with ``resolution`` thresholds (data-independent)."""
+        del thresholds
+        return Thresholds.make(self.resolution)
+
+    def release(self, pos, neg, seed=None, repeats=None):
+        """Noisy release; the exact statistics are computed once, before the ``repeats`` axis
+        (two scalars per repeat are drawn)."""
+        pos = tf.convert_to_tensor(pos)
+        if not pos.dtype.is_floating:
+            pos = tf.cast(pos, tf.float64)
+        neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
+        exact = rank_sum_statistics(pos, neg)
+        if repeats is not None:
+            if repeats < 1:
+                raise ValueError(f"repeats must be >= 1, got {repeats}")
+            shape = tf.concat([[repeats], tf.shape(exact["num_pos"])], 0)
+            exact = {key: tf.broadcast_to(value, shape) for key, value in exact.items()}
+        return self._add_noise(exact, make_seed(seed))
+
+    def _noisy_release(self, pos, neg, seed):
+        return self._add_noise(rank_sum_statistics(pos, neg), seed)
+
+    def _add_noise(self, exact, seed):
+        seeds = split_seed(seed, 2)
+        dtype = exact["rank_sum"].dtype
+        shape = tf.shape(exact["rank_sum"])
+        rank_noise = samplers.laplace(shape, 1.0, seeds[0], dtype)
+        count_noise = samplers.laplace(shape, 1.0, seeds[1], dtype)
+        return {
+            "rank_sum": exact["rank_sum"] + exact["sensitivity"] / self.rank_epsilon * rank_noise,
+            "num_pos": exact["num_pos"] + self.count_scale * count_noise,
+            "total": exact["total"],
+            "sensitivity": exact["sensitivity"],
+        }
+
+    # -- the server-side step (post-processing) -------------------------------------------
+    def raw_auc(self, release) -> tf.Tensor:
+        """``1/2 + S~ / (max(P~, 1) max(N~, 1))`` before the clip and the NaN (differentiable)."""
+        rank_sum = tf.convert_to_tensor(release["rank_sum"])
+        dtype = rank_sum.dtype
+        num_pos = tf.cast(release["num_pos"], dtype)
+        num_neg = tf.cast(release["total"], dtype) - num_pos
+        one = tf.ones_like(num_pos)
+        return 0.5 + rank_sum / (tf.maximum(num_pos, one) * tf.maximum(num_neg, one))
+
+    def estimate_auc(self, release):
+        """[`raw_auc`][] clipped to [0, 1]; NaN where the noisy count leaves no positive or no
+        negative."""
+        rank_sum = tf.convert_to_tensor(release["rank_sum"])
+        num_pos = tf.cast(release["num_pos"], rank_sum.dtype)
+        num_neg = tf.cast(release["total"], rank_sum.dtype) - num_pos
+        auc = tf.clip_by_value(self.raw_auc(release), 0.0, 1.0)
+        defined = (num_pos > 0) & (num_neg > 0)
+        return tf.where(defined, auc, tf.constant(np.nan, rank_sum.dtype))
+
+    def to_confusion(self, release):
+        del release
+        raise ValueError(NO_CURVE)
+
+    # -- the guarantee --------------------------------------------------------------------
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """The rank sum's and the count's Laplace events (noise multiplier = scale /
+        sensitivity), composed."""
+        return dp_accounting.ComposedDpEvent(
+            [
+                dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / self.rank_epsilon),
+                dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / self.count_epsilon),
+            ]
+        )
+
+    def statement(self) -> PrivacyStatement:
+        return PrivacyStatement(
+            mechanism=self.name,
+            neighbouring=self.neighbouring,
+            sensitivity="centred rank sum S = sum_b r[b] pos[b]: D = max |r[b]| <= n/2 over "
+            "the occupied buckets (r from the label-free bucket totals); positives P: 1",
+            noise=f"S + Laplace(D / {self.rank_epsilon:g}), P + Laplace({self.count_scale:g}); "
+            "AUC = 1/2 + S / (P (n - P)); the bucket totals' sum n and D are released",
+            epsilon=self.epsilon,
+            delta=0.0,
+        )
+
+    def options(self) -> dict:
+        return {"count_share": self.count_share, "resolution": self.resolution}
