@@ -23,6 +23,7 @@ from dpauc_tf.cli.backends import (
     _reads_with_engine,
 )
 from dpauc_tf.cli.client_column import hint_client_column
+from dpauc_tf.cli.default_mechanism import resolve_mechanism
 from dpauc_tf.cli.formats import (
     format_rows,
     format_with_notes,
@@ -51,28 +52,6 @@ def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
         ids = partitions.partition(kind, data.scores, data.labels, args.clients, seed=args.seed)
         return np.asarray(ids, np.int64), args.clients
     return None, counted.num_clients
-
-
-FEDERATED_BACKENDS = ("tff", "flower")
-
-
-def resolve_mechanism(args) -> str:
-    """``--mechanism``, or the default for what is asked (as ``DPAUC``'s, docs/rank_sum.md):
-    ``rank-sum`` (``auc-only`` with ``--delta``) for one data holder's AUC; ``histogram`` when
-    a curve (``--plot``) or clients (``--clients``, ``--client-column``, a federated
-    backend) are asked for. Without ``--epsilon`` and ``--mechanism``: refused."""
-    if args.mechanism is not None:
-        return args.mechanism
-    if args.epsilon is None:
-        raise CommandError(
-            "give --epsilon for a private AUC (or --mechanism NAME; --mechanism none is the "
-            "exact AUC, NOT private)"
-        )
-    clients = (args.clients or 1) > 1 or bool(getattr(args, "client_column", None))
-    federated = getattr(args, "backend", None) in FEDERATED_BACKENDS
-    if clients or federated or getattr(args, "plot", None):
-        return "histogram"
-    return "rank-sum" if args.delta is None else "auc-only"
 
 
 def _mechanism(args, num_clients: int):

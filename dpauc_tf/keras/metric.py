@@ -90,12 +90,9 @@ class DPAUC(tf.keras.metrics.Metric):
       mechanism: a registered name that can be a Keras metric
         (``dpauc_tf.list_mechanisms(keras_metric=True)``). Default (``None``): the
         lowest-error mechanism for what is asked (``docs/rank_sum.md``): for the ROC AUC
-        (``curve="ROC"``, interpolation) ``"rank-sum"`` (the centred rank sum and the
-        positive count, each with Laplace noise; pure epsilon), or ``"auc-only"`` (the exact
-        AUC plus scalar noise; (epsilon, delta)) when a ``delta`` is given;
-        ``"histogram"`` (Laplace(2/eps) on the class histograms, pure epsilon) for
-        ``curve="PR"`` and the other summation methods. ``"rank-sum"`` and ``"auc-only"``
-        release no curve
+        with interpolation ``"rank-sum"`` (noisy centred rank sum and positive count; pure
+        epsilon), or ``"auc-only"`` with a ``delta``; else ``"histogram"`` (Laplace(2/eps)
+        per count). ``"rank-sum"`` and ``"auc-only"`` release no curve
         ([`roc_curve`][] refuses). Others: ``"histogram-public-scores"``,
         ``"tree-histogram"`` (fine buckets at almost no extra noise, e.g.
         ``num_thresholds=1023``), ``"paper"``, ``"paper-gaussian"`` (needs ``delta``),

@@ -54,6 +54,7 @@ HONEST = [
     ("secure-tree-histogram", {"positive_rate": 0.25}),
     ("rr", {}),
     ("auc-only", {"delta": 1e-6}),
+    ("rank-sum", {}),
 ]
 GAUSSIAN_TYPE = {"paper-gaussian", "skellam"}
 

@@ -1,0 +1,33 @@
+"""What ``dpauc evaluate`` releases when ``--mechanism`` is not given (as ``DPAUC``'s default).
+
+>>> import argparse
+>>> args = argparse.Namespace(mechanism=None, epsilon=1.0, delta=None, clients=None,
+...                           client_column=None, backend="simulate", plot=None)
+>>> resolve_mechanism(args)
+'rank-sum'
+"""
+
+from __future__ import annotations
+
+from dpauc_tf.cli.main import CommandError
+
+FEDERATED_BACKENDS = ("tff", "flower")
+
+
+def resolve_mechanism(args) -> str:
+    """``--mechanism``, or the default for what is asked (as ``DPAUC``'s, docs/rank_sum.md):
+    ``rank-sum`` (``auc-only`` with ``--delta``) for one data holder's AUC; ``histogram`` when
+    a curve (``--plot``) or clients (``--clients``, ``--client-column``, a federated
+    backend) are asked for. Without ``--epsilon`` and ``--mechanism``: refused."""
+    if args.mechanism is not None:
+        return args.mechanism
+    if args.epsilon is None:
+        raise CommandError(
+            "give --epsilon for a private AUC (or --mechanism NAME; --mechanism none is the "
+            "exact AUC, NOT private)"
+        )
+    clients = (args.clients or 1) > 1 or bool(getattr(args, "client_column", None))
+    federated = getattr(args, "backend", None) in FEDERATED_BACKENDS
+    if clients or federated or getattr(args, "plot", None):
+        return "histogram"
+    return "rank-sum" if args.delta is None else "auc-only"
