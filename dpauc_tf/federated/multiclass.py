@@ -134,7 +134,8 @@ _COMPUTATIONS: dict[tuple, tff.Computation] = {}
 
 
 def _computation(spec: MultiClassSpec, mechanism: OneVsRest, secure_bitwidth) -> tff.Computation:
-    key = (spec, mechanism.num_clients, secure_bitwidth)
+    # the seed is CLIENTS data, not part of the computation: one build for every seed
+    key = (dataclasses.replace(spec, seed=None), mechanism.num_clients, secure_bitwidth)
     if key not in _COMPUTATIONS:
         _COMPUTATIONS[key] = build_multiclass_summed_release(
             mechanism, spec.thresholds, secure_bitwidth=secure_bitwidth

@@ -424,7 +424,8 @@ class DPAUCStrategy:
     Args:
       strategy: the training strategy (``FedAvg()``, ...).
       spec: the release of every evaluation (`spec_from_run_config` builds it from the
-        app's config).
+        app's config); a ``MultiClassSpec`` (``num-classes`` in the config) makes every
+        round one-vs-rest, with a ``MultiClassResult`` per round.
       ledger: charged before every evaluation (refused with
         [`BudgetExceededError`][dpauc_tf.privacy.ledger.BudgetExceededError] if it would exceed its budget,
         before any report is sent); when fewer reports arrive than a secure mechanism's
