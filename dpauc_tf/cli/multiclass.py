@@ -7,8 +7,13 @@ one-vs-rest histogram and releases them once
 ([`dpauc_tf.mechanisms.multiclass_release.evaluate_multiclass`][]): centrally, or with
 ``--clients K`` as ``K`` simulated clients (IID, or by ``--client-column``) that each release
 their own counts (``--mechanism secure-histogram``: noise shares summed by secure
-aggregation). The output is one row per class plus the three averages; ``--format json``
-prints the whole result (curves, guarantee, cost).
+aggregation). ``--backend tff`` or ``--backend flower`` runs the same release on a real
+federated engine (``dpauc_tf.federated.evaluate_multiclass`` in TFF,
+``dpauc_tf.flower.evaluate_multiclass`` in one Flower round, SecAgg+ for the secure
+mechanisms; ``DPAUC_FLOWER_ENGINE=in-process`` runs Flower without Ray), every client
+being one ``--client-column`` value (or one of ``--clients K`` IID, default one client).
+The output is one row per class plus the three averages; ``--format json`` prints the
+whole result (curves, guarantee, cost).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 
 AVERAGE_CHOICES = ("macro", "weighted", "micro")
+BACKEND_CHOICES = ("simulate", "tff", "flower")
 
 
 def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
@@ -82,6 +88,13 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         "--repeats", type=cli_main._positive_int, default=1, help="independent releases"
     )
     parser.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        default="simulate",
+        help="where the clients release: in this process (simulate), in TFF or in one Flower "
+        "round (each needs its own extra installed)",
+    )
+    parser.add_argument(
         "--seed", type=cli_main._seed_int, help="integer seed (reproducible); default: OS entropy"
     )
     if common is not None:
@@ -136,28 +149,36 @@ def run_multiclass(args: argparse.Namespace) -> int:
     columns = [args.class_column, *score_columns]
     if args.client_column:
         columns.append(args.client_column)
+    backend = getattr(args, "backend", "simulate")
+    if backend != "simulate":
+        _require_backend(backend)
     frame = read_table(args.scores, columns)
     if frame[columns].isna().to_numpy().any():
         raise ValueError(f"{args.scores}: empty cells in {columns}")
-    result = evaluate_multiclass(
-        class_ids(frame[args.class_column].to_numpy(), score_columns),
-        frame[score_columns].to_numpy(np.float64),
-        epsilon=args.epsilon,
-        mechanism=args.mechanism,
-        num_thresholds=args.num_thresholds,
-        delta=args.delta,
-        average=args.average,
-        options=dict(args.mechanism_options or []),
-        num_clients=args.clients,
-        client_ids=frame[args.client_column].to_numpy() if args.client_column else None,
-        repeats=args.repeats,
-        seed=args.seed,
-        from_logits=args.from_logits,
-    )
+    labels = class_ids(frame[args.class_column].to_numpy(), score_columns)
+    scores = frame[score_columns].to_numpy(np.float64)
+    if backend != "simulate":
+        result = _federated(args, backend, labels, scores, frame)
+    else:
+        result = evaluate_multiclass(
+            labels,
+            scores,
+            epsilon=args.epsilon,
+            mechanism=args.mechanism,
+            num_thresholds=args.num_thresholds,
+            delta=args.delta,
+            average=args.average,
+            options=dict(args.mechanism_options or []),
+            num_clients=args.clients,
+            client_ids=frame[args.client_column].to_numpy() if args.client_column else None,
+            repeats=args.repeats,
+            seed=args.seed,
+            from_logits=args.from_logits,
+        )
     if args.format == "json":
         import json
 
-        print(json.dumps(json_safe(result.to_dict()), indent=2))
+        print(json.dumps(json_safe({**result.to_dict(), "backend": backend}), indent=2))
         return 0
     rows = [
         {"class": name, "auc": _value(result.class_aucs[0, i]), "support": result.support[0, i]}
@@ -179,3 +200,64 @@ def run_multiclass(args: argparse.Namespace) -> int:
 
 def _value(value: float) -> float | None:
     return None if value != value else float(value)  # NaN: undefined
+
+
+def _require_backend(backend: str) -> None:
+    """The backend's world is installed, or one line saying what to install."""
+    import importlib.util
+
+    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.core.extras import install_hint
+
+    if backend == "tff" and importlib.util.find_spec("tensorflow_federated") is None:
+        raise CommandError(
+            "--backend tff needs TensorFlow Federated, which runs on Python 3.11 with "
+            f"TensorFlow 2.14: {install_hint('federated')} in a Python 3.11 environment "
+            "of its own (it does not go with the keras3, beam, flower or spark extras)"
+        )
+    if backend == "flower":
+        from dpauc_tf.flower.evaluate import require_flower
+
+        try:
+            require_flower()
+        except ImportError as error:
+            raise CommandError(str(error)) from None
+
+
+def _federated(args, backend: str, labels, scores, frame):
+    """The release on TFF or Flower: one client per ``--client-column`` value (or ``--clients
+    K`` IID clients, else one); the ``MultiClassResult``."""
+    import os
+
+    import numpy as np
+
+    from dpauc_tf.cli.flower import ENGINE_VARIABLE
+    from dpauc_tf.mechanisms.multiclass_release import _client_ids
+
+    num_clients = args.clients or 1
+    given = frame[args.client_column].to_numpy() if args.client_column else None
+    ids = _client_ids(given, num_clients, scores.shape[0], args.seed)
+    clients = [(scores[ids == k], labels[ids == k]) for k in range(num_clients)]
+    settings = dict(
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        num_classes=scores.shape[1],
+        num_thresholds=args.num_thresholds,
+        delta=args.delta,
+        average=args.average,
+        mechanism_options=dict(args.mechanism_options or []),
+        seed=args.seed,
+        repeats=args.repeats,
+    )
+    if backend == "tff":
+        from dpauc_tf.federated import evaluate_multiclass as tff_evaluate
+
+        return tff_evaluate(clients, from_logits=args.from_logits, **settings)
+    from dpauc_tf.flower import evaluate_multiclass as flower_evaluate
+
+    if args.from_logits:  # the clients' softmax, before the scores leave this process
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+        clients = [(probabilities[ids == k], labels[ids == k]) for k in range(num_clients)]
+    engine = os.environ.get(ENGINE_VARIABLE, "simulation")
+    return flower_evaluate(clients, engine=engine, **settings).result

@@ -5,6 +5,8 @@ with a clear message where TFF is not installed.
 
 * [`evaluate`][]: AUC and ROC of precomputed scores held by clients, one call per evaluation
   (clients from a list, a generator or a sampler, run in cohorts).
+* [`evaluate_multiclass`][]: one-vs-rest (multi-class) AUC of clients' ``[n, C]`` scores on
+  the same multi-class release path as the simulate backend (docs/multiclass.md).
 * [`build_dpauc_metrics_aggregation_process`][]: client-side DPAUC noise (local or secure
   shares) for ``tff.learning.algorithms.build_fed_eval``.
 * [`dpauc_tf.federated.computations`][]: the TFF computations (and their MapReduce shape).
@@ -37,6 +39,7 @@ from dpauc_tf.federated.learning import (
     ClientNoiseSumFactory,
     build_dpauc_metrics_aggregation_process,
 )
+from dpauc_tf.federated.multiclass import evaluate_multiclass
 from dpauc_tf.federated.process import (
     own_tff_workers,
     register_atexit_shutdown,
@@ -53,6 +56,7 @@ __all__ = [
     "build_dpauc_metrics_aggregation_process",
     "client_data_from_partition",
     "evaluate",
+    "evaluate_multiclass",
     "install_secure_sum_context",
     "iter_client_data",
     "own_tff_workers",

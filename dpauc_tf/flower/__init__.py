@@ -8,7 +8,9 @@ strategy (``FedAvg``, ...) and turns every evaluate round into a private AUC
 (`evaluate_round`, an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]), with the
 release from the app's config (`spec_from_run_config`). [`evaluate`][] runs the
 same pieces on precomputed scores of every client in one process (``dpauc evaluate
---backend flower``). ``examples/flower-app`` is a template app. Flower is imported only
+--backend flower``); [`evaluate_multiclass`][] does the same for one-vs-rest (multi-class)
+AUC, and ``num-classes`` in the app's config makes every round one-vs-rest.
+``examples/flower-app`` is a template app. Flower is imported only
 when a function needs it.
 
 Examples:
@@ -28,6 +30,7 @@ from dpauc_tf.flower.client import (
 )
 from dpauc_tf.flower.encoding import LimbLayout
 from dpauc_tf.flower.evaluate import FlowerEvaluation, evaluate, require_flower
+from dpauc_tf.flower.multiclass import evaluate_multiclass
 from dpauc_tf.flower.records import ReleaseSettings, release_config, release_from_config
 from dpauc_tf.flower.secagg import SecAggSettings
 from dpauc_tf.flower.server import RoundLog, SummedReports
@@ -50,6 +53,7 @@ __all__ = [
     "client_report",
     "client_seed",
     "evaluate",
+    "evaluate_multiclass",
     "evaluate_reply",
     "evaluate_round",
     "make_client_app",

@@ -92,6 +92,39 @@ def client_report(
     return {key: np.asarray(release[key].numpy(), np.float64) for key in sorted(release)}
 
 
+def multiclass_client_report(
+    mechanism,
+    thresholds,
+    labels,
+    scores,
+    *,
+    seed=None,
+    repeats: int | None = None,
+) -> dict[str, np.ndarray]:
+    """One client's one-vs-rest report: its ``[C, T + 1]`` class counts
+    ([`one_vs_rest_counts`][dpauc_tf.mechanisms.multiclass.one_vs_rest_counts]) released by
+    ``mechanism`` (a [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest]), as NumPy.
+
+    ``labels``: class ids ``[n]`` or one-hot ``[n, C]``; ``scores``: ``[n, C]`` in [0, 1].
+    An empty client (``n = 0``) reports zeros plus its noise.
+    """
+    from dpauc_tf.mechanisms.multiclass import one_vs_rest_counts
+
+    scores = np.asarray(scores, np.float64)
+    if scores.size == 0:
+        scores = scores.reshape(0, mechanism.num_classes)
+        labels = np.zeros(0)
+    pos, neg = one_vs_rest_counts(
+        labels,
+        scores,
+        thresholds,
+        mechanism.num_classes,
+        integer_weights=bool(mechanism.capabilities.integer_counts),
+    )
+    release = mechanism.release(pos, neg, seed=seed, repeats=repeats)
+    return {key: np.asarray(release[key].numpy(), np.float64) for key in sorted(release)}
+
+
 def model_client_report(
     mechanism,
     thresholds,
@@ -140,8 +173,9 @@ def evaluate_reply(
     Args:
       message: the evaluate message the server (`DPAUCStrategy`)
         sent; its ``"config"`` ConfigRecord describes the release.
-      labels: this client's 0/1 labels.
-      scores: this client's scores in [0, 1] (same length).
+      labels: this client's 0/1 labels (for a one-vs-rest release: class ids ``[n]`` or
+        one-hot ``[n, C]``).
+      scores: this client's scores in [0, 1] (same length; one-vs-rest: ``[n, C]``).
       seed: this client's own seed (``None``: the operating system's entropy; a ``[2]``
         seed, e.g. [`client_seed`][], for reproducible experiments).
 
@@ -156,6 +190,21 @@ def evaluate_reply(
     from flwr.app import Message
 
     settings = release_from_config(_config_of(message))
+    if settings.multiclass:
+        try:
+            report = multiclass_client_report(
+                settings.mechanism(),
+                settings.spec.thresholds,
+                labels,
+                scores,
+                seed=seed,
+                repeats=settings.repeats,
+            )
+        except ValueError as error:
+            raise ValueError(f"this client: {error}") from None
+        rows = float(np.shape(scores)[0]) if np.size(scores) else 0.0
+        vector = flatten_report(report, num_examples=rows)
+        return Message(report_record(vector, settings.layout), reply_to=message)
     labels, scores = checked_examples(labels, scores)
     report = client_report(
         settings.mechanism(),
@@ -348,5 +397,6 @@ __all__ = [
     "make_client_app",
     "model_client_report",
     "model_evaluate_reply",
+    "multiclass_client_report",
     "secagg_evaluate_mod",
 ]

@@ -198,6 +198,39 @@ def evaluate(
             f"mechanism {mechanism!r} cannot run on Flower (dpauc_tf.flower.evaluate): its "
             "client step is not a release of bucket counts"
         )
+    return run_round(
+        spec,
+        clients,
+        seed=seed,
+        repeats=int(repeats),
+        vanishing=vanishing,
+        secure_shares=secure_shares,
+        num_shares=num_shares,
+        reconstruction_threshold=reconstruction_threshold,
+        observe_replies=observe_replies,
+        engine=engine,
+        round_timeout=round_timeout,
+    )
+
+
+def run_round(
+    spec,
+    clients: Sequence,
+    *,
+    seed: int | None,
+    repeats: int,
+    vanishing: frozenset,
+    secure_shares: int | None,
+    num_shares,
+    reconstruction_threshold,
+    observe_replies,
+    engine: str,
+    round_timeout: float | None,
+) -> FlowerEvaluation:
+    """One round of ``spec`` (a ``ReleaseSpec`` or a ``MultiClassSpec``) over ``clients``
+    (checked ``(scores, labels)`` pairs) on the chosen engine: the part [`evaluate`][] and
+    [`dpauc_tf.flower.multiclass.evaluate_multiclass`][] share."""
+    num_clients = len(clients)
     secure = spec.capabilities.secure
     if secure and num_clients < 2:
         raise ValueError("SecAgg+ needs at least 2 clients; use a local mechanism for one")
@@ -218,7 +251,7 @@ def evaluate(
         else None
     )
     details = RoundDetails(RoundLog(num_clients=num_clients, timeout=round_timeout))
-    outcome: list[AUCResult] = []
+    outcome: list = []
     errors: list[BaseException] = []
 
     from flwr.serverapp import ServerApp
@@ -234,7 +267,7 @@ def evaluate(
                     grid,
                     spec,
                     node_ids=wait_for_nodes(grid, num_clients),
-                    repeats=int(repeats),
+                    repeats=repeats,
                     secagg=settings,
                     timeout=round_timeout,
                     observe_replies=observe_replies,

@@ -33,6 +33,7 @@ import numpy as np
 
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.flower.encoding import LimbLayout
+from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
 from dpauc_tf.mechanisms.release import ReleaseSpec, check_repeats
 
 RELEASE_KEY = "dpauc.release"  # in the evaluate message's ConfigRecord ("config")
@@ -46,13 +47,15 @@ class ReleaseSettings:
     """One evaluation's settings as every client receives them.
 
     Attributes:
-      spec: the release (its ``seed`` is always ``None`` here: seeds stay on the clients).
+      spec: the release (its ``seed`` is always ``None`` here: seeds stay on the clients); a
+        [`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] for a
+        one-vs-rest release (every client reports its ``[C, T + 1]`` class counts).
       num_clients: the clients the secure mechanisms' noise shares are sized for.
       repeats: independent releases in this round.
       limb_bits: SecAgg+'s limb width (secure mechanisms), else ``None``.
     """
 
-    spec: ReleaseSpec
+    spec: ReleaseSpec | MultiClassSpec
     num_clients: int
     repeats: int = 1
     limb_bits: int | None = None
@@ -60,6 +63,10 @@ class ReleaseSettings:
     @property
     def secure(self) -> bool:
         return self.spec.capabilities.secure
+
+    @property
+    def multiclass(self) -> bool:
+        return isinstance(self.spec, MultiClassSpec)
 
     @property
     def layout(self) -> LimbLayout | None:
@@ -72,7 +79,10 @@ class ReleaseSettings:
     def report_shapes(self) -> dict[str, tuple[int, ...]]:
         """Shape of every array of one client's release (sorted keys), from the mechanism."""
         mechanism = self.mechanism()
-        zeros = np.zeros(mechanism.count_thresholds(self.spec.thresholds).num_buckets)
+        if self.multiclass:
+            zeros = np.zeros((self.spec.num_classes, self.spec.thresholds.num_buckets))
+        else:
+            zeros = np.zeros(mechanism.count_thresholds(self.spec.thresholds).num_buckets)
         release = mechanism.release(zeros, zeros, seed=0, repeats=self.repeats)
         return {key: tuple(release[key].shape) for key in sorted(release)}
 
@@ -82,7 +92,7 @@ class ReleaseSettings:
 
 
 def release_config(
-    spec: ReleaseSpec,
+    spec: ReleaseSpec | MultiClassSpec,
     *,
     num_clients: int,
     repeats: int = 1,
@@ -91,7 +101,8 @@ def release_config(
     """The evaluate message's config entry describing the release (``{RELEASE_KEY: json}``).
 
     ``layout`` is required for the secure mechanisms (SecAgg+'s limbs) and refused for the
-    others. The spec's seed is not sent.
+    others. The spec's seed is not sent; a ``MultiClassSpec`` adds its number of classes
+    and headline average.
     """
     check_repeats(repeats)
     if spec.capabilities.secure and layout is None:
@@ -110,6 +121,9 @@ def release_config(
         "repeats": int(repeats),
         "limb_bits": None if layout is None else layout.bits,
     }
+    if isinstance(spec, MultiClassSpec):
+        body["num_classes"] = spec.num_classes
+        body["average"] = spec.average
     return {RELEASE_KEY: json.dumps(body)}
 
 
@@ -126,7 +140,7 @@ def release_from_config(config: Mapping[str, Any]) -> ReleaseSettings:
         thresholds = Thresholds(
             tuple(float(v) for v in body["thresholds"]), bool(body["inclusive"]), body["grid"]
         )
-        spec = ReleaseSpec(
+        common = dict(
             mechanism=str(body["mechanism"]),
             epsilon=body["epsilon"],
             delta=body["delta"],
@@ -134,6 +148,12 @@ def release_from_config(config: Mapping[str, Any]) -> ReleaseSettings:
             options=tuple((str(k), _frozen(v)) for k, v in body["options"]),
             seed=None,
         )
+        if body.get("num_classes") is not None:
+            spec = MultiClassSpec(
+                num_classes=int(body["num_classes"]), average=str(body["average"]), **common
+            )
+        else:
+            spec = ReleaseSpec(**common)
         settings = ReleaseSettings(
             spec=spec,
             num_clients=int(body["num_clients"]),

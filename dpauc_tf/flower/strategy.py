@@ -86,7 +86,11 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
     Keys: ``mechanism`` (default ``"histogram"``), ``epsilon`` (a number, or ``"none"``: no
     noise, NOT private), ``delta``, ``num-thresholds`` (default 200), ``threshold-grid``
     (``"tf"`` or ``"reference"``) and ``mechanism-options`` (a JSON object, e.g.
-    ``'{"estimator": "mann-whitney-smooth"}'``). Unknown names fail in one line.
+    ``'{"estimator": "mann-whitney-smooth"}'``). Unknown names fail in one line. With
+    ``num-classes`` (an int >= 2) the release is one-vs-rest: a
+    [`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] (``average``:
+    ``"macro"``, ``"weighted"`` or ``"micro"``; the ``"tf"`` grid only), and the clients
+    reply with their ``[n, C]`` scores and class ids.
     """
     import json
 
@@ -103,6 +107,22 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
         options = json.loads(options) if isinstance(options, str) else dict(options)
     except json.JSONDecodeError as error:
         raise ValueError(f"mechanism-options must be a JSON object: {error}") from None
+    num_classes = run_config.get("num-classes")
+    if num_classes not in (None, "none", 0):
+        from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
+
+        if str(run_config.get("threshold-grid", "tf")) != "tf":
+            raise ValueError('num-classes (one-vs-rest) supports threshold-grid "tf" only')
+        return MultiClassSpec.make(
+            str(run_config.get("mechanism", "histogram")),
+            epsilon=None if epsilon is None else float(epsilon),
+            delta=None if delta in (None, "none") else float(delta),
+            num_classes=num_classes,
+            num_thresholds=int(run_config.get("num-thresholds", DEFAULT_NUM_THRESHOLDS)),
+            options=options,
+            seed=seed,
+            average=str(run_config.get("average", "macro")),
+        )
     return ReleaseSpec.make(
         str(run_config.get("mechanism", "histogram")),
         epsilon=None if epsilon is None else float(epsilon),
@@ -207,6 +227,8 @@ def evaluate_round(
         raise ValueError(_no_report_reason(details.log, secagg))
     groups = (summed.num_reporting,) if not graphs else tuple(unmasked_groups(*graphs[0]))
     details.unmasked_groups = groups
+    if settings.multiclass:
+        return _finish_multiclass(spec, summed, len(nodes), groups)
     result = finish_release(
         spec,
         summed.release,
@@ -342,6 +364,22 @@ def _split_groups(result: AUCResult, spec: ReleaseSpec, num_clients: int, groups
     )
 
 
+def _finish_multiclass(spec, summed: SummedReports, num_clients: int, groups):
+    """The one-vs-rest release of the summed reports; when dropouts split SecAgg+'s
+    neighbourhoods, the guarantee is the one the smallest unmaskable group's shares achieve."""
+    from dpauc_tf.mechanisms.multiclass_release import finish_multiclass
+
+    split = len(groups) > 1 and spec.epsilon is not None
+    result = finish_multiclass(
+        spec,
+        summed.release,
+        num_examples=summed.num_examples,
+        num_clients=num_clients,
+        num_reporting=min(groups) if split else summed.num_reporting,
+    )
+    return dataclasses.replace(result, num_reporting=summed.num_reporting) if split else result
+
+
 def _no_report_reason(log: RoundLog, settings: SecAggSettings | None) -> str:
     text = "no report reached the server"
     described = log.describe()
@@ -362,7 +400,7 @@ def achieved_event(result: AUCResult):
 
     return dp_accounting.SelfComposedDpEvent(
         dp_accounting.EpsilonDeltaDpEvent(float(result.epsilon), float(result.delta)),
-        result.repeats,
+        int(np.size(result.aucs)),
     )
 
 
@@ -386,7 +424,8 @@ class DPAUCStrategy:
     Args:
       strategy: the training strategy (``FedAvg()``, ...).
       spec: the release of every evaluation (`spec_from_run_config` builds it from the
-        app's config).
+        app's config); a ``MultiClassSpec`` (``num-classes`` in the config) makes every
+        round one-vs-rest, with a ``MultiClassResult`` per round.
       ledger: charged before every evaluation (refused with
         [`BudgetExceededError`][dpauc_tf.privacy.ledger.BudgetExceededError] if it would exceed its budget,
         before any report is sent); when fewer reports arrive than a secure mechanism's
@@ -516,14 +555,16 @@ def _strategy_class():
             result = self.results.get(int(server_round))
             if result is None:
                 return None
-            return MetricRecord(
-                {
-                    "dpauc-auc": result.auc,
-                    "dpauc-epsilon": -1.0 if result.epsilon is None else result.epsilon,
-                    "dpauc-num-reporting": int(result.num_reporting or 0),
-                    "dpauc-num-clients": int(result.num_clients or 0),
-                }
-            )
+            metrics = {
+                "dpauc-auc": result.auc,
+                "dpauc-epsilon": -1.0 if result.epsilon is None else result.epsilon,
+                "dpauc-num-reporting": int(result.num_reporting or 0),
+                "dpauc-num-clients": int(result.num_clients or 0),
+            }
+            for average in ("macro", "weighted", "micro"):  # a one-vs-rest release
+                if hasattr(result, average):
+                    metrics[f"dpauc-{average}"] = float(getattr(result, average)[0])
+            return MetricRecord(metrics)
 
     _DPAUCStrategy.__name__ = _DPAUCStrategy.__qualname__ = "DPAUCStrategy"
     _CLASS.append(_DPAUCStrategy)

@@ -109,6 +109,22 @@ class MultiClassSpec:
 
         return derive_seed(self.seed, "one-vs-rest", *keys)
 
+    @property
+    def capabilities(self):
+        """The class mechanism's registry entry (as ``ReleaseSpec.capabilities``)."""
+        from dpauc_tf.mechanisms.registry import mechanism_spec
+
+        return mechanism_spec(self.mechanism).capabilities
+
+    def check_releases_counts(self, surface: str) -> None:
+        """As ``ReleaseSpec``'s; a one-vs-rest spec always releases bucket counts
+        ([`OneVsRest`][] refuses every other mechanism when the spec is made)."""
+        del surface
+
+    def check_summable(self, num_clients: int, surface: str) -> None:
+        """As ``ReleaseSpec``'s; one-vs-rest releases are curves, so they always sum."""
+        del num_clients, surface
+
 
 @functools.lru_cache(maxsize=64)
 def _build(spec: MultiClassSpec, num_clients: int) -> OneVsRest:

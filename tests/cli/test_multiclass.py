@@ -145,3 +145,45 @@ def test_errors_are_one_line(capsys, csv_path, extra, message):
     err = capsys.readouterr().err.strip()
     assert err.startswith("dpauc: error:") and len(err.splitlines()) == 1
     assert re.search(message, err), err
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.parametrize(
+    ("backend", "module", "message"),
+    [("tff", "tensorflow_federated", "TensorFlow Federated"), ("flower", "flwr", "Flower")],
+)
+def test_a_backend_whose_world_is_not_installed_is_one_line(
+    capsys, csv_path, backend, module, message
+):
+    if _has(module):
+        pytest.skip(f"{module} is installed in this world")
+    argv = ["multiclass", "--scores", str(csv_path), "--class-column", "y"]
+    assert main([*argv, "--score-columns", "p0,p1,p2", "--backend", backend]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dpauc: error:") and len(err.splitlines()) == 1 and message in err
+
+
+@pytest.mark.parametrize(
+    ("backend", "module"), [("tff", "tensorflow_federated"), ("flower", "flwr")]
+)
+def test_federated_backends_equal_the_simulation(capsys, monkeypatch, csv_path, backend, module):
+    if not _has(module):
+        pytest.skip(f"--backend {backend} needs {module}")
+    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+    base = ["--scores", csv_path, "--class-column", "y", "--score-columns", "p0,p1,p2"]
+    base += ["--num-thresholds", "50", "--clients", "4", "--client-column", "client"]
+    simulated = _json(capsys, *base)
+    federated = _json(capsys, *base, "--backend", backend)
+    assert federated["backend"] == backend and federated["num_clients"] == 4
+    for key in ("macro", "weighted", "micro", "class_aucs"):
+        assert federated[key] == pytest.approx(simulated[key], abs=1e-12)
+    noisy = _json(
+        capsys, *base, "--backend", backend, "--epsilon", "1", "--mechanism", "secure-histogram"
+    )
+    assert noisy["epsilon"] == 1.0 and noisy["num_reporting"] == 4
+    assert "4 client shares" in noisy["privacy"]

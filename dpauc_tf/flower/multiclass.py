@@ -1,0 +1,170 @@
+"""``evaluate_multiclass``: one-vs-rest (multi-class) DP-AUC in one Flower round.
+
+The multi-class release path on Flower's pieces: the server sends a
+[`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] in the evaluate
+message's config (`dpauc_tf.flower.records`: the binary release's JSON plus
+``num_classes`` and ``average``); every client answers with
+[`evaluate_reply`][dpauc_tf.flower.client.evaluate_reply] of its ``[n, C]`` scores and
+class ids, which releases its ``[C, T + 1]`` class counts through the
+[`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest] mechanism (local noise, or one
+integer share masked by SecAgg+ for the secure mechanisms); the server sums the reports and
+[`finish_multiclass`][dpauc_tf.mechanisms.multiclass_release.finish_multiclass] gives one
+[`MultiClassResult`][dpauc_tf.mechanisms.multiclass_release.MultiClassResult]. In a Flower
+app, ``num-classes`` in the run config makes `spec_from_run_config` return such a spec, and
+`DPAUCStrategy` runs it in every evaluate round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.flower.evaluate import (
+    DEFAULT_ROUND_TIMEOUT,
+    ENGINES,
+    FlowerEvaluation,
+    checked_round_timeout,
+    require_flower,
+    run_round,
+)
+
+
+def checked_multiclass_clients(
+    client_data: Sequence, num_classes: int | None
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
+    """Every client's ``(scores [n, C], class ids [n])``, checked in the caller's process
+    (one-line ``ValueError`` naming the client), and ``C``."""
+    from dpauc_tf.mechanisms.multiclass import check_num_classes, to_one_hot
+
+    clients = []
+    for index, item in enumerate(client_data):
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise TypeError(f"client {index}: expected a (scores [n, C], labels) pair")
+        scores = np.asarray(item[0], np.float64)
+        if scores.size == 0 and num_classes is not None:
+            scores = scores.reshape(0, num_classes)
+        if scores.ndim != 2 or (num_classes is not None and scores.shape[1] != num_classes):
+            want = "C" if num_classes is None else str(num_classes)
+            raise ValueError(
+                f"client {index}: scores must have shape [n, {want}] (one column per class), "
+                f"got {scores.shape}"
+            )
+        num_classes = check_num_classes(scores.shape[1])
+        labels = np.asarray(item[1])
+        try:
+            one_hot = to_one_hot(labels.reshape(0) if labels.size == 0 else labels, num_classes)
+        except ValueError as error:
+            raise ValueError(f"client {index}: {error}") from None
+        if one_hot.shape[0] != scores.shape[0]:
+            raise ValueError(
+                f"client {index}: {one_hot.shape[0]} labels for {scores.shape[0]} rows"
+            )
+        bad = ~np.isfinite(scores) | (scores < 0) | (scores > 1)
+        if bad.any():
+            raise ValueError(
+                f"client {index}: scores must be finite and in [0, 1] (probabilities); "
+                f"{int(bad.sum())} are not (e.g. {scores[bad][0]:g})"
+            )
+        clients.append((scores, one_hot.argmax(axis=1).astype(np.float64)))
+    if not clients:
+        raise ValueError("need at least one client")
+    return clients, int(num_classes)
+
+
+def evaluate_multiclass(
+    client_data: Sequence,
+    *,
+    epsilon: float | None,
+    mechanism: str = "histogram",
+    num_classes: int | None = None,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+    delta: float | None = None,
+    average: str = "macro",
+    mechanism_options: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    repeats: int = 1,
+    vanishing_clients: Iterable[int] = (),
+    num_shares: int | float | None = None,
+    reconstruction_threshold: int | float | None = None,
+    observe_replies: Callable[[Any], None] | None = None,
+    engine: str = "simulation",
+    round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
+) -> FlowerEvaluation:
+    """Federated one-vs-rest label-DP AUC of ``C``-class scores in one Flower round.
+
+    Args:
+      client_data: one ``(scores, labels)`` pair per client: scores ``[n, C]`` in [0, 1],
+        labels class ids ``[n]`` or one-hot ``[n, C]`` (a client may be empty). Client ``k``
+        is Flower's ``partition-id`` ``k``.
+      epsilon: of one release of all classes (``None``: no noise, NOT private).
+      mechanism: the binary curve mechanism of every class (secure ones run through SecAgg+).
+      num_classes: ``C`` (default: the first client's score columns).
+      num_thresholds: the grid's thresholds.
+      delta: for mechanisms with one.
+      average: the headline average (``macro``, ``weighted``, ``micro``).
+      mechanism_options: the mechanism's options.
+      seed: ``None``: every client draws its own seed; an int derives them (reproducible).
+      repeats: independent releases in the same round (they compose).
+      vanishing_clients: as for [`dpauc_tf.flower.evaluate`][].
+      num_shares: as for [`dpauc_tf.flower.evaluate`][].
+      reconstruction_threshold: as for [`dpauc_tf.flower.evaluate`][].
+      observe_replies: as for [`dpauc_tf.flower.evaluate`][].
+      engine: ``"simulation"`` (Ray) or ``"in-process"``.
+      round_timeout: as for [`dpauc_tf.flower.evaluate`][].
+
+    Returns:
+      A [`FlowerEvaluation`][dpauc_tf.flower.evaluate.FlowerEvaluation] whose ``result`` is
+      the [`MultiClassResult`][dpauc_tf.mechanisms.multiclass_release.MultiClassResult]
+      (``macro``, ``weighted``, ``micro``, ``class_aucs``, ... read through).
+
+    Raises:
+      ImportError: Flower or Ray missing (one line naming the extra).
+      ValueError: bad client data (naming the client), one class, a mechanism that cannot
+        release one-vs-rest counts, or no report arriving.
+    """
+    require_flower()
+    from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
+    from dpauc_tf.mechanisms.registry import check_mechanism_options
+    from dpauc_tf.mechanisms.release import check_repeats
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    round_timeout = checked_round_timeout(round_timeout)
+    repeats = check_repeats(repeats)
+    clients, num_classes = checked_multiclass_clients(client_data, num_classes)
+    vanishing = frozenset(int(k) for k in vanishing_clients)
+    if any(not 0 <= k < len(clients) for k in vanishing):
+        raise ValueError(f"vanishing_clients must be client indices in [0, {len(clients)})")
+    options = check_mechanism_options(
+        mechanism,
+        mechanism_options,
+        entry="dpauc_tf.flower.evaluate_multiclass",
+        num_clients="(the noise shares are sized for every client)",
+    )
+    spec = MultiClassSpec.make(
+        mechanism,
+        epsilon=epsilon,
+        num_classes=num_classes,
+        num_thresholds=num_thresholds,
+        delta=delta,
+        options=options,
+        average=average,
+    )
+    if not spec.capabilities.federated:
+        raise ValueError(f"mechanism {mechanism!r} cannot run on Flower (it is not federated)")
+    return run_round(
+        spec,
+        clients,
+        seed=seed,
+        repeats=repeats,
+        vanishing=vanishing,
+        secure_shares=None,
+        num_shares=num_shares,
+        reconstruction_threshold=reconstruction_threshold,
+        observe_replies=observe_replies,
+        engine=engine,
+        round_timeout=round_timeout,
+    )
