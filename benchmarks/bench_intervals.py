@@ -49,9 +49,10 @@ def _cell(value: float, digits: int = 3) -> str:
 def coverage(args) -> None:
     print(
         "| mechanism | n | epsilon | coverage sample | coverage population | width/oracle "
-        "sample | width/oracle population | undefined | seconds |"
+        "sample | width/oracle population | width/quantile oracle sample | [0, 1] intervals | "
+        "undefined | seconds |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     names = args.mechanisms or list(MECHANISMS)
     for label in names:
         name, settings = MECHANISMS[label]
@@ -72,7 +73,9 @@ def coverage(args) -> None:
                 print(
                     f"| {label} | {n:,} | {epsilon:g} | {_cell(out['coverage_sample'])} | "
                     f"{_cell(out['coverage_population'])} | {_cell(out['width_ratio_sample'], 2)} | "
-                    f"{_cell(out['width_ratio_population'], 2)} | {out['undefined']} | "
+                    f"{_cell(out['width_ratio_population'], 2)} | "
+                    f"{_cell(out['width_ratio_quantile_sample'], 2)} | "
+                    f"{out['whole_range_population']} | {out['undefined']} | "
                     f"{time.time() - start:.0f} |",
                     flush=True,
                 )
