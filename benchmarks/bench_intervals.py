@@ -6,7 +6,9 @@ drawn as multinomials, one release per test set). For every setting it prints th
 the nominal 95% interval of both targets (``sample``: this test set's AUC on the counting
 grid; ``population``: 0.75) and the mean width over the oracle's (``2 z`` times the measured
 RMSE of the estimate around the target; for ``auc-only``, the exact Laplace law of each
-release at its released scale, convolved with the measured sampling spread).
+release at its released scale, convolved with the measured sampling spread), the mean width
+over the quantile oracle's (twice the measured 95% quantile of the estimate's distance to
+the sample AUC) and the number of population intervals that are all of [0, 1].
 
 * ``--coverage``: n in {1,000; 10,000; 100,000} x epsilon in {0.1, 1, 8} x the mechanisms
   histogram, secure-histogram (K = 10 real shares; K = 1,000 as the exact law of the sum of
