@@ -12,14 +12,14 @@ covariance ``S``, diagonal):
   twice, because ``g(r) = g(x) + He`` carries the noise.
 
 Where the noise is as large as the counts (a tree's leaves at small ``n``, ``paper``'s ``4T``
-counts below ``n = 100,000``) the curvature term dominates and the plain delta method is
-1.7-1.9x the true variance (``docs/intervals.md``). The unbiased estimate is therefore
+counts at small ``n``) the curvature term dominates and the plain delta method overstates
+the variance (``docs/intervals.md`` measures by how much). The unbiased estimate is therefore
 ``g(r)'S g(r) - tr(HSHS) / 2``, floored at ``tr(HSHS) / 2`` (the variance is at least the
 second-order term).
 
 ``tr(HSHS)`` is estimated by Hutchinson's estimator with Rademacher probes ``z``:
 ``E ||S^1/2 H S^1/2 z||^2`` (one Hessian-vector product per probe, by double
-differentiation). The probes are drawn from a **fixed seed** ([`CURVATURE_SEED`][]), so the
+differentiation). The probes are drawn from a **fixed seed** (``CURVATURE_SEED``), so the
 same release always gives the same interval. ``H`` has rank of the order of the number of
 released entries, which makes a few probes enough.
 

@@ -13,7 +13,7 @@ positive count ``r[b]`` (a flipped positive takes one away), which moves the est
 [`flip_error_quantile`][] draws that law (the total flips of a class are binomial, their
 buckets drawn in proportion to the class's counts), with ``pos``, ``neg`` the release's
 debiased counts, and takes the quantile of ``|A^ - A|``, adding a normal sampling error for
-the population target. The draws come from a **fixed seed** ([`FLIP_SEED`][]): the same
+the population target. The draws come from a **fixed seed** (``FLIP_SEED``): the same
 release always gives the same interval.
 
 Examples:
