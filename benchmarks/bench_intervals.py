@@ -6,7 +6,9 @@ drawn as multinomials, one release per test set). For every setting it prints th
 the nominal 95% interval of both targets (``sample``: this test set's AUC on the counting
 grid; ``population``: 0.75) and the mean width over the oracle's (``2 z`` times the measured
 RMSE of the estimate around the target; for ``auc-only``, the exact Laplace law of each
-release at its released scale, convolved with the measured sampling spread).
+release at its released scale, convolved with the measured sampling spread), the mean width
+over the quantile oracle's (twice the measured 95% quantile of the estimate's distance to
+the sample AUC) and the number of population intervals that are all of [0, 1].
 
 * ``--coverage``: n in {1,000; 10,000; 100,000} x epsilon in {0.1, 1, 8} x the mechanisms
   histogram, secure-histogram (K = 10 real shares; K = 1,000 as the exact law of the sum of
@@ -59,9 +61,10 @@ def _cell(value: float, digits: int = 3) -> str:
 def coverage(args) -> None:
     print(
         "| mechanism | n | epsilon | coverage sample | coverage population | width/oracle "
-        "sample | width/oracle population | undefined | seconds |"
+        "sample | width/oracle population | width/quantile oracle sample | [0, 1] intervals | "
+        "undefined | seconds |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     names = args.mechanisms or list(MECHANISMS)
     for label in names:
         name, settings = MECHANISMS[label]
@@ -82,7 +85,9 @@ def coverage(args) -> None:
                 print(
                     f"| {label} | {n:,} | {epsilon:g} | {_cell(out['coverage_sample'])} | "
                     f"{_cell(out['coverage_population'])} | {_cell(out['width_ratio_sample'], 2)} | "
-                    f"{_cell(out['width_ratio_population'], 2)} | {out['undefined']} | "
+                    f"{_cell(out['width_ratio_population'], 2)} | "
+                    f"{_cell(out['width_ratio_quantile_sample'], 2)} | "
+                    f"{out['whole_range_population']} | {out['undefined']} | "
                     f"{time.time() - start:.0f} |",
                     flush=True,
                 )

@@ -12,7 +12,10 @@ For every release, the interval of [`dpauc_tf.mechanisms.intervals.release_inter
 is checked against the test set's own AUC (``target="sample"``) and against the population
 AUC (``target="population"``), and its width against the *oracle* interval: ``2 z`` times
 the standard deviation, over the simulated sets, of the estimate around the test set's AUC
-(sample) or around the population AUC (population).
+(sample) or around the population AUC (population); and against the *quantile oracle*, twice
+the ``confidence`` quantile of the estimate's distance to the target over the sets (the
+fixed width that covers; the same as the first for a normal error, the fair one for a
+discrete law such as ``rr``'s few flips).
 
 Examples:
     >>> out = simulate_coverage("histogram", n=2000, epsilon=1.0, sets=50, seed=0)
@@ -102,8 +105,11 @@ def simulate_coverage(
 
     Returns a dict: ``coverage_sample``, ``coverage_population`` (shares of the defined
     releases whose interval holds the target), ``width_ratio_sample``,
-    ``width_ratio_population`` (mean width over the oracle's), ``undefined`` (releases whose
-    AUC is undefined), ``privacy_ratio`` (median privacy std over sampling SE), the settings.
+    ``width_ratio_population`` (mean width over the oracle's), ``width_ratio_quantile_sample``
+    and ``_population`` (over the quantile oracle's), ``whole_range_sample`` and
+    ``_population`` (defined releases whose interval is all of [0, 1]: the noise swamps the
+    data), ``undefined`` (releases whose AUC is undefined), ``privacy_ratio`` (median privacy
+    std over sampling SE), the settings.
     """
     from dpauc_tf.mechanisms import get_mechanism
     from dpauc_tf.mechanisms.intervals import (
@@ -170,6 +176,11 @@ def simulate_coverage(
             sampling = 0.0 if target == "sample" else float(np.var(truths["sample"]))
             oracle = np.mean(2 * laplace_normal_quantile(scale, np.sqrt(sampling), 1 - confidence))
         out[f"coverage_{target}"] = float(covered.mean()) if covered.size else math.nan
+        out[f"whole_range_{target}"] = int(np.sum((low <= 0.0) & (high >= 1.0)))
+        quantile = np.quantile(np.abs(estimate - truth), confidence) if estimate.size else 0.0
+        out[f"width_ratio_quantile_{target}"] = (
+            float(np.mean(high - low) / (2 * quantile)) if quantile > 0 else math.nan
+        )
         out[f"width_ratio_{target}"] = (
             float(np.mean(high - low) / oracle) if estimate.size else math.nan
         )

@@ -17,6 +17,9 @@ Variances (``docs/intervals.md`` has the formulas and the measured coverage):
   of the mechanism's own estimator, without its final clip, at the released values). For a
   histogram this is [`dpauc_tf.core.sampling_variance.count_noise_variance`][]. For ``rr``
   the flipped count of a bucket has variance ``n[b] p (1 - p)`` (``n[b]`` is released).
+  Less the curvature that the gradient at the noisy values counts twice
+  ([`dpauc_tf.mechanisms.interval_curvature`][]); ``rr`` with fewer than 3 expected flips:
+  the quantile of the flips' exact law ([`dpauc_tf.mechanisms.interval_flips`][]).
 * sampling error: DeLong's variance ([`dpauc_tf.core.sampling_variance.delong_variance`][])
   of the projected counts (monotone, non-negative), or for ``auc-only``, which releases no
   counts, Hanley & McNeil's from the AUC, the noisy ``min(P, N)`` and the public ``n``.
@@ -57,6 +60,8 @@ from dpauc_tf.core.postprocessing import (
     within_bucket_correction,
 )
 from dpauc_tf.core.sampling_variance import delong_variance, hanley_mcneil_variance
+from dpauc_tf.mechanisms.interval_curvature import curvature_trace
+from dpauc_tf.mechanisms.interval_flips import flip_error_quantile
 from dpauc_tf.noise.exact import discrete_laplace_variance
 
 TARGETS = ("sample", "population")
@@ -293,11 +298,15 @@ def privacy_variance(
     release: Mapping[str, Any],
     copies: float = 1.0,
     num_examples: float | None = None,
+    *,
+    second_order: bool = True,
 ) -> np.ndarray:
-    """First-order variance ``[...]`` of ``mechanism.estimate_auc(release)`` from the noise
-    (delta method at the released values); ``copies`` scales the stated noise variance
-    ([`noise_copies`][]). ``auc-only``: the released Laplace scale's ``2 b^2`` (its share
-    of epsilon on the count may depend on the public ``num_examples``)."""
+    """The variance ``[...]`` of ``mechanism.estimate_auc(release)`` from the noise: the
+    delta method at the released values, less the curvature it counts twice there
+    ([`dpauc_tf.mechanisms.interval_curvature`][]; ``second_order=False``: the plain delta
+    method); ``copies`` scales the stated noise variance ([`noise_copies`][]).
+    ``auc-only``: the released Laplace scale's ``2 b^2`` (its share of epsilon on the count
+    may depend on the public ``num_examples``)."""
     check_interval_support(mechanism)
     kind = _kind(mechanism)
     if kind == "auc-only":
@@ -306,24 +315,39 @@ def privacy_variance(
     if kind == "rank-sum":
         scale, count_variance = _rank_sum_laws(mechanism, release)
         return 2.0 * scale**2 + count_variance
+    laws, watched, estimate, raw, grads = _noise_gradients(mechanism, kind, release)
+    variance = np.zeros(np.shape(raw))
+    for law, grad in zip(laws.values(), grads.values(), strict=True):
+        if grad is None:
+            continue
+        variance = variance + np.sum(np.broadcast_to(law, grad.shape) * grad**2, -1)
+    if second_order and kind != "none":
+        # the gradient at the noisy point counts the curvature twice (interval_curvature)
+        half = curvature_trace(estimate, watched, laws) / 2.0
+        variance = np.maximum(variance - half, half)
+    return copies * variance
+
+
+def _noise_gradients(mechanism, kind: str, release: Mapping[str, Any]):
+    """The noise law, the noisy entries, the estimator of them, its value and gradient."""
     laws = release_noise_variances(mechanism, release)
     tensors = {key: tf.constant(np.asarray(value, np.float64)) for key, value in release.items()}
     watched = {key: tensors[key] for key in laws}
-    with tf.GradientTape() as tape:
-        tape.watch(list(watched.values()))
-        inputs = dict(tensors)
+
+    def estimate(noisy: dict[str, tf.Tensor]) -> tf.Tensor:
+        inputs = dict(tensors, **noisy)
         if kind == "rr":  # the flipped negatives are the released totals minus the positives
             total = tf.stop_gradient(tensors["pos"] + tensors["neg"])
-            inputs["neg"] = total - watched["pos"]
-        raw = _raw_estimate(mechanism, kind, inputs)
+            inputs["neg"] = total - noisy["pos"]
+        return _raw_estimate(mechanism, kind, inputs)
+
+    with tf.GradientTape() as tape:
+        tape.watch(list(watched.values()))
+        raw = estimate(watched)
         objective = tf.reduce_sum(tf.where(tf.math.is_finite(raw), raw, tf.zeros_like(raw)))
     grads = tape.gradient(objective, list(watched.values()))
-    variance = np.zeros(np.shape(raw.numpy()))
-    for law, grad in zip(laws.values(), grads, strict=True):
-        if grad is None:
-            continue
-        variance = variance + np.sum(np.broadcast_to(law, grad.shape) * grad.numpy() ** 2, -1)
-    return copies * variance
+    grads = {k: None if g is None else g.numpy() for k, g in zip(watched, grads, strict=True)}
+    return laws, watched, estimate, raw.numpy(), grads
 
 
 def projected_histogram(mechanism, release: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -358,18 +382,21 @@ def _histogram_of(confusion: Confusion) -> tuple[np.ndarray, np.ndarray]:
 RARE_FLIPS = 3.0  # below this expected number of flips the normal law does not hold
 
 
-def _rare_flips_half(mechanism, release, tail: float) -> np.ndarray:
+def _rare_flips_half(mechanism, release, tail: float, sampling) -> np.ndarray:
     """``rr`` with few expected flips ``n p`` (large epsilon, small n): the noise is a
-    handful of discrete jumps, not normal. A conservative half-width: the ``1 - tail``
-    Poisson quantile ``k`` of the number of flips times the largest move of one flip,
-    ``1 / min(P, N)`` (debiased by ``1 / (1 - 2p)``); 0 where ``n p >= RARE_FLIPS``."""
+    handful of discrete jumps, not normal; the half-width is the quantile of the flips' own
+    law ([`dpauc_tf.mechanisms.interval_flips`][]); NaN where ``n p >= RARE_FLIPS``."""
     p = mechanism.flip_probability
-    pos = np.asarray(release["pos"], np.float64).sum(-1)
-    n = pos + np.asarray(release["neg"], np.float64).sum(-1)
-    positives = (pos * (1 - p) - (n - pos) * p) / (1 - 2 * p)
-    smaller = np.maximum(np.minimum(positives, n - positives), 1.0)
-    flips = stats.poisson.ppf(1.0 - tail, n * p)
-    return np.where(n * p < RARE_FLIPS, flips / smaller / (1 - 2 * p), 0.0)
+    n = np.asarray(release["pos"], np.float64).sum(-1) + np.asarray(release["neg"]).sum(-1)
+    rare = np.atleast_1d(n * p < RARE_FLIPS)
+    half = np.full(rare.shape, np.nan)
+    if rare.any():
+        rows = {k: np.atleast_2d(np.asarray(v, np.float64))[rare] for k, v in release.items()}
+        gradient = _noise_gradients(mechanism, "rr", rows)[4]["pos"]
+        pos, neg = projected_histogram(mechanism, rows)
+        variance = np.broadcast_to(np.atleast_1d(sampling), rare.shape)[rare]
+        half[rare] = flip_error_quantile(gradient, pos, neg, p, variance, tail=tail)
+    return half
 
 
 # -- rank-sum: a Laplace draw on the rank sum, the count's noise through P N ---------------
@@ -520,8 +547,11 @@ def release_interval(
     else:
         total = noise + (sampling if target == "population" else 0.0)
         half = stats.norm.ppf(1.0 - tail / 2) * np.sqrt(total)
-    if kind == "rr":
-        half = np.maximum(half, _rare_flips_half(mechanism, release, tail))
+    if kind == "rr":  # few flips: their exact law
+        rare = _rare_flips_half(
+            mechanism, release, tail, sampling if target == "population" else 0.0
+        )
+        half = np.where(np.isfinite(rare), rare.reshape(np.shape(half)), half)
     defined = np.isfinite(auc) & np.isfinite(half)
     low = np.where(defined, np.clip(auc - half, 0.0, 1.0), np.nan)
     high = np.where(defined, np.clip(auc + half, 0.0, 1.0), np.nan)
