@@ -1,10 +1,11 @@
 """What ``dpauc evaluate`` releases when ``--mechanism`` is not given (as ``DPAUC``'s default).
 
->>> import argparse
->>> args = argparse.Namespace(mechanism=None, epsilon=1.0, delta=None, clients=None,
-...                           client_column=None, backend="simulate", plot=None)
->>> resolve_mechanism(args)
-'rank-sum'
+Examples:
+    >>> import argparse
+    >>> args = argparse.Namespace(mechanism=None, epsilon=1.0, delta=None, clients=None,
+    ...                           client_column=None, backend="simulate", plot=None)
+    >>> resolve_mechanism(args)
+    'rank-sum'
 """
 
 from __future__ import annotations

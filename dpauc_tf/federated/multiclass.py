@@ -2,13 +2,13 @@
 
 The same path as the simulate backend
 ([`dpauc_tf.mechanisms.multiclass_release.evaluate_multiclass`][]): a
-[`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] builds the
-[`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest] mechanism for the clients; in one TFF
+[`MultiClassSpec`][] builds the
+[`OneVsRest`][] mechanism for the clients; in one TFF
 round every client counts its ``[C, T + 1]`` one-vs-rest histograms and releases them through
 the class mechanism (local noise, or one integer noise share for the secure mechanisms, summed
 by ``tff.federated_secure_sum_bitwidth``); the server adds the reports up and
-[`finish_multiclass`][dpauc_tf.mechanisms.multiclass_release.finish_multiclass] turns the sum
-into one [`MultiClassResult`][dpauc_tf.mechanisms.multiclass_release.MultiClassResult].
+[`finish_multiclass`][] turns the sum
+into one [`MultiClassResult`][].
 Client ``k``'s seed of repeat ``r`` is ``spec.seed_for("tff", r, k)``.
 """
 
@@ -59,7 +59,7 @@ def client_arrays_type(num_classes: int) -> tff.Type:
 
 def client_class_counts(client_data, thresholds: Thresholds, num_classes: int, integer: bool):
     """Per-class bucket counts ``(pos, neg)`` ``[C, T + 1]`` of one client's one-hot labels and
-    scores: class ``c``'s [`bucket_counts`][dpauc_tf.core.counts.bucket_counts] of column ``c``
+    scores: class ``c``'s [`bucket_counts`][] of column ``c``
     (what [`one_vs_rest_counts`][dpauc_tf.mechanisms.multiclass.one_vs_rest_counts] computes;
     one call per class, as the graph-mode group-id checks would be dropped unused)."""
     pos, neg = [], []
@@ -208,7 +208,7 @@ def evaluate_multiclass(
     """Federated one-vs-rest label-DP AUC of ``C``-class scores held by clients, in TFF.
 
     Every client counts its ``[C, T + 1]`` per-class histograms and releases them through the
-    [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest] mechanism built for the clients
+    [`OneVsRest`][] mechanism built for the clients
     (local mechanisms: each report private on its own, noise of scale ``4 / epsilon`` per
     count for ``histogram``; secure ones: one share each, the sum carries one draw); the
     server sums the reports (cohort by cohort, as [`dpauc_tf.federated.evaluate`][]) and

@@ -4,7 +4,7 @@ The multi-class release path on Flower's pieces: the server sends a
 [`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] in the evaluate
 message's config (`dpauc_tf.flower.records`: the binary release's JSON plus
 ``num_classes`` and ``average``); every client answers with
-[`evaluate_reply`][dpauc_tf.flower.client.evaluate_reply] of its ``[n, C]`` scores and
+[`evaluate_reply`][] of its ``[n, C]`` scores and
 class ids, which releases its ``[C, T + 1]`` class counts through the
 [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest] mechanism (local noise, or one
 integer share masked by SecAgg+ for the secure mechanisms); the server sums the reports and
@@ -116,7 +116,7 @@ def evaluate_multiclass(
       round_timeout: as for [`dpauc_tf.flower.evaluate`][].
 
     Returns:
-      A [`FlowerEvaluation`][dpauc_tf.flower.evaluate.FlowerEvaluation] whose ``result`` is
+      A [`FlowerEvaluation`][] whose ``result`` is
       the [`MultiClassResult`][dpauc_tf.mechanisms.multiclass_release.MultiClassResult]
       (``macro``, ``weighted``, ``micro``, ``class_aucs``, ... read through).
 

@@ -48,7 +48,7 @@ class ReleaseSettings:
 
     Attributes:
       spec: the release (its ``seed`` is always ``None`` here: seeds stay on the clients); a
-        [`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] for a
+        [`MultiClassSpec`][] for a
         one-vs-rest release (every client reports its ``[C, T + 1]`` class counts).
       num_clients: the clients the secure mechanisms' noise shares are sized for.
       repeats: independent releases in this round.
