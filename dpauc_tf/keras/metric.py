@@ -400,8 +400,8 @@ class DPAUC(tf.keras.metrics.Metric):
             return
         checks.check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
         pos, neg = tf_counts.batch_counts(self, y_true, y_pred, sample_weight)
-        self.positives.assign_add(pos)
-        self.negatives.assign_add(neg)
+        tf_counts.add_to(self.positives, pos)
+        tf_counts.add_to(self.negatives, neg)
 
     def _counts(self):
         if not self._counts_built:
