@@ -185,3 +185,21 @@ def test_config_round_trip_before_and_after_the_first_update():
     assert after["num_classes"] == 5 and {**after, "num_classes": None} == config
     rebuilt = DPMultiClassAUC.from_config(after)  # the state exists at construction
     assert rebuilt.get_config() == after and rebuilt.counts()[0].shape == (5, 31)
+
+
+def test_a_saved_model_reloads_with_the_inferred_classes(tmp_path):
+    labels, _, _ = _data(n=300, classes=3, seed=7)
+    x = np.random.default_rng(8).normal(size=(300, 5)).astype(np.float32)
+    x[:, 0] += labels
+    model = _model()
+    model.compile(
+        optimizer="adam",
+        loss="sparse_categorical_crossentropy",
+        metrics=[DPMultiClassAUC(epsilon=None, num_thresholds=20, name="mc")],
+    )
+    model.fit(x, labels, epochs=1, verbose=0)
+    before = model.evaluate(x, labels, verbose=0, return_dict=True)["mc"]
+    model.save(tmp_path / "model.keras")
+    loaded = tf.keras.models.load_model(tmp_path / "model.keras")
+    after = loaded.evaluate(x, labels, verbose=0, return_dict=True)["mc"]
+    assert after == pytest.approx(before, abs=1e-6)
