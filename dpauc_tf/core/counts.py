@@ -241,14 +241,13 @@ def bucket_counts(
         tf.debugging.assert_less(group_ids, groups, "group ids must be < num_groups")
         segment = segment + group_ids * (2 * num_buckets)
     counts = tf.math.unsorted_segment_sum(weights, segment, 2 * num_buckets * groups)
-    if bad is not None:
-        counts = counts + tf.where(bad, tf.constant(np.nan, dtype), tf.constant(0.0, dtype))
+    if bad is not None:  # one op: the scalar condition broadcasts over the counts
+        counts = tf.where(bad, tf.constant(np.nan, dtype), counts)
     counts = tf.cast(counts, out_dtype)
     if group_ids is not None:
         counts = tf.reshape(counts, [groups, 2, num_buckets])
         return counts[:, 0], counts[:, 1]
-    pos = counts[:num_buckets]
-    neg = counts[num_buckets:]
+    pos, neg = tf.split(counts, 2)  # one op (update_state runs once per batch)
     return pos, neg
 
 

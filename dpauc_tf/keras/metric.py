@@ -151,6 +151,10 @@ class DPAUC(tf.keras.metrics.Metric):
     ```
     """
 
+    # A subclass whose privacy cost does not depend on the number of labels may infer it at
+    # the first update with noise too (DPMultiClassAUC: L1 = 4 whatever C).
+    _labels_inferred_with_noise = False
+
     def __init__(
         self,
         epsilon: float | None = 1.0,
@@ -203,9 +207,8 @@ class DPAUC(tf.keras.metrics.Metric):
         self._count_grid = self._mechanism.count_thresholds(self._thresholds)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
-        self._num_labels = checks.check_labels(
-            multi_label, num_labels, label_weights, private=epsilon is not None
-        )
+        private = epsilon is not None and not self._labels_inferred_with_noise
+        self._num_labels = checks.check_labels(multi_label, num_labels, label_weights, private)
         self._label_weights = None if label_weights is None else [float(w) for w in label_weights]
         self._config = {
             "epsilon": epsilon,
@@ -248,7 +251,7 @@ class DPAUC(tf.keras.metrics.Metric):
             shape = (num_labels, *shape)
         object.__setattr__(self, "_counts_built", True)
         if self._on_jax:
-            self._jax_variables(shape)
+            ops_counts.add_variables(self, shape)
             return
         # At construction in the caller's context (TFF builds metrics in its own graphs).
         with tf.init_scope() if lift else contextlib.nullcontext():
@@ -269,26 +272,6 @@ class DPAUC(tf.keras.metrics.Metric):
                 f"Found rank {len(shape)}. Full shape received for `y_pred`: {shape}"
             )
         self._build_counts(int(shape[1]), lift=True)
-
-    def _jax_variables(self, shape) -> None:
-        """JAX: counts as float32 ``high + low`` halves ``[2 (pos, neg), ...]`` (exact without
-        float64, [`dpauc_tf.keras.ops_counts`][]), and the last release as a metric variable:
-        a jitted step reads only the state Keras passes in, so the value a step shows must
-        be part of it (its float64 original stays on the host)."""
-        import keras
-
-        for half in ("counts_high", "counts_low"):
-            variable = self.add_weight(
-                name=half, shape=(2, *shape), initializer="zeros", dtype="float32"
-            )
-            setattr(self, half, variable)
-        self.released = self.add_weight(
-            name="released",
-            shape=(),
-            initializer=keras.initializers.Constant(float("nan")),
-            dtype="float32",
-        )
-        object.__setattr__(self, "_last_release_host", float("nan"))
 
     @staticmethod
     def _make_generator(seed: int | None) -> tf.random.Generator:
@@ -416,8 +399,8 @@ class DPAUC(tf.keras.metrics.Metric):
             return
         checks.check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
         pos, neg = tf_counts.batch_counts(self, y_true, y_pred, sample_weight)
-        self.positives.assign_add(pos)
-        self.negatives.assign_add(neg)
+        tf_counts.add_to(self.positives, pos)
+        tf_counts.add_to(self.negatives, neg)
 
     def _counts(self):
         if not self._counts_built:

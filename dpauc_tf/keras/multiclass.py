@@ -16,6 +16,7 @@ the labels are converted with ``keras.ops`` and the release runs on the host).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import dp_accounting
@@ -23,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.keras import checks
+from dpauc_tf.keras import checks, ops_counts
 from dpauc_tf.keras.metric import DPAUC
 from dpauc_tf.mechanisms import CountMechanism
 from dpauc_tf.mechanisms.multiclass import (
@@ -46,7 +47,11 @@ class DPMultiClassAUC(DPAUC):
     num_labels=num_classes)`` on one-hot labels (NOT private).
 
     Args:
-      num_classes: the number of classes ``C >= 2`` (required).
+      num_classes: the number of classes ``C >= 2``, or ``None`` (default): inferred at the
+        first ``update_state`` from ``y_pred.shape[-1]``, as Keras'
+        ``AUC(multi_label=True)`` infers ``num_labels`` (also with noise: the guarantee
+        does not depend on ``C``). A later batch with another number of columns is
+        refused; one column is refused (a binary classifier: use [`DPAUC`][]).
       average: ``"macro"`` (default; the mean of the per-class AUCs), ``"weighted"`` (by the
         released class supports) or ``"micro"`` (the AUC of the counts summed over the
         classes), as ``sklearn.metrics.roc_auc_score(multi_class="ovr", average=...)``.
@@ -71,6 +76,10 @@ class DPMultiClassAUC(DPAUC):
         >>> m.update_state([0, 1, 2, 1], [[.8, .1, .1], [.2, .7, .1], [.3, .3, .4], [.6, .3, .1]])
         >>> round(float(m.result()), 4)
         0.9583
+        >>> inferred = DPMultiClassAUC(epsilon=None, num_thresholds=50)  # C at the first update
+        >>> inferred.update_state([0, 1], [[.8, .1, .1], [.2, .7, .1]])
+        >>> inferred.num_classes
+        3
         >>> noisy = DPMultiClassAUC(num_classes=3, epsilon=1.0, seed=0)
         >>> noisy.privacy_statement().epsilon, noisy.mechanism.noise_scale
         (1.0, 4.0)
@@ -82,6 +91,8 @@ class DPMultiClassAUC(DPAUC):
                   metrics=[DPMultiClassAUC(num_classes=10, epsilon=1.0)])
     ```
     """
+
+    _labels_inferred_with_noise = True  # the cost does not depend on C (L1 = 4)
 
     def __init__(
         self,
@@ -97,17 +108,15 @@ class DPMultiClassAUC(DPAUC):
         name: str = "dp_multiclass_auc",
         dtype=None,
     ):
-        if num_classes is None:
-            raise ValueError(
-                "DPMultiClassAUC needs num_classes (the number of score columns, >= 2): "
-                "the metric's counts and its privacy statement depend on it"
-            )
-        num_classes = check_num_classes(num_classes)
+        if num_classes is not None:
+            num_classes = _check_classes(num_classes, "num_classes")
         average = check_average(average)
+        # The class budget, noise and L1 = 4 do not depend on C: without num_classes a
+        # two-class probe gives them until the first update sets C.
         ovr = OneVsRest(
             mechanism,
             epsilon=epsilon,
-            num_classes=num_classes,
+            num_classes=2 if num_classes is None else num_classes,
             num_thresholds=num_thresholds,
             delta=delta,
             options=mechanism_options,
@@ -141,6 +150,31 @@ class DPMultiClassAUC(DPAUC):
             },
         )
 
+    def _infer_classes(self, y_pred) -> None:
+        """The first update without ``num_classes``: ``C = y_pred.shape[-1]`` (as Keras'
+        ``AUC(multi_label=True)`` infers ``num_labels``); the counts are built then, out of
+        any graph being traced (``DPAUC._build_counts``)."""
+        shape = tuple(y_pred.shape)
+        if len(shape) != 2 or shape[-1] is None:
+            raise ValueError(
+                "DPMultiClassAUC(num_classes=None) infers the number of classes from the first "
+                f"batch's predictions, which must have shape [N, C] with C known; got {shape}. "
+                "Pass num_classes."
+            )
+        classes = _check_classes(int(shape[-1]), "predictions' last dimension")
+        config = self._multiclass_config
+        ovr = OneVsRest(
+            config["mechanism"],
+            epsilon=config["epsilon"],
+            num_classes=classes,
+            num_thresholds=config["num_thresholds"],
+            delta=config["delta"],
+            options=config["mechanism_options"],
+        )
+        object.__setattr__(self, "_ovr", ovr)
+        config["num_classes"] = classes  # get_config then rebuilds the same state
+        self._build_counts(classes, lift=True)
+
     # -- what differs from DPAUC --------------------------------------------------------
     @property
     def epsilon(self) -> float | None:
@@ -149,7 +183,8 @@ class DPMultiClassAUC(DPAUC):
         return self._config["epsilon"] if config is None else config["epsilon"]
 
     @property
-    def num_classes(self) -> int:
+    def num_classes(self) -> int | None:
+        """The number of classes, given or inferred at the first update (None before)."""
         return self._multiclass_config["num_classes"]
 
     @property
@@ -158,12 +193,23 @@ class DPMultiClassAUC(DPAUC):
 
     @property
     def one_vs_rest(self) -> OneVsRest:
-        """The release's [`OneVsRest`][]."""
+        """The release's [`OneVsRest`][] (a ``ValueError`` while ``C`` is not known)."""
+        if self.num_classes is None:
+            raise ValueError(
+                "DPMultiClassAUC(num_classes=None) knows the number of classes only after "
+                "its first update_state; pass num_classes to have it before"
+            )
         return self._ovr
 
     def privacy_statement(self) -> PrivacyStatement:
-        """The guarantee of one release of all classes (a class change; L1 = 4)."""
-        return self._ovr.statement()
+        """The guarantee of one release of all classes (a class change; L1 = 4). Before the
+        first update without ``num_classes`` it is already exact (nothing in it but the
+        noise line's ``C`` depends on ``C``), with ``C`` stated as not known yet."""
+        statement = self._ovr.statement()
+        if self.num_classes is not None:
+            return statement
+        noise = statement.noise.replace("(C = 2,", "(C = not known before the first update,", 1)
+        return dataclasses.replace(statement, noise=noise)
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """One release: two classes' events composed (the two a class change touches)."""
@@ -171,6 +217,10 @@ class DPMultiClassAUC(DPAUC):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         try:
+            if self.num_classes is None:
+                self._infer_classes(
+                    ops_counts.as_tensor(y_pred) if self._on_jax else tf.convert_to_tensor(y_pred)
+                )
             one_hot, probabilities = self._inputs(y_true, y_pred)
         except ValueError as error:
             raise checks.as_it_is(error) from None
@@ -184,7 +234,7 @@ class DPMultiClassAUC(DPAUC):
         if y_pred.shape.rank != 2 or y_pred.shape[-1] not in (None, classes):
             raise ValueError(
                 f"DPMultiClassAUC(num_classes={classes}): predictions must have shape "
-                f"[N, {classes}], got {y_pred.shape}"
+                f"[N, {classes}] (the same C in every batch), got {y_pred.shape}"
             )
         if self._multiclass_config["from_logits"]:
             y_pred = tf.nn.softmax(tf.cast(y_pred, tf.float64), axis=-1)
@@ -222,14 +272,12 @@ class DPMultiClassAUC(DPAUC):
         labels, which poison the batch's counts: the value is NaN, never a wrong number)."""
         from keras import ops
 
-        from dpauc_tf.keras import ops_counts
-
         classes = self.num_classes
         y_pred = ops.convert_to_tensor(y_pred)
         if len(y_pred.shape) != 2 or y_pred.shape[-1] != classes:
             raise ValueError(
                 f"DPMultiClassAUC(num_classes={classes}): predictions must have shape "
-                f"[N, {classes}], got {tuple(y_pred.shape)}"
+                f"[N, {classes}] (the same C in every batch), got {tuple(y_pred.shape)}"
             )
         if self._multiclass_config["from_logits"]:
             y_pred = ops.softmax(ops.cast(y_pred, "float32"), axis=-1)
@@ -276,3 +324,13 @@ class DPMultiClassAUC(DPAUC):
     def get_config(self):
         base = tf.keras.metrics.Metric.get_config(self)
         return {**base, **self._multiclass_config}
+
+
+def _check_classes(num_classes, what: str) -> int:
+    """``C >= 2``; one column is a binary classifier's score: DPAUC's, not one-vs-rest."""
+    if not isinstance(num_classes, bool) and num_classes == 1:
+        raise ValueError(
+            f"DPMultiClassAUC: {what} is 1, one score per example: that is a binary "
+            "classifier; use DPAUC (one-vs-rest needs C >= 2 classes)"
+        )
+    return check_num_classes(num_classes)

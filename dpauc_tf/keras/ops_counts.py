@@ -59,6 +59,27 @@ def as_tensor(values):
     return ops.convert_to_tensor(values)
 
 
+def add_variables(metric, shape) -> None:
+    """A metric's state on JAX: the counts as float32 ``high + low`` halves
+    ``[2 (pos, neg), ...]`` (exact without float64), and the last release as a metric
+    variable: a jitted step reads only the state Keras passes in, so the value a step shows
+    must be part of it (its float64 original stays on the host)."""
+    import keras
+
+    for half in ("counts_high", "counts_low"):
+        variable = metric.add_weight(
+            name=half, shape=(2, *shape), initializer="zeros", dtype="float32"
+        )
+        setattr(metric, half, variable)
+    metric.released = metric.add_weight(
+        name="released",
+        shape=(),
+        initializer=keras.initializers.Constant(float("nan")),
+        dtype="float32",
+    )
+    object.__setattr__(metric, "_last_release_host", float("nan"))
+
+
 def _one_per_example(tensor, what: str):
     shape = tuple(tensor.shape)
     if any(dim != 1 for dim in shape[1:]):  # [N], [N, 1], [N, 1, 1], ...: one per example

@@ -51,6 +51,25 @@ def batch_counts(metric, y_true, y_pred, sample_weight):
     return bucket_counts(y_true, y_pred, grid, sample_weight, **options)
 
 
+def add_to(variable, delta) -> None:
+    """``variable.assign_add(delta)`` in one op: Keras 3 adds as a read, an add and an
+    assignment (three ops per call); its TensorFlow backend keeps a ``tf.Variable``
+    inside, which adds in place (also a distribution strategy's sync-on-read variable)."""
+    inner = variable if isinstance(variable, tf.Variable) else getattr(variable, "_value", None)
+    if isinstance(inner, tf.Variable) and not _in_stateless_scope():
+        inner.assign_add(delta)
+    else:
+        variable.assign_add(delta)
+
+
+def _in_stateless_scope() -> bool:
+    if checks.KERAS_MAJOR < 3:
+        return False
+    from keras.src.backend import in_stateless_scope
+
+    return bool(in_stateless_scope())
+
+
 def check_known_weights(weights, max_weight) -> None:
     """Weights known when the step is built (eager calls; Keras 2 traces even those): a
     ``ValueError`` in one line, before the graph's assertion with its traceback."""

@@ -97,4 +97,65 @@ def _fit_no_jit():
     return fit(False)
 
 
+@check("inferred_eager")
+def _inferred_eager():
+    """num_classes=None: C from the first batch, the same values and release as given."""
+    rng = np.random.default_rng(2)
+    scores = rng.dirichlet(np.ones(4), size=600).astype("float32")
+    labels = rng.integers(0, 4, 600)
+    given = DPMultiClassAUC(num_classes=4, epsilon=None, num_thresholds=40)
+    inferred = DPMultiClassAUC(epsilon=None, num_thresholds=40)
+    noisy_given = DPMultiClassAUC(num_classes=4, epsilon=1.0, num_thresholds=40, seed=3)
+    noisy = DPMultiClassAUC(epsilon=1.0, num_thresholds=40, seed=3)
+    early = noisy.privacy_statement()
+    for metric in (given, inferred, noisy_given, noisy):
+        for start in range(0, 600, 200):
+            metric.update_state(labels[start : start + 200], scores[start : start + 200])
+    try:
+        inferred.update_state([0, 1], scores[:2, :3])
+        refused = None
+    except ValueError as error:
+        refused = str(error)
+    return {
+        "given": float(given.result()),
+        "inferred": float(inferred.result()),
+        "noisy_given": float(noisy_given.result()),
+        "noisy": float(noisy.result()),
+        "num_classes": noisy.num_classes,
+        "early_epsilon": early.epsilon,
+        "early_noise": early.noise,
+        "refused": refused,
+        "config_classes": inferred.get_config()["num_classes"],
+    }
+
+
+def fit_inferred(jit: bool):
+    x, _, one_hot = data()
+    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(3, activation="softmax")])
+    model.compile(
+        optimizer="adam",
+        loss="categorical_crossentropy",
+        jit_compile=jit,
+        metrics=[
+            keras.metrics.AUC(num_thresholds=30, multi_label=True, name="auc"),
+            DPMultiClassAUC(epsilon=None, num_thresholds=30, name="mc"),
+            DPMultiClassAUC(epsilon=1.0, num_thresholds=30, seed=0, name="noisy"),
+        ],
+    )
+    history = model.fit(
+        x, one_hot, epochs=2, batch_size=100, verbose=0, validation_data=(x, one_hot)
+    )
+    return {key: [float(v) for v in values] for key, values in history.history.items()}
+
+
+@check("fit_inferred_jit")
+def _fit_inferred_jit():
+    return fit_inferred(True)
+
+
+@check("fit_inferred_no_jit")
+def _fit_inferred_no_jit():
+    return fit_inferred(False)
+
+
 print(json.dumps(OUT))

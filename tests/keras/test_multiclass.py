@@ -149,8 +149,8 @@ def test_bad_labels_are_refused_eagerly_and_in_graphs(labels, message):
 
 
 def test_bad_arguments_are_refused():
-    with pytest.raises(ValueError, match="needs num_classes"):
-        DPMultiClassAUC()
+    with pytest.raises(ValueError, match="must be >= 2"):
+        DPMultiClassAUC(num_classes=0)
     with pytest.raises(ValueError, match="average must be one of"):
         DPMultiClassAUC(num_classes=3, average="samples")
     with pytest.raises(ValueError, match="cannot release one-vs-rest counts"):

@@ -64,3 +64,17 @@ def test_fit_noise_off_equals_keras_and_noisy_is_a_release(checks, name):
         for ours, keras_value in zip(history[prefix + "mc"], history[prefix + "auc"], strict=True):
             assert abs(ours - keras_value) < 1e-6
         assert all(0.0 <= value <= 1.0 for value in history[prefix + "noisy"])
+
+
+def test_num_classes_inferred_eagerly_equals_given(checks):
+    run = _check(checks, "inferred_eager")
+    assert abs(run["inferred"] - run["given"]) < 1e-12
+    assert run["noisy"] == run["noisy_given"]  # same seed, same counts: the same release
+    assert run["num_classes"] == 4 and run["config_classes"] == 4
+    assert run["early_epsilon"] == 1.0 and "C = not known" in run["early_noise"]
+    assert "(the same C in every batch)" in run["refused"]
+
+
+@pytest.mark.parametrize("name", ["fit_inferred_jit", "fit_inferred_no_jit"])
+def test_fit_with_num_classes_inferred(checks, name):
+    test_fit_noise_off_equals_keras_and_noisy_is_a_release(checks, name)
