@@ -75,7 +75,13 @@ def _check_mechanism(name: str, mechanism: CountMechanism) -> None:
     try:
         require(mechanism, "fed_eval")
     except ValueError as error:
-        raise ValueError(f"DPAUC metric {name!r}: {error}") from None
+        hint = ""
+        if mechanism.capabilities.releases == "auc":  # e.g. rank-sum, DPAUC's ROC default
+            hint = (
+                f" ({mechanism.name!r} releases one data holder's AUC: pass "
+                "DPAUC(mechanism='histogram') or 'secure-histogram' for client-side noise)"
+            )
+        raise ValueError(f"DPAUC metric {name!r}: {error}{hint}") from None
 
 
 class ClientNoiseSumFactory(tff.aggregators.UnweightedAggregationFactory):

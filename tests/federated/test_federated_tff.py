@@ -143,7 +143,7 @@ def test_mapreduce_form_compiles_for_local_and_secure_sums():
         assert form.work is not None and form.report is not None
 
 
-def _keras_model_fn(dpauc_epsilon):
+def _keras_model_fn(dpauc_epsilon, mechanism="histogram"):
     spec = (tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([None, 1], tf.float32))
 
     def model_fn():
@@ -158,13 +158,20 @@ def _keras_model_fn(dpauc_epsilon):
             loss=tf.keras.losses.BinaryCrossentropy(),
             input_spec=spec,
             metrics=[
-                DPAUC(epsilon=dpauc_epsilon, num_thresholds=50, name="dp_auc"),
+                DPAUC(epsilon=dpauc_epsilon, num_thresholds=50, name="dp_auc", mechanism=mechanism),
                 tf.keras.metrics.AUC(num_thresholds=50, name="auc"),
                 tf.keras.metrics.BinaryAccuracy(),
             ],
         )
 
     return model_fn
+
+
+def test_the_roc_default_says_which_mechanism_build_fed_eval_takes():
+    """DPAUC(epsilon=...)'s ROC default (rank-sum) releases one holder's AUC: refused, in one
+    line that names the mechanisms that add client-side noise."""
+    with pytest.raises(ValueError, match=r"'rank-sum'.*mechanism='histogram'"):
+        build_dpauc_metrics_aggregation_process(_keras_model_fn(1.0, mechanism=None))
 
 
 def test_build_fed_eval_adds_client_noise_once_and_keeps_other_metrics():
