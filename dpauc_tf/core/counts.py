@@ -25,6 +25,8 @@ instead of a wrong number.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import tensorflow as tf
 
@@ -165,6 +167,17 @@ def _flatten_inputs(y_true, y_pred, sample_weight, dtype, float32_scores: bool =
     return y_true, y_pred, sample_weight
 
 
+class BucketUpdate(NamedTuple):
+    """One batch as per-example updates of the bucket counts: ``pos[index[i]] +=
+    pos_weights[i]``, ``neg[index[i]] += neg_weights[i]``; ``bad`` (scalar bool, or ``None``
+    without validation): the batch breaks an input rule and the counts must become NaN."""
+
+    index: tf.Tensor
+    pos_weights: tf.Tensor
+    neg_weights: tf.Tensor
+    bad: tf.Tensor | None
+
+
 def bucket_counts(
     y_true,
     y_pred,
@@ -178,6 +191,7 @@ def bucket_counts(
     group_ids=None,
     num_groups: int | None = None,
     max_weight: float | None = 1.0,
+    sparse: bool = False,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Counts (weighted) positives and negatives per score bucket.
 
@@ -195,6 +209,9 @@ def bucket_counts(
       num_groups: the number of groups; required with ``group_ids``.
       max_weight: the largest weight allowed (``None``: any finite weight >= 0; only where
         nothing is private).
+      sparse: return the batch as a [`BucketUpdate`][] (one bucket and two weights per
+        example) instead of dense counts: for grids far larger than a batch, whose state
+        is updated in place (``scatter_add``) at O(batch) cost; without ``group_ids``.
 
     Returns:
       ``(pos, neg)``, each of shape ``[T + 1]`` (``[num_groups, T + 1]`` with ``group_ids``):
@@ -240,6 +257,17 @@ def bucket_counts(
         tf.debugging.assert_non_negative(group_ids, "group ids must be >= 0")
         tf.debugging.assert_less(group_ids, groups, "group ids must be < num_groups")
         segment = segment + group_ids * (2 * num_buckets)
+    if sparse:
+        if group_ids is not None:
+            raise ValueError("sparse=True takes no group_ids")
+        positive = segment < num_buckets
+        zero = tf.zeros_like(weights)
+        return BucketUpdate(
+            tf.math.floormod(segment, num_buckets),
+            tf.cast(tf.where(positive, weights, zero), out_dtype),
+            tf.cast(tf.where(positive, zero, weights), out_dtype),
+            bad,
+        )
     counts = tf.math.unsorted_segment_sum(weights, segment, 2 * num_buckets * groups)
     if bad is not None:  # one op: the scalar condition broadcasts over the counts
         counts = tf.where(bad, tf.constant(np.nan, dtype), counts)

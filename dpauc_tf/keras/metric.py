@@ -398,9 +398,7 @@ class DPAUC(tf.keras.metrics.Metric):
             self.counts_low.assign(low)
             return
         checks.check_distributed(self.positives)  # TensorFlow: counts across replicas are synced
-        pos, neg = tf_counts.batch_counts(self, y_true, y_pred, sample_weight)
-        tf_counts.add_to(self.positives, pos)
-        tf_counts.add_to(self.negatives, neg)
+        tf_counts.add_batch(self, y_true, y_pred, sample_weight)
 
     def _counts(self):
         if not self._counts_built:

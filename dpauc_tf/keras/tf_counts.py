@@ -17,15 +17,80 @@ import tensorflow as tf
 from dpauc_tf.core.counts import bucket_counts, weight_message
 from dpauc_tf.keras import checks, ops_counts
 
+# From this many buckets a batch updates the counts in place (``scatter_add``, O(batch))
+# instead of adding a dense [T + 1] batch histogram (O(T + 1) per batch): the mechanisms
+# with a fine grid of their own (rank-sum, auc-only: 2^17 + 1 buckets).
+SPARSE_MIN_BUCKETS = 16_385
 
-def batch_counts(metric, y_true, y_pred, sample_weight):
-    """``(pos, neg)`` of one batch for ``metric`` (float64; ``[L, T + 1]`` multi-label)."""
+
+def add_batch(metric, y_true, y_pred, sample_weight) -> None:
+    """Adds one batch to ``metric``'s counts: dense, or in place for fine grids (one bucket
+    and two weights per example) when the batch has fewer than an eighth as many examples
+    as the grid has buckets (decided in the graph when the batch size is not static). Under
+    XLA, which drops assertions, an input the rules refuse makes the counts NaN: all of them
+    (dense), or the batch's buckets and both end buckets (in place), so that every
+    cumulative count and the AUC are NaN."""
+    buckets = metric._count_grid.num_buckets
+    if metric.multi_label or buckets < SPARSE_MIN_BUCKETS or tf.distribute.has_strategy():
+        return _add_dense(metric, y_true, y_pred, sample_weight)
+    size = tf.convert_to_tensor(y_pred).shape.num_elements()
+    if size is not None:
+        add = _add_sparse if size * 8 < buckets else _add_dense
+        return add(metric, y_true, y_pred, sample_weight)
+    small = tf.size(y_pred) * 8 < buckets
+
+    def sparse():
+        _add_sparse(metric, y_true, y_pred, sample_weight)
+        return tf.constant(True)
+
+    def dense():
+        _add_dense(metric, y_true, y_pred, sample_weight)
+        return tf.constant(False)
+
+    tf.cond(small, sparse, dense)
+    return None
+
+
+def _add_dense(metric, y_true, y_pred, sample_weight) -> None:
+    pos, neg = batch_counts(metric, y_true, y_pred, sample_weight)
+    add_to(metric.positives, pos)
+    add_to(metric.negatives, neg)
+
+
+def _add_sparse(metric, y_true, y_pred, sample_weight) -> None:
+    update = batch_counts(metric, y_true, y_pred, sample_weight, sparse=True)
+    index, pos_weights, neg_weights = update.index, update.pos_weights, update.neg_weights
+    if update.bad is not None:  # a refused input: NaN into the batch's buckets and both ends
+        ends = tf.constant([0, metric._count_grid.num_buckets - 1], index.dtype)
+        index = tf.concat([index, ends], 0)
+        nan = tf.constant(np.nan, tf.float64)
+        pos_weights = tf.where(update.bad, nan, tf.concat([pos_weights, [0.0, 0.0]], 0))
+        neg_weights = tf.where(update.bad, nan, tf.concat([neg_weights, [0.0, 0.0]], 0))
+    scatter_to(metric.positives, index, pos_weights)
+    scatter_to(metric.negatives, index, neg_weights)
+
+
+def scatter_to(variable, index, weights) -> None:
+    """``variable[index[i]] += weights[i]`` in place (duplicates add up)."""
+    inner = variable if isinstance(variable, tf.Variable) else getattr(variable, "_value", None)
+    if isinstance(inner, tf.Variable) and not _in_stateless_scope():
+        inner.scatter_add(tf.IndexedSlices(weights, index))
+    else:
+        size = int(variable.shape[0])
+        variable.assign_add(tf.math.unsorted_segment_sum(weights, index, size))
+
+
+def batch_counts(metric, y_true, y_pred, sample_weight, sparse: bool = False):
+    """``(pos, neg)`` of one batch for ``metric`` (float64; ``[L, T + 1]`` multi-label), or
+    with ``sparse`` its [`BucketUpdate`][dpauc_tf.core.counts.BucketUpdate]."""
     options = {
         "from_logits": metric._config["from_logits"],
         "integer_weights": metric._mechanism.capabilities.integer_counts,
         "max_weight": metric._weight_bound,
         "dtype": tf.float64,
     }
+    if sparse:
+        options["sparse"] = True
     if metric.multi_label:
         return label_counts(metric, y_true, y_pred, sample_weight, options)
     grid = metric._count_grid

@@ -28,7 +28,7 @@ def _ops(metric, weighted: bool) -> collections.Counter:
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_counts_are_added_in_place_in_few_ops(weighted):
-    ops = _ops(DPAUC(epsilon=1.0, num_thresholds=100, seed=0), weighted)
+    ops = _ops(DPAUC(epsilon=1.0, num_thresholds=100, seed=0, mechanism="histogram"), weighted)
     assert ops["AssignAddVariableOp"] == 2
     assert ops["AssignVariableOp"] == 0 and ops["ReadVariableOp"] == 0
     assert ops["Assert"] == (3 if weighted else 2)  # one per rule: labels, scores, weights
@@ -50,3 +50,44 @@ def test_added_in_place_also_with_noise_off_and_multi_label():
         graph = step.get_concrete_function(spec, spec).graph
         types = [op.type for op in graph.get_operations()]
         assert types.count("AssignAddVariableOp") == 2 and "AssignVariableOp" not in types
+
+
+def test_a_fine_grid_is_updated_in_place_per_example_and_equals_the_dense_sum(monkeypatch):
+    """rank-sum (DPAUC's ROC default) counts on 2^17 + 1 buckets: a batch scatters one bucket
+    per example (O(batch)) instead of adding a dense 131,074-bucket histogram; the counts are
+    the dense path's, eagerly, in tf.function and under XLA; a refused input makes them NaN."""
+    import numpy as np
+
+    from dpauc_tf.keras import tf_counts
+
+    metric = DPAUC(epsilon=1.0, seed=0)
+    assert metric.mechanism.name == "rank-sum" and metric.positives.shape[0] == 2**17 + 2
+    ops = _ops(metric, weighted=True)
+    assert ops["ResourceScatterAdd"] == 2 and ops["UnsortedSegmentSum"] == 0, ops
+    rng = np.random.default_rng(0)
+    y = (rng.random(1000) < 0.3).astype(np.float32)
+    p = rng.random(1000).astype(np.float32)
+    w = rng.random(1000).astype(np.float32)
+    results = {}
+    for mode in ("eager", "function", "xla", "dense"):
+        m = DPAUC(epsilon=1.0, seed=0)
+        if mode == "dense":
+            monkeypatch.setattr(tf_counts, "SPARSE_MIN_BUCKETS", 10**9)
+
+        def step(*args, m=m):
+            m.update_state(*args)  # returns None (Keras 2's wrapper returns an op)
+
+        if mode in ("function", "xla", "dense"):
+            step = tf.function(step, jit_compile=mode == "xla")
+        step(y, p, w)
+        step(y, p, w)
+        results[mode] = np.concatenate([np.asarray(m.positives), np.asarray(m.negatives)])
+        monkeypatch.setattr(tf_counts, "SPARSE_MIN_BUCKETS", 16_385)
+    for mode in ("eager", "function", "xla"):
+        np.testing.assert_allclose(results[mode], results["dense"], rtol=0, atol=1e-9)
+    assert results["dense"].sum() == pytest.approx(2 * w.sum())
+    poisoned = DPAUC(epsilon=1.0, seed=0)
+    tf.function(lambda *a: poisoned.update_state(*a) and None, jit_compile=True)(y, p, w * 3)
+    counts = np.asarray(poisoned.positives)
+    assert np.isnan(counts[[0, -1]]).all() and np.isnan(counts.sum())
+    assert np.isnan(float(poisoned.result()))  # nothing of the batch is released
