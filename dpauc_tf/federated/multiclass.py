@@ -34,7 +34,7 @@ from dpauc_tf.federated.evaluate import (
     _expected_count,
     install_secure_sum_context,
 )
-from dpauc_tf.mechanisms.multiclass import OneVsRest, to_one_hot
+from dpauc_tf.mechanisms.multiclass import OneVsRest, check_client_data
 from dpauc_tf.mechanisms.multiclass_release import (
     MultiClassResult,
     MultiClassSpec,
@@ -147,41 +147,9 @@ def multiclass_client_arrays(
     item: Any, num_classes: int | None, index: int = 0, *, from_logits: bool = False
 ) -> collections.OrderedDict:
     """One client's ``(scores [n, C], labels)`` as the TFF input (float32 scores, one-hot
-    labels), checked here in Python: a one-line ``ValueError`` naming client ``index``."""
-    if not (isinstance(item, (tuple, list)) and len(item) == 2):
-        raise TypeError(
-            f"client {index}: each client's data must be a (scores [n, C], labels) pair, got "
-            f"{type(item).__name__}"
-        )
-    try:
-        scores = np.asarray(item[0], np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"client {index}: scores must be numbers ({error})") from None
-    if scores.size == 0 and num_classes is not None:
-        scores = scores.reshape(0, num_classes)
-    if scores.ndim != 2 or (num_classes is not None and scores.shape[1] != num_classes):
-        want = "C" if num_classes is None else str(num_classes)
-        raise ValueError(
-            f"client {index}: scores must have shape [n, {want}] (one column per class), "
-            f"got {scores.shape}"
-        )
-    classes = scores.shape[1]
-    labels = np.asarray(item[1])
-    try:
-        one_hot = to_one_hot(labels.reshape(0) if labels.size == 0 else labels, classes)
-    except ValueError as error:
-        raise ValueError(f"client {index}: {error}") from None
-    if one_hot.shape[0] != scores.shape[0]:
-        raise ValueError(f"client {index}: {one_hot.shape[0]} labels for {scores.shape[0]} rows")
-    if from_logits and scores.size:
-        shifted = scores - scores.max(axis=1, keepdims=True)
-        scores = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
-    bad = ~np.isfinite(scores) | (scores < 0) | (scores > 1)
-    if bad.any():
-        raise ValueError(
-            f"client {index}: scores must be finite and in [0, 1] (probabilities; logits need "
-            f"from_logits=True); {int(bad.sum())} are not (e.g. {scores[bad][0]:g})"
-        )
+    labels), checked here in Python ([`check_client_data`][]): a one-line error naming
+    client ``index``."""
+    scores, one_hot = check_client_data(item, num_classes, index, from_logits=from_logits)
     return collections.OrderedDict(
         score=scores.astype(np.float32), label=one_hot.astype(np.float32)
     )

@@ -37,37 +37,12 @@ def checked_multiclass_clients(
 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
     """Every client's ``(scores [n, C], class ids [n])``, checked in the caller's process
     (one-line ``ValueError`` naming the client), and ``C``."""
-    from dpauc_tf.mechanisms.multiclass import check_num_classes, to_one_hot
+    from dpauc_tf.mechanisms.multiclass import check_client_data
 
     clients = []
     for index, item in enumerate(client_data):
-        if not (isinstance(item, (tuple, list)) and len(item) == 2):
-            raise TypeError(f"client {index}: expected a (scores [n, C], labels) pair")
-        scores = np.asarray(item[0], np.float64)
-        if scores.size == 0 and num_classes is not None:
-            scores = scores.reshape(0, num_classes)
-        if scores.ndim != 2 or (num_classes is not None and scores.shape[1] != num_classes):
-            want = "C" if num_classes is None else str(num_classes)
-            raise ValueError(
-                f"client {index}: scores must have shape [n, {want}] (one column per class), "
-                f"got {scores.shape}"
-            )
-        num_classes = check_num_classes(scores.shape[1])
-        labels = np.asarray(item[1])
-        try:
-            one_hot = to_one_hot(labels.reshape(0) if labels.size == 0 else labels, num_classes)
-        except ValueError as error:
-            raise ValueError(f"client {index}: {error}") from None
-        if one_hot.shape[0] != scores.shape[0]:
-            raise ValueError(
-                f"client {index}: {one_hot.shape[0]} labels for {scores.shape[0]} rows"
-            )
-        bad = ~np.isfinite(scores) | (scores < 0) | (scores > 1)
-        if bad.any():
-            raise ValueError(
-                f"client {index}: scores must be finite and in [0, 1] (probabilities); "
-                f"{int(bad.sum())} are not (e.g. {scores[bad][0]:g})"
-            )
+        scores, one_hot = check_client_data(item, num_classes, index)
+        num_classes = scores.shape[1]
         clients.append((scores, one_hot.argmax(axis=1).astype(np.float64)))
     if not clients:
         raise ValueError("need at least one client")

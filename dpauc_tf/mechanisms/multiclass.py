@@ -148,6 +148,51 @@ def to_one_hot(labels: Any, num_classes: int) -> np.ndarray:
     return np.eye(num_classes, dtype=np.float64)[ids.astype(np.int64)]
 
 
+def check_client_data(
+    item: Any, num_classes: int | None, index: int = 0, *, from_logits: bool | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One federated client's ``(scores [n, C], labels)`` as float64 probabilities and
+    one-hot labels ``[n, C]``, checked in the caller's process: a one-line error naming
+    client ``index``. ``from_logits=True`` applies a softmax first; ``None``: the caller
+    has no such option (the error then does not suggest it)."""
+    if not (isinstance(item, (tuple, list)) and len(item) == 2):
+        raise TypeError(
+            f"client {index}: each client's data must be a (scores [n, C], labels) pair, got "
+            f"{type(item).__name__}"
+        )
+    try:
+        scores = np.asarray(item[0], np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"client {index}: scores must be numbers ({error})") from None
+    if scores.size == 0 and num_classes is not None:
+        scores = scores.reshape(0, num_classes)
+    if scores.ndim != 2 or (num_classes is not None and scores.shape[1] != num_classes):
+        want = "C" if num_classes is None else str(num_classes)
+        raise ValueError(
+            f"client {index}: scores must have shape [n, {want}] (one column per class), "
+            f"got {scores.shape}"
+        )
+    classes = check_num_classes(scores.shape[1])
+    labels = np.asarray(item[1])
+    try:
+        one_hot = to_one_hot(labels.reshape(0) if labels.size == 0 else labels, classes)
+    except ValueError as error:
+        raise ValueError(f"client {index}: {error}") from None
+    if one_hot.shape[0] != scores.shape[0]:
+        raise ValueError(f"client {index}: {one_hot.shape[0]} labels for {scores.shape[0]} rows")
+    if from_logits and scores.size:
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        scores = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    bad = ~np.isfinite(scores) | (scores < 0) | (scores > 1)
+    if bad.any():
+        hint = "" if from_logits is None else "; logits need from_logits=True"
+        raise ValueError(
+            f"client {index}: scores must be finite and in [0, 1] (probabilities{hint}); "
+            f"{int(bad.sum())} are not (e.g. {scores[bad][0]:g})"
+        )
+    return scores, one_hot
+
+
 def one_vs_rest_counts(
     labels: Any,
     scores: Any,
