@@ -48,7 +48,7 @@ import tensorflow as tf
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.base import CountMechanism, float_counts, with_repeats
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
@@ -245,17 +245,9 @@ class AucOnly(CountMechanism):
     def release(self, pos, neg, seed=None, repeats=None):
         """Noisy release; the exact AUC and ``min(P, N)`` are computed once, before the
         ``repeats`` axis (only two scalars per repeat are drawn)."""
-        pos = tf.convert_to_tensor(pos)
-        if not pos.dtype.is_floating:
-            pos = tf.cast(pos, tf.float64)
-        neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
-        exact, smaller, total = self._exact(pos, neg)
-        if repeats is not None:
-            if repeats < 1:
-                raise ValueError(f"repeats must be >= 1, got {repeats}")
-            shape = tf.concat([[repeats], tf.shape(exact)], 0)
-            exact, smaller, total = (tf.broadcast_to(x, shape) for x in (exact, smaller, total))
-        return self._noisy_auc(exact, smaller, total, make_seed(seed))
+        exact, smaller, total = self._exact(*float_counts(pos, neg))
+        stats = with_repeats({"exact": exact, "smaller": smaller, "total": total}, repeats)
+        return self._noisy_auc(stats["exact"], stats["smaller"], stats["total"], make_seed(seed))
 
     @staticmethod
     def _exact(pos, neg):

@@ -146,18 +146,11 @@ class CountMechanism(abc.ABC):
         released (the built-in integer mechanisms do not compile under XLA at all: their
         samplers have no XLA kernel).
         """
-        pos = tf.convert_to_tensor(pos)
-        neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
-        if not pos.dtype.is_floating:
-            pos, neg = tf.cast(pos, tf.float64), tf.cast(neg, tf.float64)
+        pos, neg = float_counts(pos, neg)
         if self._takes_integer_counts():
             pos, neg = self._require_integer_counts(pos, neg)
-        if repeats is not None:
-            if repeats < 1:
-                raise ValueError(f"repeats must be >= 1, got {repeats}")
-            pos = tf.broadcast_to(pos, tf.concat([[repeats], tf.shape(pos)], 0))
-            neg = tf.broadcast_to(neg, tf.concat([[repeats], tf.shape(neg)], 0))
-        return self._noisy_release(pos, neg, make_seed(seed))
+        counts = with_repeats({"pos": pos, "neg": neg}, repeats)
+        return self._noisy_release(counts["pos"], counts["neg"], make_seed(seed))
 
     def _takes_integer_counts(self) -> bool:
         try:
@@ -307,6 +300,31 @@ class CountMechanism(abc.ABC):
             f"{type(self).__name__}(epsilon={self.epsilon!r}, "
             f"num_thresholds={self.num_thresholds!r}, delta={self.delta or None!r}{extra})"
         )
+
+
+def float_counts(pos, neg) -> tuple[tf.Tensor, tf.Tensor]:
+    """``pos, neg`` as tensors of one floating dtype (float64 unless they are floating)."""
+    pos = tf.convert_to_tensor(pos)
+    if not pos.dtype.is_floating:
+        pos = tf.cast(pos, tf.float64)
+    return pos, tf.cast(tf.convert_to_tensor(neg), pos.dtype)
+
+
+def with_repeats(tensors: dict[str, tf.Tensor], repeats: int | None) -> dict[str, tf.Tensor]:
+    """``tensors`` with a leading ``repeats`` axis (broadcast; as they are for ``None``).
+
+    Examples:
+        >>> with_repeats({"a": tf.constant([1.0, 2.0])}, 3)["a"].shape.as_list()
+        [3, 2]
+    """
+    if repeats is None:
+        return tensors
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    return {
+        key: tf.broadcast_to(value, tf.concat([[repeats], tf.shape(value)], 0))
+        for key, value in tensors.items()
+    }
 
 
 def _check_num_thresholds(num_thresholds: int) -> None:

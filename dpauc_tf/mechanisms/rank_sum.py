@@ -49,7 +49,7 @@ import tensorflow as tf
 
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.auc_only import COUNT_RESOLUTION
-from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.base import CountMechanism, float_counts, with_repeats
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
@@ -175,17 +175,8 @@ class RankSum(CountMechanism):
     def release(self, pos, neg, seed=None, repeats=None):
         """Noisy release; the exact statistics are computed once, before the ``repeats`` axis
         (two scalars per repeat are drawn)."""
-        pos = tf.convert_to_tensor(pos)
-        if not pos.dtype.is_floating:
-            pos = tf.cast(pos, tf.float64)
-        neg = tf.cast(tf.convert_to_tensor(neg), pos.dtype)
-        exact = rank_sum_statistics(pos, neg)
-        if repeats is not None:
-            if repeats < 1:
-                raise ValueError(f"repeats must be >= 1, got {repeats}")
-            shape = tf.concat([[repeats], tf.shape(exact["num_pos"])], 0)
-            exact = {key: tf.broadcast_to(value, shape) for key, value in exact.items()}
-        return self._add_noise(exact, make_seed(seed))
+        exact = rank_sum_statistics(*float_counts(pos, neg))
+        return self._add_noise(with_repeats(exact, repeats), make_seed(seed))
 
     def _noisy_release(self, pos, neg, seed):
         return self._add_noise(rank_sum_statistics(pos, neg), seed)

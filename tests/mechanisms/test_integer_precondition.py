@@ -59,6 +59,15 @@ def test_eager_release_refuses_counts_that_are_not_integers(name, options, pos, 
 
 
 @pytest.mark.parametrize(("name", "options"), INTEGER_MECHANISMS, ids=IDS)
+def test_integer_positives_do_not_truncate_fractional_negatives(name, options):
+    """``release`` once cast ``neg`` to ``pos``'s dtype before making both float: integer
+    positives turned negatives [0, 1, 0.25] into [0, 1, 0], which passed the check."""
+    mechanism = _build(name, options)
+    with pytest.raises(ValueError, match="needs integer counts"):
+        mechanism.release(tf.constant([0, 2, 0], tf.int64), tf.constant([0.0, 1.0, 0.25]), 0)
+
+
+@pytest.mark.parametrize(("name", "options"), INTEGER_MECHANISMS, ids=IDS)
 def test_release_in_tf_function_refuses_counts_that_are_not_integers(name, options):
     mechanism = _build(name, options)
 
