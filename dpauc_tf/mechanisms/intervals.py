@@ -400,12 +400,19 @@ def _rare_flips_half(mechanism, release, tail: float, sampling) -> np.ndarray:
 
 
 # -- rank-sum: a Laplace draw on the rank sum, the count's noise through P N ---------------
+def _rank_sum_classes(release) -> tuple[np.ndarray, np.ndarray]:
+    """The class sizes ``max(P~, 1)``, ``max(W - P~, 1)`` that the estimate divides by
+    ([`RankSum.estimate_auc`][dpauc_tf.mechanisms.rank_sum.RankSum.estimate_auc])."""
+    num_pos = np.asarray(release["num_pos"], np.float64)
+    num_neg = np.asarray(release["total"], np.float64) - num_pos
+    return np.maximum(num_pos, 1.0), np.maximum(num_neg, 1.0)
+
+
 def _rank_sum_laws(mechanism, release) -> tuple[np.ndarray, np.ndarray]:
     """The AUC's Laplace scale from the rank sum's noise (``D / (eps_S P~ N~)``) and the
     first-order variance of the count's noise through ``1 / (P N)``, at the released values."""
     rank_sum = np.asarray(release["rank_sum"], np.float64)
-    num_pos = np.maximum(np.asarray(release["num_pos"], np.float64), 1.0)
-    num_neg = np.maximum(np.asarray(release["total"], np.float64) - num_pos, 1.0)
+    num_pos, num_neg = _rank_sum_classes(release)
     product = num_pos * num_neg
     scale = mechanism.rank_scale(release["sensitivity"]) / product
     # d/dP of S / (P (W - P)) = -S (N - P) / (P N)^2
@@ -415,9 +422,7 @@ def _rank_sum_laws(mechanism, release) -> tuple[np.ndarray, np.ndarray]:
 
 def _rank_sum_sampling(release, auc) -> np.ndarray:
     """Hanley-McNeil from the AUC and the noisy class sizes ``P~`` and ``W - P~``."""
-    num_pos = np.maximum(np.asarray(release["num_pos"], np.float64), 1.0)
-    num_neg = np.maximum(np.asarray(release["total"], np.float64) - num_pos, 1.0)
-    return hanley_mcneil_variance(auc, num_pos, num_neg)
+    return hanley_mcneil_variance(auc, *_rank_sum_classes(release))
 
 
 # -- auc-only: one Laplace draw of a released scale --------------------------------------

@@ -195,24 +195,18 @@ class RankSum(CountMechanism):
         }
 
     # -- the server-side step (post-processing) -------------------------------------------
-    def raw_auc(self, release) -> tf.Tensor:
-        """``1/2 + S~ / (max(P~, 1) max(N~, 1))`` before the clip and the NaN (differentiable)."""
-        rank_sum = tf.convert_to_tensor(release["rank_sum"])
-        dtype = rank_sum.dtype
-        num_pos = tf.cast(release["num_pos"], dtype)
-        num_neg = tf.cast(release["total"], dtype) - num_pos
-        one = tf.ones_like(num_pos)
-        return 0.5 + rank_sum / (tf.maximum(num_pos, one) * tf.maximum(num_neg, one))
-
     def estimate_auc(self, release):
-        """[`raw_auc`][] clipped to [0, 1]; NaN where the noisy count leaves no positive or no
-        negative."""
+        """``1/2 + S~ / (max(P~, 1) max(N~, 1))`` clipped to [0, 1], ``N~ = W - P~``; NaN where
+        the noisy count leaves no positive or no negative."""
         rank_sum = tf.convert_to_tensor(release["rank_sum"])
         num_pos = tf.cast(release["num_pos"], rank_sum.dtype)
         num_neg = tf.cast(release["total"], rank_sum.dtype) - num_pos
-        auc = tf.clip_by_value(self.raw_auc(release), 0.0, 1.0)
+        one = tf.ones_like(num_pos)
+        raw = 0.5 + rank_sum / (tf.maximum(num_pos, one) * tf.maximum(num_neg, one))
         defined = (num_pos > 0) & (num_neg > 0)
-        return tf.where(defined, auc, tf.constant(np.nan, rank_sum.dtype))
+        return tf.where(
+            defined, tf.clip_by_value(raw, 0.0, 1.0), tf.constant(np.nan, rank_sum.dtype)
+        )
 
     def to_confusion(self, release):
         del release
