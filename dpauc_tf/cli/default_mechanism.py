@@ -11,12 +11,14 @@ Examples:
 from __future__ import annotations
 
 from dpauc_tf.cli.main import CommandError
+from dpauc_tf.mechanisms.registry import default_mechanism
 
 FEDERATED_BACKENDS = ("tff", "flower")
 
 
 def resolve_mechanism(args) -> str:
-    """``--mechanism``, or the default for what is asked (as ``DPAUC``'s, docs/rank_sum.md):
+    """``--mechanism``, or the registry's default for what is asked (as ``DPAUC``'s,
+    [`dpauc_tf.mechanisms.registry.default_mechanism`][]):
     ``rank-sum`` (``auc-only`` with ``--delta``) for one data holder's AUC; ``histogram`` when
     a curve (``--plot``) or clients (``--clients``, ``--client-column``, a federated
     backend) are asked for. Without ``--epsilon`` and ``--mechanism``: refused."""
@@ -29,6 +31,5 @@ def resolve_mechanism(args) -> str:
         )
     clients = (args.clients or 1) > 1 or bool(getattr(args, "client_column", None))
     federated = getattr(args, "backend", None) in FEDERATED_BACKENDS
-    if clients or federated or getattr(args, "plot", None):
-        return "histogram"
-    return "rank-sum" if args.delta is None else "auc-only"
+    needs_curve = clients or federated or bool(getattr(args, "plot", None))
+    return default_mechanism(delta=args.delta, needs_curve=needs_curve)

@@ -218,11 +218,8 @@ def default_mechanism(
     delta: float | None = None,
     mechanism: str | None = None,
 ) -> str:
-    """The mechanism ``DPAUC`` uses: ``mechanism`` if given, else the lowest-error one for
-    what is asked (``docs/rank_sum.md``): for the ROC AUC (``summation_method=
-    "interpolation"``) ``"rank-sum"`` (pure epsilon), or ``"auc-only"`` when a ``delta`` is
-    given; ``"histogram"`` for the PR curve and the other summation methods (a curve is
-    needed).
+    """The mechanism ``DPAUC`` uses: ``mechanism`` if given, else the registry's default for
+    what is asked ([`dpauc_tf.mechanisms.registry.default_mechanism`][]; ``docs/rank_sum.md``).
 
     Examples:
         >>> default_mechanism(), default_mechanism(delta=1e-6), default_mechanism("PR")
@@ -230,9 +227,9 @@ def default_mechanism(
     """
     if mechanism is not None:
         return mechanism
-    if curve == "ROC" and summation_method == "interpolation":
-        return "rank-sum" if delta is None else "auc-only"
-    return "histogram"
+    from dpauc_tf.mechanisms.registry import default_mechanism as registry_default
+
+    return registry_default(curve, summation_method, delta)
 
 
 def check_backend() -> str:

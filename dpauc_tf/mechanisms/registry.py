@@ -244,6 +244,27 @@ def list_mechanisms(*, private: bool | None = None, **capabilities: Any) -> list
     return sorted(names)
 
 
+def default_mechanism(
+    curve: str = "ROC",
+    summation_method: str = "interpolation",
+    delta: float | None = None,
+    *,
+    needs_curve: bool = False,
+) -> str:
+    """The lowest-error mechanism for what is asked (``docs/rank_sum.md``; every entry point's
+    default): for the ROC AUC with interpolation from one data holder, ``"rank-sum"`` (pure
+    epsilon), or ``"auc-only"`` when a ``delta`` is given; ``"histogram"`` when a curve is
+    needed (``curve="PR"``, the other summation methods, ``needs_curve``: a plot, several
+    clients).
+
+        >>> default_mechanism(), default_mechanism(delta=1e-6), default_mechanism("PR")
+        ('rank-sum', 'auc-only', 'histogram')
+    """
+    if curve == "ROC" and summation_method == "interpolation" and not needs_curve:
+        return "rank-sum" if delta is None else "auc-only"
+    return "histogram"
+
+
 def get_mechanism(
     name: str,
     *,
