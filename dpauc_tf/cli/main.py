@@ -439,6 +439,34 @@ def _check_extras(args) -> None:
         raise CommandError(f"--plot needs matplotlib: {install_hint('plot')}")
 
 
+# Subcommands whose score files are checked before TensorFlow is imported, with the attributes
+# that name them.
+SCORE_FILE_ARGUMENTS = {
+    "evaluate": ("scores",),
+    "compare": ("scores", "scores_b"),
+    "multiclass": ("scores",),
+}
+
+
+def _check_before_tensorflow(args) -> None:
+    """The refusals that need no TensorFlow, made before its import (seconds on a small
+    machine): a local score file that is not there, and ``dpauc evaluate`` without
+    ``--epsilon`` and ``--mechanism``."""
+    command = getattr(args, "command", None)
+    if command == "evaluate":
+        from dpauc_tf.cli.default_mechanism import resolve_mechanism
+
+        resolve_mechanism(args)
+    # A URI (hdfs://, gs://, s3a://) is read by the engine's own file systems (Beam, Spark).
+    paths = [getattr(args, name, None) for name in SCORE_FILE_ARGUMENTS.get(command, ())]
+    paths = [str(path) for path in paths if path and "://" not in str(path)]
+    if paths:
+        from dpauc_tf.io.readers import score_files
+
+        for path in paths:
+            score_files(path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``dpauc``; returns the exit status (0 ok, 2 bad input)."""
     args = None
@@ -446,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         _check_extras(args)
+        _check_before_tensorflow(args)
         from dpauc_tf.tf_startup import import_tensorflow_quietly
 
         import_tensorflow_quietly()

@@ -192,3 +192,29 @@ def test_no_tensorflow_start_up_chatter_reaches_the_terminal(scores_csv):
     assert result.returncode == 0, result.stderr
     noisy = [line for line in result.stderr.splitlines() if CHATTER.search(line)]
     assert not noisy, noisy
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["evaluate", "--scores", "missing.csv", "--epsilon", "1"], "missing.csv: no such file"),
+        (["evaluate", "--scores", "{scores}"], "give --epsilon"),
+        (["compare", "--scores", "{scores}", "--scores-b", "gone.csv", "--epsilon", "1"], "gone"),
+        (
+            ["multiclass", "--scores", "missing.csv", "--epsilon", "1", "--score-columns", "a,b"],
+            "missing.csv: no such file",
+        ),
+    ],
+)
+def test_refusals_that_need_no_tensorflow_come_before_its_import(scores_csv, argv, message):
+    """A missing file or --epsilon is refused without importing TensorFlow (it took 4-8 s)."""
+    argv = [arg.replace("{scores}", str(scores_csv)) for arg in argv]
+    code = (
+        "import sys; from dpauc_tf.cli.main import main; status = main(sys.argv[1:]); "
+        "print(status, 'tensorflow' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    assert out.stdout.split() == ["2", "False"], out.stdout + out.stderr
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
