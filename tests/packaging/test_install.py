@@ -201,3 +201,29 @@ def test_docs_pages_install_from_a_clone_until_published():
         for line in page.read_text().splitlines():
             if re.search(r"pip install \"?dpauc-tf", line):
                 assert "once published" in line, f"{page.name}: {line}"
+
+
+def test_spark_extra_brings_what_pyspark_needs_to_return_rows():
+    """``pip install "dpauc-tf[spark]"`` installed no PyArrow: the first evaluate failed after
+    31 s with "PyArrow >= 18.0.0 must be installed". The extra must bring pyspark's own SQL
+    requirements (PyArrow, pandas)."""
+    from packaging.requirements import Requirement
+
+    try:
+        pyspark_requires = importlib.metadata.requires("pyspark") or []
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("pyspark is not installed in this world")
+    needed = {
+        Requirement(text).name
+        for text in pyspark_requires
+        if Requirement(text).marker is not None
+        and Requirement(text).marker.evaluate({"extra": "sql"})
+    }
+    assert {"pyarrow", "pandas"} <= needed
+    brought = set()
+    for text in EXTRAS["spark"]:
+        requirement = Requirement(text)
+        brought.add(requirement.name)
+        if requirement.name == "pyspark" and "sql" in requirement.extras:
+            brought |= needed
+    assert needed <= brought, f"the spark extra lacks {sorted(needed - brought)}"
