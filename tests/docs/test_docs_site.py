@@ -63,6 +63,37 @@ def test_no_docstring_or_page_cites_a_file_outside_the_repository():
     assert not cited, cited
 
 
+def _pages():
+    """README.md and every docs page but the changelog (which records what was true then)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    return [page for page in pages if page.name != "changelog.md"]
+
+
+def test_no_page_holds_a_sphinx_role():
+    """Markdown pages render roles as text (the tree-histograms page showed ``:func:`` twice)."""
+    found = [str(page.relative_to(REPO)) for page in _pages() if ROLE.search(page.read_text())]
+    assert not found, found
+
+
+def test_every_test_file_a_page_cites_exists():
+    cited = {
+        (str(page.relative_to(REPO)), name)
+        for page in _pages()
+        for name in re.findall(r"\btests/[\w/]+\.py\b", page.read_text())
+    }
+    missing = sorted((page, name) for page, name in cited if not (REPO / name).is_file())
+    assert cited and not missing, missing
+
+
+def test_top_level_api_page_links_every_top_level_name():
+    """The top-level page named ``DPAUC``, ``PrivacyLedger``... without links."""
+    import dpauc_tf
+
+    text = (REPO / "docs" / "api" / "top.md").read_text()
+    for name in dpauc_tf._PUBLIC:
+        assert f"[`{name}`][{dpauc_tf._PUBLIC[name]}.{name}]" in text, name
+
+
 def test_pages_link_pages_instead_of_naming_their_path():
     result = subprocess.run(
         [sys.executable, ".ci/link_doc_pages.py", "--check"],
