@@ -10,7 +10,8 @@ end), so the demo runs any number of times; ``--out DIR`` chooses the directory,
 1. Prepares the data (the project's synthetic Criteo-shaped data by default; a real Criteo
    file with ``--data PATH``) and trains the Wide & Deep model for 3 epochs, evaluating every
    epoch with ``tf.keras.metrics.AUC(num_thresholds=1000)`` and ``DPAUC`` side by side.
-2. Runs the federated DP-AUC evaluation of the last epoch's test scores in TensorFlow
+2. Runs the federated DP-AUC evaluation of the best epoch's test scores (by validation AUC,
+   whose weights training restores) in TensorFlow
    Federated: K = 10 and K = 100 clients, IID and non-IID partitions, the mechanisms
    ``paper``, ``histogram`` and ``secure-histogram`` at epsilon = 1 (label DP, per client).
 3. Prints one table (the noise-free AUCs, marked as not private, then each DP AUC with its
@@ -115,8 +116,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=1e-4,
         help="L2 penalty on the embeddings (without it the synthetic data overfits by epoch 2)",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the data, the training and every release (default: a fresh one, printed, "
+        "so that two runs draw different noise and any run can be repeated)",
+    )
     return parser
+
+
+def _seed(args: argparse.Namespace) -> int:
+    """``--seed``, or a fresh one from the operating system (printed with the run)."""
+    if args.seed is not None:
+        return args.seed
+    import secrets
+
+    return secrets.randbelow(2**31)
 
 
 def _section(step: str) -> None:
@@ -130,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     out = _run_directory(args, parser)
     out.mkdir(parents=True, exist_ok=True)
     print(f"run directory: {out}", flush=True)
+    args.seed = _seed(args)
+    print(f"seed: {args.seed} (--seed {args.seed} repeats this run)", flush=True)
     from dpauc_tf.tf_startup import import_tensorflow_quietly
 
     import_tensorflow_quietly()
@@ -157,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             overwrite=args.overwrite,
         )
     )
-    last = report["epochs"][-1]
+    # The best epoch by validation AUC (whose weights training restores), not the last one.
+    last = report["epochs"][report["best_epoch"]]
     labels, scores = load_scores(out / "model" / last["scores_file"])
     labels = labels.astype(np.float32)
     scores = scores.astype(np.float32)
@@ -249,7 +268,7 @@ def _print_table(args, last, labels, exact_auc, tf_auc_1000, tf_auc_t, rows) -> 
     """The noise-free figures (marked: not private), then the releases; degenerate ones
     (an AUC of exactly 0 or 1) carry a footnote."""
     print(
-        f"\nTest set of epoch {last['epoch']}: {labels.size:,} examples, "
+        f"\nTest set of epoch {last['epoch']} (the best by validation AUC): {labels.size:,} examples, "
         f"{int(labels.sum()):,} positives"
     )
     print("\nNOT PRIVATE: noise-free, from the raw labels (for comparison only; never publish)")
@@ -261,7 +280,7 @@ def _print_table(args, last, labels, exact_auc, tf_auc_1000, tf_auc_t, rows) -> 
         print(f"  {name:34}{value:8.4f}   |error| {abs(value - exact_auc):.4f}")
     print("\nLABEL-DP RELEASES: one release each (|error| uses the exact AUC: not private)")
     print(f"  {'':34}{'AUC':>8}  {'epsilon':>8}  {'|error|':>8}")
-    releases = [("DPAUC in Keras (central)", last["dp_auc"], last["dp_epsilon"])]
+    releases = [(f"DPAUC in Keras ({last['dp_mechanism']})", last["dp_auc"], last["dp_epsilon"])]
     releases += [(f"{m}, {kind}, K={k}", auc, eps) for kind, k, m, auc, eps, _ in rows]
     degenerate = False
     for name, auc, epsilon in releases:

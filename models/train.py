@@ -120,7 +120,7 @@ class TrainConfig:
     learning_rate: float = DEFAULT_LEARNING_RATE
     embedding_l2: float | None = DEFAULT_EMBEDDING_L2  # None: l2_for_rows (both parts)
     dp_auc_epsilon: float = 1.0
-    dp_auc_mechanism: str = "histogram"
+    dp_auc_mechanism: str | None = None  # None: DPAUC's own default (rank-sum)
     dp_auc_delta: float | None = None
     num_thresholds: int = 1000
     test_fraction: float = 0.1
@@ -378,7 +378,7 @@ def test_aucs(
         "dp_auc": float(dp_auc.result()),
         "dp_epsilon": config.dp_auc_epsilon,
         "dp_delta": config.dp_auc_delta or 0.0,
-        "dp_mechanism": config.dp_auc_mechanism,
+        "dp_mechanism": dp_auc.mechanism.name,
         "dp_privacy": str(dp_auc.privacy_statement()),
         "num_thresholds": config.num_thresholds,
     }
@@ -691,7 +691,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--dp-auc-epsilon", type=float, default=1.0, help="DPAUC epsilon per release"
     )
-    parser.add_argument("--dp-auc-mechanism", default="histogram")
+    parser.add_argument(
+        "--dp-auc-mechanism",
+        default=None,
+        help="DPAUC's mechanism (default: DPAUC's own, rank-sum for the ROC AUC)",
+    )
     parser.add_argument(
         "--dp-auc-delta",
         type=float,

@@ -1,5 +1,6 @@
 """The demo runs end to end on small settings, any number of times (federated world only)."""
 
+import json
 import re
 from pathlib import Path
 
@@ -57,6 +58,12 @@ def test_demo_runs_twice_in_one_directory(tff, tmp_path, monkeypatch, capfd):
         "secure-histogram, non-iid, K=10",
     ):
         assert needle in first_out
+    # A fresh seed, printed (two runs drew the same "releases" with a silent seed 0); the
+    # Keras row names its mechanism (DPAUC's default); the table is the best epoch's.
+    seed = int(re.search(r"seed: (\d+) \(--seed \1 repeats this run\)", first_out).group(1))
+    assert "DPAUC in Keras (rank-sum)" in first_out
+    metrics = json.loads(first_metrics)
+    assert f"Test set of epoch {metrics['best_epoch']} (the best by validation AUC)" in first_out
     releases = first_out.split("LABEL-DP RELEASES")[1].split("epsilon: label DP")[0]
     assert "exact" not in releases.split("\n", 1)[1]
     if re.search(r" [01]\.0000 \*", releases):
@@ -67,9 +74,9 @@ def test_demo_runs_twice_in_one_directory(tff, tmp_path, monkeypatch, capfd):
     assert refused.value.code == 2
     assert "pass --overwrite" in capfd.readouterr().err
 
-    again = [*SMALL, "--clients", "3", "--mechanisms", "histogram", "--seed", "1"]
+    again = [*SMALL, "--clients", "3", "--mechanisms", "histogram", "--seed", str(seed + 1)]
     assert main([*again, "--out", str(run), "--overwrite"]) == 0
-    capfd.readouterr()
+    assert f"seed: {seed + 1} " in capfd.readouterr().out
     assert (run / "roc.png").stat().st_size > 10_000
     assert (run / "auc_vs_epsilon.png").stat().st_size > 10_000
     assert (run / "model" / "metrics.json").read_text() != first_metrics  # replaced

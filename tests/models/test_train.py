@@ -38,7 +38,7 @@ def test_metrics_json_per_epoch(synthetic_run):
     assert [row["epoch"] for row in written["epochs"]] == [0, 1]
     for row in written["epochs"]:
         assert EPOCH_KEYS <= set(row)
-        assert row["dp_epsilon"] == 1.0 and row["dp_mechanism"] == "histogram"
+        assert row["dp_epsilon"] == 1.0 and row["dp_mechanism"] == "rank-sum"  # DPAUC's default
         assert row["num_thresholds"] == 1000
         assert abs(row["tf_auc"] - row["exact_auc"]) < 0.01
         assert 0.0 <= row["dp_auc"] <= 1.0
