@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 pytest.importorskip("flwr")
 pytest.importorskip("ray")
@@ -35,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "examples" / "flower-app"
 BIN = Path(sys.executable).parent
 NUM_NODES = 3
+EXAMPLES = tomllib.loads((APP / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"][
+    "examples-per-node"
+]
 RUN_TIMEOUT = 900  # seconds for one flwr run (Ray start-up, TensorFlow in every actor)
 STARTUP_FAILURE = "Runtime task-token authentication failed"
 MAX_RELAUNCHES = 3  # refused app processes before the test gives up (and skips)
@@ -210,7 +214,7 @@ def test_flwr_run_local_dp_histogram(superlink, tmp_path):
     assert release["mechanism"] == "histogram"
     assert release["epsilon"] == pytest.approx(1.0)
     assert release["num_reporting"] == NUM_NODES == release["num_clients"]
-    assert release["num_examples"] == NUM_NODES * 300
+    assert release["num_examples"] == NUM_NODES * EXAMPLES
     assert 0.0 <= release["aucs"][0] <= 1.0
     assert f"epsilon 1, {NUM_NODES} of {NUM_NODES} clients reported" in output
 
@@ -221,7 +225,7 @@ def test_flwr_run_secure_histogram_through_secagg_in_an_evaluate_round(superlink
     assert release["mechanism"] == "secure-histogram"
     assert release["epsilon"] == pytest.approx(1.0)
     assert release["num_reporting"] == NUM_NODES
-    assert release["num_examples"] == NUM_NODES * 300  # the sum only, through SecAgg+
+    assert release["num_examples"] == NUM_NODES * EXAMPLES  # the sum only, through SecAgg+
     assert "Secure aggregation completed" in output
     assert f"{NUM_NODES} of {NUM_NODES} clients reported" in output
 
@@ -241,7 +245,7 @@ def test_flwr_run_noise_off_equals_backend_simulate(superlink, tmp_path, capsys)
     model.set_weights([np.asarray(w, np.float32) for w in result["final_weights"]])
     rows = ["score,label,client"]
     for node in range(NUM_NODES):
-        features, labels = load_data(node, NUM_NODES, 300, 0)
+        features, labels = load_data(node, NUM_NODES, EXAMPLES, 0)
         scores = model.predict(features, batch_size=1024, verbose=0).reshape(-1)
         rows += [f"{float(s)!r},{int(y)},{node}" for s, y in zip(scores, labels, strict=True)]
     path = tmp_path / "scores.csv"
