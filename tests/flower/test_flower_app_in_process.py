@@ -209,3 +209,25 @@ def test_the_template_noise_off_as_its_comment_says_and_refusals_in_one_line(
 
     with pytest.raises(ValueError, match="needs an epsilon"):
         spec_from_run_config(config)  # before: no noise
+
+
+def test_the_apps_dependencies_admit_this_package_and_flowers_python():
+    """Issue 30: the app asked for ``dpauc-tf[flower]>=0.3.0.dev0`` while the package said
+    0.2.0, and its ``requires-python >=3.10`` let uv resolve for a Python Flower does not
+    support (the route with a ``[tool.uv.sources]`` path failed). The full route, Flower
+    installing the app's dependencies from the built wheel, is
+    ``test_flwr_installs_the_apps_dependencies_with_the_built_wheel``."""
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    import dpauc_tf
+
+    project = tomllib.loads((APP / "pyproject.toml").read_text())["project"]
+    (ours,) = [Requirement(d) for d in project["dependencies"] if d.startswith("dpauc-tf")]
+    assert ours.specifier.contains(dpauc_tf.__version__), (ours, dpauc_tf.__version__)
+    assert "flower" in ours.extras
+    # every Python the app admits is one Flower 1.42 runs on (3.11 and later)
+    assert not SpecifierSet(project["requires-python"]).contains("3.10")
+    assert SpecifierSet(project["requires-python"]).contains("3.11")
+    changelog = (APP.parents[1] / "docs" / "changelog.md").read_text()
+    assert f"## {dpauc_tf.__version__} " in changelog
