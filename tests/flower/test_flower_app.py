@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tomllib
 
 pytest.importorskip("flwr")
 pytest.importorskip("ray")
@@ -37,9 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "examples" / "flower-app"
 BIN = Path(sys.executable).parent
 NUM_NODES = 3
-EXAMPLES = tomllib.loads((APP / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"][
-    "examples-per-node"
-]
+EXAMPLES = 300  # per node in these runs (the template's 5,000 train longer)
 RUN_TIMEOUT = 900  # seconds for one flwr run (Ray start-up, TensorFlow in every actor)
 STARTUP_FAILURE = "Runtime task-token authentication failed"
 MAX_RELAUNCHES = 3  # refused app processes before the test gives up (and skips)
@@ -179,7 +176,12 @@ def _flwr_run(superlink, tmp_path, app: Path = APP, **config) -> tuple[str, dict
     if _CANNOT_START:
         pytest.skip(f"Flower's runtime could not start the app in time: {_CANNOT_START[0]}")
     result_file = tmp_path / "result.json"
-    config = {"num-server-rounds": 1, "result-file": str(result_file), **config}
+    config = {
+        "num-server-rounds": 1,
+        "examples-per-node": EXAMPLES,
+        "result-file": str(result_file),
+        **config,
+    }
     overrides = " ".join(f"{key}={json.dumps(value)}" for key, value in config.items())
     command = [str(BIN / "flwr"), "run", str(app), "test", "--stream"]
     command += ["--federation-config", f"num-supernodes={NUM_NODES}", "--run-config", overrides]
@@ -316,7 +318,7 @@ def test_flwr_installs_the_apps_dependencies_with_the_built_wheel(tmp_path_facto
     home = tmp_path_factory.mktemp("flwr-home-install")
     with _running_superlink(home, install_dependencies=True) as superlink:
         try:
-            output, result = _flwr_run(superlink, tmp_path, app=app, **{"examples-per-node": 300})
+            output, result = _flwr_run(superlink, tmp_path, app=app)
         except pytest.fail.Exception as failure:
             if any(word in str(failure) for word in _NO_INDEX):
                 pytest.skip(f"the package index cannot be reached: {str(failure)[-300:]}")
