@@ -3,8 +3,11 @@
 A SuperLink in simulation mode is started for this module (loopback only, its own
 ``FLWR_HOME`` and port, stopped at the end); ``flwr run examples/flower-app <connection>``
 then trains with FedAvg on 3 simulated SuperNodes and evaluates the global model's private
-AUC with the library's pieces. The app's dependencies are those of this environment
-(``FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1``, docs/flower.md).
+AUC with the library's pieces. For most tests the app's dependencies are those of this
+environment (``FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1``, docs/flower.md);
+``test_flwr_installs_the_apps_dependencies_with_the_built_wheel`` takes Flower's default
+route instead (a SuperLink of its own that installs the app's dependencies with ``uv``, the
+built wheel as the source of ``dpauc-tf``).
 
 Flower's runtime gives a launched app process 30 s to report after it is claimed (a
 constant, ``HEARTBEAT_DEFAULT_INTERVAL``); on a machine so loaded that Python cannot start in
