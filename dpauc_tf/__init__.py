@@ -18,7 +18,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 # name -> module that defines it (loaded lazily by __getattr__)
 _PUBLIC = {

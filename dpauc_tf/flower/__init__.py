@@ -6,7 +6,8 @@ the client's own data, and [`secagg_evaluate_mod`][] runs SecAgg+ for the secure
 mechanisms in that evaluate round; on the server, `DPAUCStrategy` wraps any training
 strategy (``FedAvg``, ...) and turns every evaluate round into a private AUC
 (`evaluate_round`, an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]), with the
-release from the app's config (`spec_from_run_config`). [`evaluate`][] runs the
+release from the app's config (`spec_from_run_config`, the ledger from
+`ledger_from_run_config`). [`evaluate`][] runs the
 same pieces on precomputed scores of every client in one process (``dpauc evaluate
 --backend flower``); [`evaluate_multiclass`][] does the same for one-vs-rest (multi-class)
 AUC, and ``num-classes`` in the app's config makes every round one-vs-rest.
@@ -38,6 +39,7 @@ from dpauc_tf.flower.strategy import (
     DPAUCStrategy,
     RoundDetails,
     evaluate_round,
+    ledger_from_run_config,
     spec_from_run_config,
 )
 
@@ -56,6 +58,7 @@ __all__ = [
     "evaluate_multiclass",
     "evaluate_reply",
     "evaluate_round",
+    "ledger_from_run_config",
     "make_client_app",
     "model_client_report",
     "model_evaluate_reply",

@@ -9,6 +9,7 @@ is started on the loopback address, without its dashboard, and Flower's telemetr
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -334,6 +335,8 @@ def run_on_simulation_engine(server_app, client_app, num_clients: int) -> None:
     flwr_logger = logging.getLogger("flwr")
     level = flwr_logger.level
     flwr_logger.setLevel(logging.WARNING)
+    quiet = _RunSimulationDeprecation()
+    flwr_logger.addFilter(quiet)
     try:
         run_simulation(
             server_app=server_app,
@@ -342,4 +345,16 @@ def run_on_simulation_engine(server_app, client_app, num_clients: int) -> None:
             backend_config=backend_config,
         )
     finally:
+        flwr_logger.removeFilter(quiet)
         flwr_logger.setLevel(level)
+
+
+class _RunSimulationDeprecation(logging.Filter):
+    """Drops Flower's "DEPRECATED FEATURE: run_simulation ... use flwr run" record (a
+    standard ``logging`` filter on Flower's logger, for the duration of the run only):
+    ``run_simulation`` is the only in-process entry Flower 1.42 has for app objects (a
+    ``flwr run`` app takes a directory), so the advice does not apply to this caller."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        return not (text.startswith("DEPRECATED FEATURE") and "run_simulation" in str(record.args))

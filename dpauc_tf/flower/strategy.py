@@ -83,30 +83,35 @@ class RoundDetails:
 def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = None) -> ReleaseSpec:
     """The release from a Flower app's ``[tool.flwr.app.config]`` (``context.run_config``).
 
-    Keys: ``mechanism`` (default ``"histogram"``), ``epsilon`` (a number, or ``"none"``: no
-    noise, NOT private), ``delta``, ``num-thresholds`` (default 200), ``threshold-grid``
-    (``"tf"`` or ``"reference"``) and ``mechanism-options`` (a JSON object, e.g.
-    ``'{"estimator": "mann-whitney-smooth"}'``). Unknown names fail in one line. With
-    ``num-classes`` (an int >= 2) the release is one-vs-rest: a
+    Keys: ``mechanism`` (default ``"histogram"``), ``epsilon`` (a number; required by every
+    noisy mechanism: a missing or ``"none"`` epsilon is refused, as ``dpauc evaluate``
+    refuses it; the exact AUC, NOT private, is asked for explicitly with ``mechanism =
+    "none"``, which uses no epsilon), ``delta``, ``num-thresholds`` (default 200),
+    ``threshold-grid`` (``"tf"`` or ``"reference"``) and ``mechanism-options`` (a JSON
+    object, e.g. ``'{"estimator": "mann-whitney-smooth"}'``). Unknown names fail in one line.
+    With ``num-classes`` (an int >= 2) the release is one-vs-rest: a
     [`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] (``average``:
     ``"macro"``, ``"weighted"`` or ``"micro"``; the ``"tf"`` grid only), and the clients
     reply with their ``[n, C]`` scores and class ids.
+
+    Raises:
+      ValueError: a noisy mechanism without an epsilon, or a bad value (one line).
     """
-    import json
-
     from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+    from dpauc_tf.mechanisms.registry import mechanism_spec
 
-    epsilon = run_config.get("epsilon", "none")
-    if isinstance(epsilon, str):
-        if epsilon.strip().lower() != "none":
-            raise ValueError(f'epsilon must be a number or "none", got {epsilon!r}')
-        epsilon = None
+    mechanism = str(run_config.get("mechanism", "histogram"))
+    private = mechanism_spec(mechanism).capabilities.protects != "nothing"
+    epsilon = _run_config_epsilon(run_config.get("epsilon"))
+    if not private:
+        epsilon = None  # mechanism "none" is the explicit exact opt-in: no epsilon is used
+    elif epsilon is None:
+        raise ValueError(
+            f"mechanism {mechanism!r} needs an epsilon in the run config (a number, e.g. "
+            '-c "epsilon=1.0"); mechanism = "none" is the exact AUC, NOT private'
+        )
     delta = run_config.get("delta")
-    options = run_config.get("mechanism-options", "{}") or "{}"
-    try:
-        options = json.loads(options) if isinstance(options, str) else dict(options)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"mechanism-options must be a JSON object: {error}") from None
+    options = _run_config_options(run_config.get("mechanism-options", "{}"))
     num_classes = run_config.get("num-classes")
     if num_classes not in (None, "none", 0):
         from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
@@ -114,8 +119,8 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
         if str(run_config.get("threshold-grid", "tf")) != "tf":
             raise ValueError('num-classes (one-vs-rest) supports threshold-grid "tf" only')
         return MultiClassSpec.make(
-            str(run_config.get("mechanism", "histogram")),
-            epsilon=None if epsilon is None else float(epsilon),
+            mechanism,
+            epsilon=epsilon,
             delta=None if delta in (None, "none") else float(delta),
             num_classes=num_classes,
             num_thresholds=int(run_config.get("num-thresholds", DEFAULT_NUM_THRESHOLDS)),
@@ -124,13 +129,80 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
             average=str(run_config.get("average", "macro")),
         )
     return ReleaseSpec.make(
-        str(run_config.get("mechanism", "histogram")),
-        epsilon=None if epsilon is None else float(epsilon),
+        mechanism,
+        epsilon=epsilon,
         delta=None if delta in (None, "none") else float(delta),
         num_thresholds=int(run_config.get("num-thresholds", DEFAULT_NUM_THRESHOLDS)),
         threshold_grid=str(run_config.get("threshold-grid", "tf")),
         options=options,
         seed=seed,
+    )
+
+
+def _run_config_epsilon(value: Any) -> float | None:
+    """The run config's ``epsilon``: a positive number, or ``None`` (missing or ``"none"``)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().lower() != "none":
+            raise ValueError(f'epsilon must be a number or "none", got {value!r}')
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"epsilon must be a number, got {value!r}")
+    return float(value)
+
+
+def _run_config_options(value: Any) -> dict:
+    """The run config's ``mechanism-options``: a JSON object (or a mapping), as a dict."""
+    import json
+
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"mechanism-options must be a JSON object: {error}") from None
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"mechanism-options must be a JSON object ({{...}}), got a {type(value).__name__}: "
+            f"{value!r}"[:200]
+        )
+    return dict(value)
+
+
+def ledger_from_run_config(run_config: Mapping[str, Any]):
+    """The [`PrivacyLedger`][dpauc_tf.privacy.ledger.PrivacyLedger] of a Flower app's run
+    config, every setting of the ledger reachable from it: ``privacy-budget`` (a number, or
+    ``"none"``: no limit, every release still recorded), ``ledger-delta`` (the delta at which
+    the budget is spent, default 0: pure epsilon; releases with a delta, e.g. the Skellam
+    family's, need one), ``ledger-file`` (a path: the ledger persists across runs; ``""``:
+    in memory) and ``ledger-durable`` (flush the file to disk on every record, default
+    true). The data set name the strategy charges is ``ledger-dataset``
+    (`DPAUCStrategy`'s ``dataset``).
+
+    Raises:
+      ValueError: a bad value (one line).
+    """
+    from dpauc_tf.privacy.ledger import PrivacyLedger
+
+    budget = run_config.get("privacy-budget", "none")
+    if isinstance(budget, str) and budget.strip().lower() == "none":
+        budget = None
+    elif isinstance(budget, bool) or not isinstance(budget, (int, float)):
+        raise ValueError(f'privacy-budget must be a number or "none", got {budget!r}')
+    delta = run_config.get("ledger-delta", 0.0)
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)):
+        raise ValueError(f"ledger-delta must be a number in [0, 1), got {delta!r}")
+    path = str(run_config.get("ledger-file", "") or "") or None
+    durable = run_config.get("ledger-durable", True)
+    if not isinstance(durable, bool):
+        raise ValueError(f"ledger-durable must be true or false, got {durable!r}")
+    return PrivacyLedger(
+        budget=None if budget is None else float(budget),
+        delta=float(delta),
+        path=path,
+        durable=durable,
     )
 
 
@@ -426,17 +498,22 @@ class DPAUCStrategy:
       spec: the release of every evaluation (`spec_from_run_config` builds it from the
         app's config); a ``MultiClassSpec`` (``num-classes`` in the config) makes every
         round one-vs-rest, with a ``MultiClassResult`` per round.
-      ledger: charged before every evaluation (refused with
-        [`BudgetExceededError`][dpauc_tf.privacy.ledger.BudgetExceededError] if it would exceed its budget,
-        before any report is sent); when fewer reports arrive than a secure mechanism's
-        noise was sized for, the difference to the achieved epsilon is not lost: the
-        achieved release is recorded too (``dataset``, ``"...: achieved"``).
+      ledger: charged before every evaluation (an evaluation that would exceed its budget
+        is refused before any report is sent: see ``on_refusal``); when fewer reports
+        arrive than a secure mechanism's noise was sized for, the difference to the
+        achieved epsilon is not lost: the achieved release is recorded too (``dataset``,
+        ``"...: achieved"``).
       dataset: the ledger's data set name.
       repeats: as for `evaluate_round`.
       secagg: as for `evaluate_round`.
       timeout: as for `evaluate_round`.
       observe_replies: as for `evaluate_round`.
       on_result: called with every round's ``(server_round, AUCResult)``.
+      on_refusal: what a refused evaluation does: ``"record"`` (the default) logs it, keeps
+        its one-line reason in ``strategy.refused[round]`` and goes on (training continues,
+        ``start`` returns its result: nothing released or trained is lost); ``"raise"``
+        lets the [`BudgetExceededError`][dpauc_tf.privacy.ledger.BudgetExceededError] end
+        ``start``.
 
     Examples:
         >>> DPAUCStrategy.__name__
@@ -455,6 +532,7 @@ class DPAUCStrategy:
         timeout: float | None = DEFAULT_TIMEOUT,
         observe_replies: Callable[[Any], None] | None = None,
         on_result: Callable[[int, AUCResult], None] | None = None,
+        on_refusal: str = "record",
     ) -> None:
         """The signature only: ``__new__`` returns the Flower subclass, whose own
         ``__init__`` (the same arguments) is the one that runs."""
@@ -488,7 +566,10 @@ def _strategy_class():
             timeout: float | None = DEFAULT_TIMEOUT,
             observe_replies: Callable[[Any], None] | None = None,
             on_result: Callable[[int, AUCResult], None] | None = None,
+            on_refusal: str = "record",
         ):
+            if on_refusal not in ("record", "raise"):
+                raise ValueError(f'on_refusal must be "record" or "raise", got {on_refusal!r}')
             self.strategy = strategy
             self.spec = spec
             self.ledger = ledger
@@ -498,7 +579,9 @@ def _strategy_class():
             self.timeout = timeout
             self.observe_replies = observe_replies
             self.on_result = on_result
+            self.on_refusal = on_refusal
             self.results: dict[int, AUCResult] = {}
+            self.refused: dict[int, str] = {}  # round -> the ledger's one-line reason
             self.details: dict[int, RoundDetails] = {}
             spec.check_releases_counts("Flower")
 
@@ -521,8 +604,19 @@ def _strategy_class():
             if self.ledger is not None and self.spec.epsilon is not None:
                 import dp_accounting
 
+                from dpauc_tf.privacy.ledger import BudgetExceededError
+
                 event = dp_accounting.SelfComposedDpEvent(planned.dp_event(), self.repeats)
-                self.ledger.record(event, self.dataset, f"flower round {server_round}")
+                try:
+                    self.ledger.record(event, self.dataset, f"flower round {server_round}")
+                except BudgetExceededError as error:
+                    if self.on_refusal == "raise":
+                        raise
+                    from flwr.supercore import log
+
+                    self.refused[int(server_round)] = str(error)
+                    log(30, "dpauc round %s: evaluation refused: %s", server_round, error)
+                    return []  # nothing sent: no report exists
             details = RoundDetails(RoundLog(0, self.timeout))
             result = evaluate_round(
                 grid,

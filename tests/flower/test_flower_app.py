@@ -3,8 +3,11 @@
 A SuperLink in simulation mode is started for this module (loopback only, its own
 ``FLWR_HOME`` and port, stopped at the end); ``flwr run examples/flower-app <connection>``
 then trains with FedAvg on 3 simulated SuperNodes and evaluates the global model's private
-AUC with the library's pieces. The app's dependencies are those of this environment
-(``FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1``, docs/flower.md).
+AUC with the library's pieces. For most tests the app's dependencies are those of this
+environment (``FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1``, docs/flower.md);
+``test_flwr_installs_the_apps_dependencies_with_the_built_wheel`` takes Flower's default
+route instead (a SuperLink of its own that installs the app's dependencies with ``uv``, the
+built wheel as the source of ``dpauc-tf``).
 
 Flower's runtime gives a launched app process 30 s to report after it is claimed (a
 constant, ``HEARTBEAT_DEFAULT_INTERVAL``); on a machine so loaded that Python cannot start in
@@ -15,6 +18,7 @@ Only then, with that message of Flower's, is a test skipped; any other failure f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -35,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "examples" / "flower-app"
 BIN = Path(sys.executable).parent
 NUM_NODES = 3
+EXAMPLES = 300  # per node in these runs (the template's 5,000 train longer)
 RUN_TIMEOUT = 900  # seconds for one flwr run (Ray start-up, TensorFlow in every actor)
 STARTUP_FAILURE = "Runtime task-token authentication failed"
 MAX_RELAUNCHES = 3  # refused app processes before the test gives up (and skips)
@@ -89,18 +94,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def superlink(tmp_path_factory):
-    home = tmp_path_factory.mktemp("flwr-home")
+@contextlib.contextmanager
+def _running_superlink(home: Path, *, install_dependencies: bool):
+    """A SuperLink in simulation mode on a free loopback port with its own ``FLWR_HOME``.
+
+    ``install_dependencies=False``: the app's dependencies come from this environment (the
+    checkout on ``PYTHONPATH``); ``True``: Flower's default, ``uv sync`` of the app's
+    ``pyproject.toml`` into a fresh environment under ``FLWR_HOME/runtime-envs``.
+    """
     port = _free_port()
     env = {
         **os.environ,
         "FLWR_HOME": str(home),
         "FLWR_TELEMETRY_ENABLED": "0",
-        "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
     }
+    env.pop("FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION", None)
+    if not install_dependencies:
+        env["FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION"] = "1"
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     (home / "config.toml").write_text(
         f'[superlink]\ndefault = "test"\n\n[superlink.test]\naddress = "127.0.0.1:{port}"\n'
         "insecure = true\n"
@@ -132,6 +144,12 @@ def superlink(tmp_path_factory):
         _stop(process)
 
 
+@pytest.fixture(scope="module")
+def superlink(tmp_path_factory):
+    with _running_superlink(tmp_path_factory.mktemp("flwr-home"), install_dependencies=False) as s:
+        yield s
+
+
 _CANNOT_START: list[str] = []  # Flower's line, once its runtime could not start an app
 
 
@@ -154,16 +172,21 @@ def _refusals(log_file: Path) -> int:
     return sum("pull-task-input" in line and STARTUP_FAILURE in line for line in text.splitlines())
 
 
-def _flwr_run(superlink, tmp_path, **config) -> tuple[str, dict]:
+def _flwr_run(superlink, tmp_path, app: Path = APP, **config) -> tuple[str, dict]:
     """``flwr run examples/flower-app test --stream`` with ``config`` (run-config overrides);
     returns the streamed output and the result file the server app wrote."""
     env, log_file, _ = superlink
     if _CANNOT_START:
         pytest.skip(f"Flower's runtime could not start the app in time: {_CANNOT_START[0]}")
     result_file = tmp_path / "result.json"
-    config = {"num-server-rounds": 1, "result-file": str(result_file), **config}
+    config = {
+        "num-server-rounds": 1,
+        "examples-per-node": EXAMPLES,
+        "result-file": str(result_file),
+        **config,
+    }
     overrides = " ".join(f"{key}={json.dumps(value)}" for key, value in config.items())
-    command = [str(BIN / "flwr"), "run", str(APP), "test", "--stream"]
+    command = [str(BIN / "flwr"), "run", str(app), "test", "--stream"]
     command += ["--federation-config", f"num-supernodes={NUM_NODES}", "--run-config", overrides]
     # Flower relaunches an app process that missed its 30 s (one "pull-task-input" refusal
     # each), and the ones it gave up on linger: after a few, the machine is too loaded for
@@ -210,7 +233,7 @@ def test_flwr_run_local_dp_histogram(superlink, tmp_path):
     assert release["mechanism"] == "histogram"
     assert release["epsilon"] == pytest.approx(1.0)
     assert release["num_reporting"] == NUM_NODES == release["num_clients"]
-    assert release["num_examples"] == NUM_NODES * 300
+    assert release["num_examples"] == NUM_NODES * EXAMPLES
     assert 0.0 <= release["aucs"][0] <= 1.0
     assert f"epsilon 1, {NUM_NODES} of {NUM_NODES} clients reported" in output
 
@@ -221,7 +244,7 @@ def test_flwr_run_secure_histogram_through_secagg_in_an_evaluate_round(superlink
     assert release["mechanism"] == "secure-histogram"
     assert release["epsilon"] == pytest.approx(1.0)
     assert release["num_reporting"] == NUM_NODES
-    assert release["num_examples"] == NUM_NODES * 300  # the sum only, through SecAgg+
+    assert release["num_examples"] == NUM_NODES * EXAMPLES  # the sum only, through SecAgg+
     assert "Secure aggregation completed" in output
     assert f"{NUM_NODES} of {NUM_NODES} clients reported" in output
 
@@ -241,7 +264,7 @@ def test_flwr_run_noise_off_equals_backend_simulate(superlink, tmp_path, capsys)
     model.set_weights([np.asarray(w, np.float32) for w in result["final_weights"]])
     rows = ["score,label,client"]
     for node in range(NUM_NODES):
-        features, labels = load_data(node, NUM_NODES, 300, 0)
+        features, labels = load_data(node, NUM_NODES, EXAMPLES, 0)
         scores = model.predict(features, batch_size=1024, verbose=0).reshape(-1)
         rows += [f"{float(s)!r},{int(y)},{node}" for s, y in zip(scores, labels, strict=True)]
     path = tmp_path / "scores.csv"
@@ -259,3 +282,53 @@ def test_flwr_run_noise_off_equals_backend_simulate(superlink, tmp_path, capsys)
     assert simulated["backend"] == "simulate"
     assert release["aucs"] == simulated["aucs"]
     assert release["roc"] == simulated["roc"]
+
+
+# uv's words when the package index cannot be reached (no network): only then is the
+# dependency-installation test skipped
+_NO_INDEX = ("Failed to fetch", "error sending request", "dns error", "network was disabled")
+
+
+def test_flwr_installs_the_apps_dependencies_with_the_built_wheel(tmp_path_factory, tmp_path):
+    """Flower's default route (issue 30): ``flwr run examples/flower-app --stream`` with
+    runtime dependency installation on, the SuperLink running ``uv sync`` on the app's
+    ``pyproject.toml`` into a fresh environment. ``dpauc-tf`` is the wheel built from this
+    checkout, named as a ``[tool.uv.sources]`` path source (as docs/flower.md says); the
+    app's other dependencies come from the package index (through uv's cache). Before, the
+    package said 0.2.0 and the app asked for ``>=0.3.0.dev0``: uv refused ("only
+    dpauc-tf[flower]<0.3.0.dev0 is available"); and with ``requires-python >=3.10`` the
+    universal resolution failed for Flower (which needs 3.11)."""
+    import shutil
+
+    import dpauc_tf
+
+    dist = tmp_path_factory.mktemp("dist")
+    build = subprocess.run(  # uv: what Flower itself runs (``python -m uv``)
+        [sys.executable, "-m", "uv", "build", "--wheel", "--offline", "--out-dir", str(dist)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = dist.glob("dpauc_tf-*.whl")
+    assert wheel.name.startswith(f"dpauc_tf-{dpauc_tf.__version__}-")
+    app = tmp_path / "flower-app"
+    shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    pyproject = app / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text() + f'\n[tool.uv.sources]\ndpauc-tf = {{ path = "{wheel}" }}\n'
+    )
+    home = tmp_path_factory.mktemp("flwr-home-install")
+    with _running_superlink(home, install_dependencies=True) as superlink:
+        try:
+            output, result = _flwr_run(superlink, tmp_path, app=app)
+        except pytest.fail.Exception as failure:
+            if any(word in str(failure) for word in _NO_INDEX):
+                pytest.skip(f"the package index cannot be reached: {str(failure)[-300:]}")
+            raise
+        log = superlink[1].read_text() if superlink[1].exists() else ""
+    text = output + log
+    assert "App dependencies installed successfully via uv sync" in text
+    assert f"dpauc-tf=={dpauc_tf.__version__} (from file://{wheel})" in text
+    release = result["rounds"]["1"]
+    assert release["num_reporting"] == NUM_NODES and release["mechanism"] == "histogram"

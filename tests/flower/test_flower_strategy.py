@@ -62,22 +62,31 @@ def _apps(strategy_factory, num_rounds, seen):
         strategy = strategy_factory()
         outcome["strategy"] = strategy
         try:
-            strategy.start(grid, ArrayRecord([np.zeros(2)]), num_rounds=num_rounds, timeout=60)
+            outcome["result"] = strategy.start(
+                grid, ArrayRecord([np.zeros(2)]), num_rounds=num_rounds, timeout=60
+            )
         except BudgetExceededError as error:
             outcome["refused"] = error
 
     return server, client, outcome
 
 
-@pytest.mark.parametrize("mechanism", ["histogram", "secure-histogram"])
-def test_private_auc_every_round_beside_fedavg_and_the_ledger_charged_each_time(mechanism):
+@pytest.mark.parametrize(
+    "mechanism, on_refusal",
+    [("histogram", "record"), ("secure-histogram", "record"), ("histogram", "raise")],
+)
+def test_private_auc_every_round_beside_fedavg_and_the_ledger_charged_each_time(
+    mechanism, on_refusal
+):
     from flwr.serverapp.strategy import FedAvg
 
     ledger = PrivacyLedger(budget=2.5)
     spec = ReleaseSpec.make(mechanism, epsilon=1.0, num_thresholds=10)
     seen: list = []
     server, client, outcome = _apps(
-        lambda: DPAUCStrategy(FedAvg(fraction_train=1.0), spec, ledger=ledger, dataset="d"),
+        lambda: DPAUCStrategy(
+            FedAvg(fraction_train=1.0), spec, ledger=ledger, dataset="d", on_refusal=on_refusal
+        ),
         num_rounds=3,
         seen=seen,
     )
@@ -85,7 +94,12 @@ def test_private_auc_every_round_beside_fedavg_and_the_ledger_charged_each_time(
     strategy = outcome["strategy"]
     # rounds 1 and 2 released; round 3 was refused before any report was sent
     assert sorted(strategy.results) == [1, 2]
-    assert isinstance(outcome["refused"], BudgetExceededError)
+    if on_refusal == "raise":
+        assert isinstance(outcome["refused"], BudgetExceededError)
+    else:  # recorded: start() returned (before, the refusal ended it and its result)
+        assert "refused" not in outcome and sorted(strategy.refused) == [3]
+        assert strategy.refused[3].startswith("release refused: data set 'd'")
+        assert outcome["result"].arrays.to_numpy_ndarrays()[0].tolist() == [3.0, 3.0]
     assert ledger.releases("d") == 2
     assert ledger.spent("d").best == pytest.approx(2.0)
     for result in strategy.results.values():
@@ -161,6 +175,52 @@ def test_spec_from_run_config():
         spec_from_run_config({"epsilon": "lots"})
     with pytest.raises(ValueError, match="JSON"):
         spec_from_run_config({"epsilon": 1.0, "mechanism-options": "{"})
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"mechanism": "histogram"}, "needs an epsilon"),  # before: no noise, no word
+        ({"mechanism": "secure-histogram", "epsilon": "none"}, "needs an epsilon"),
+        ({"num-classes": 3}, "needs an epsilon"),  # one-vs-rest too
+        ({"epsilon": 1.0, "mechanism-options": "[1, 2]"}, "JSON object"),  # AttributeError
+        ({"epsilon": 1.0, "mechanism-options": "3"}, "JSON object"),
+        ({"epsilon": True}, "epsilon must be a number"),
+    ],
+)
+def test_spec_from_run_config_refuses_a_missing_epsilon_and_bad_options(config, message):
+    with pytest.raises(ValueError, match=message) as error:
+        spec_from_run_config(config)
+    assert len(str(error.value).splitlines()) == 1
+
+
+def test_spec_from_run_config_exact_only_by_mechanism_none():
+    """The exact AUC (NOT private) is asked for by name, as ``dpauc evaluate --mechanism
+    none``; the epsilon a template's config carries is then unused (before: a traceback)."""
+    for epsilon in (1.0, "none"):
+        spec = spec_from_run_config({"mechanism": "none", "epsilon": epsilon})
+        assert spec.mechanism == "none" and spec.epsilon is None
+
+
+def test_ledger_from_run_config_reaches_every_setting(tmp_path):
+    from dpauc_tf.flower import ledger_from_run_config
+
+    ledger = ledger_from_run_config(
+        {
+            "privacy-budget": 4.0,
+            "ledger-delta": 1e-5,
+            "ledger-file": str(tmp_path / "l.json"),
+            "ledger-durable": False,
+        }
+    )
+    assert (ledger.budget, ledger.delta, ledger.durable) == (4.0, 1e-5, False)
+    assert ledger.path == tmp_path / "l.json"
+    default = ledger_from_run_config({})
+    assert (default.budget, default.delta, default.path) == (None, 0.0, None)
+    assert ledger_from_run_config({"privacy-budget": "none"}).budget is None
+    for bad in ({"privacy-budget": "lots"}, {"ledger-delta": "x"}, {"ledger-durable": "yes"}):
+        with pytest.raises(ValueError):
+            ledger_from_run_config(bad)
 
 
 def test_client_seeds_are_the_release_paths_derivation():

@@ -40,5 +40,5 @@ def load_model(learning_rate: float = 0.05, seed: int = 0):
             keras.layers.Dense(1, activation="sigmoid"),
         ]
     )
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate), loss="binary_crossentropy")
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss="binary_crossentropy")
     return model
