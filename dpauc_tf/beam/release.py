@@ -64,6 +64,7 @@ from dpauc_tf.mechanisms.registry import check_mechanism_options
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
+    check_label_free_keys,
     check_repeats,
     check_slices_bound,
     finish_release,
@@ -204,6 +205,8 @@ class PrivateAUC(beam.PTransform):
         elif client_column is not None or weight_column is not None:
             raise ValueError("weight_column and client_column name columns of slicing's input")
         self.columns = (score_column, label_column, weight_column, client_column)
+        if self.slicing is not None:
+            check_label_free_keys(label_column, self.slicing, client_column, "PrivateAUC")
         # validates the mechanism, epsilon, delta, options and seed now
         self.spec = ReleaseSpec.make(
             mechanism,
@@ -359,9 +362,11 @@ def _slice_columns(batch, specs, columns) -> list:
     names += [column for spec in specs for column in spec]
     missing = [name for name in dict.fromkeys(names) if name not in batch]
     if missing:
+        from dpauc_tf.io.scores import column_excerpt
+
         raise ValueError(
             f"dpauc_tf.beam: the batch has no column {missing[0]!r} (its columns: "
-            f"{', '.join(map(str, batch))})"
+            f"{column_excerpt(batch)})"
         )
     scores, labels = np.asarray(batch[score]), np.asarray(batch[label])
     weights = None if weight is None else np.asarray(batch[weight])

@@ -45,6 +45,7 @@ from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
+    check_label_free_keys,
     check_repeats,
     check_slices_bound,
     finish_release,
@@ -54,6 +55,7 @@ from dpauc_tf.spark.counting import PROBLEMS, ROWS, BucketRule, count_partition
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+SURFACE = "dpauc_tf.spark"
 _NUMERIC = ("byte", "short", "integer", "long", "float", "double", "decimal", "boolean")
 _MESSAGES = {
     "null_score": "null scores (drop or fill them first)",
@@ -81,9 +83,11 @@ def _columns(df: DataFrame, score_col, label_col, weight_col, client_col, slice_
         if name is None:
             continue
         if name not in types:
+            from dpauc_tf.io.scores import column_excerpt
+
             raise ValueError(
                 f"dpauc_tf.spark: no column {name!r} ({role}) in the DataFrame; it has "
-                f"{sorted(types)}"
+                f"{column_excerpt(sorted(types))}"
             )
         if role in wanted:
             if types[name] not in _NUMERIC:
@@ -268,6 +272,9 @@ def private_auc_by_slice(
     """
     check_repeats(repeats)
     check_slices_bound(max_slices_per_example)
+    check_label_free_keys(
+        label_col, [] if slice_col is None else [[slice_col]], client_col, SURFACE
+    )
     from dpauc_tf.tf_startup import import_tensorflow_quietly
 
     import_tensorflow_quietly()  # the release on the driver; no start-up chatter
@@ -389,6 +396,8 @@ class DPAUCEvaluator:
         if alias is not None:
             params["scoreCol"] = alias
         self._params = params
+        slices = [] if sliceCol is None else [[sliceCol]]
+        check_label_free_keys(labelCol, slices, clientCol, SURFACE)
         # checks the mechanism, epsilon, delta, options and seed now
         ReleaseSpec.make(
             mechanism,
