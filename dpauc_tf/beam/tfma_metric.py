@@ -50,11 +50,13 @@ import numpy as np
 from dpauc_tf.beam.counting import CountBuckets
 from dpauc_tf.beam.release import RELEASE_COUNTER
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.registry import default_mechanism
 from dpauc_tf.mechanisms.release import ReleaseSpec, check_label_free_keys, check_slices_bound
 
 DPAUC_NAME = "dpauc"
 # Metric keys beside the value: one release's epsilon and the whole evaluation's.
 EPSILON_SUFFIXES = ("_epsilon", "_epsilon_total")
+MECHANISM_SUFFIX = "_mechanism"  # the mechanism's name beside the value ("none": exact)
 INTERVAL_SUFFIXES = ("_lower", "_upper", "_privacy_share")
 CI_CHOICES = ("refuse", "allow")
 _MISSING = object()  # no epsilon in the config: refused, never "no noise"
@@ -74,7 +76,10 @@ class DPAUCMetric(metric_types.Metric):
 
     Args:
       name: the metric's name in TFMA's output.
-      mechanism: a registered mechanism that releases bucket counts (``histogram``, ...).
+      mechanism: a registered mechanism that releases from bucket counts. Default
+        (``None``): the rule of ``DPAUC`` and ``dpauc evaluate``
+        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): ``"rank-sum"``, or
+        ``"auc-only"`` with a ``delta``. The output names it (``dpauc_mechanism``).
       epsilon: epsilon of one release; required (a config without it is refused).
         ``None`` (``null`` in the JSON config) asks for the exact AUC, NOT private: its
         ``dpauc_epsilon`` and ``dpauc_epsilon_total`` are then infinite.
@@ -88,8 +93,9 @@ class DPAUCMetric(metric_types.Metric):
         default: one per slicing spec of the ``EvalConfig`` (true when every slicing feature
         has one value per example; declare more for multivalent slicing features).
 
-    Every slice's output holds ``dpauc`` (the AUC), ``dpauc_epsilon`` (one release's
-    epsilon) and ``dpauc_epsilon_total`` (the whole evaluation's: the composition of
+    Every slice's output holds ``dpauc`` (the AUC), ``dpauc_mechanism`` (the mechanism's
+    name, ``"none"`` for the exact AUC), ``dpauc_epsilon`` (one release's epsilon) and
+    ``dpauc_epsilon_total`` (the whole evaluation's: the composition of
     ``slices_per_example`` releases); both are infinite for the exact, NOT private AUC. With ``confidence`` (e.g. 0.95) also
     ``dpauc_lower``, ``dpauc_upper`` and ``dpauc_privacy_share``: the release's interval
     for ``ci_target`` (``"population"`` or ``"sample"``), computed from the release alone, in
@@ -102,7 +108,7 @@ class DPAUCMetric(metric_types.Metric):
     def __init__(
         self,
         name: str = DPAUC_NAME,
-        mechanism: str = "histogram",
+        mechanism: str | None = None,
         epsilon: Any = _MISSING,
         num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
         threshold_grid: str = "tf",
@@ -113,6 +119,7 @@ class DPAUCMetric(metric_types.Metric):
         ci_target: str = "population",
     ):
         _check_epsilon_given(epsilon)
+        mechanism = mechanism or default_mechanism(delta=delta)
         check_slices_bound(slices_per_example, "slices_per_example")
         if confidence_intervals not in CI_CHOICES:
             raise ValueError(
@@ -152,7 +159,7 @@ metric_types.register_metric(DPAUCMetric)
 
 def _dpauc_computations(
     name: str = DPAUC_NAME,
-    mechanism: str = "histogram",
+    mechanism: str | None = None,
     epsilon: Any = _MISSING,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     threshold_grid: str = "tf",
@@ -181,6 +188,7 @@ def _dpauc_computations(
         )
     _check_epsilon_given(epsilon)
     _refuse_label_slices(eval_config)
+    mechanism = mechanism or default_mechanism(delta=delta)
     spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)
     slices = slices_per_example or _slices_of(eval_config)
     computations = []
@@ -195,7 +203,9 @@ def _dpauc_computations(
                     example_weighted=example_weighted,
                 )
                 # the guarantee beside the value (infinite for the exact AUC: none)
-                keys = [key] + [key._replace(name=f"{name}{s}") for s in EPSILON_SUFFIXES]
+                keys = [key] + [
+                    key._replace(name=f"{name}{s}") for s in (*EPSILON_SUFFIXES, MECHANISM_SUFFIX)
+                ]
                 interval = [key._replace(name=f"{name}{suffix}") for suffix in INTERVAL_SUFFIXES]
                 combiner = _DPAUCCombiner(keys, eval_config, spec, example_weighted, slices)
                 if confidence is not None:
@@ -311,10 +321,11 @@ class _DPAUCCombiner(beam.CombineFn):
         release = mechanism.release(counts.pos, counts.neg, seed=None)
         beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
         auc = float(mechanism.estimate_auc(release).numpy())
+        named = {self._key: auc, self._keys[3]: mechanism.name}  # "none" for the exact AUC
         if self._spec.epsilon is None:  # exact, NOT private: no guarantee, and it says so
-            return {self._key: auc, self._keys[1]: math.inf, self._keys[2]: math.inf}
+            return {**named, self._keys[1]: math.inf, self._keys[2]: math.inf}
         one, whole = mechanism.privacy_spent(1).best, mechanism.privacy_spent(self._slices).best
-        out = {self._key: auc, self._keys[1]: float(one), self._keys[2]: float(whole)}
+        out = {**named, self._keys[1]: float(one), self._keys[2]: float(whole)}
         if self.interval is not None:
             from dpauc_tf.mechanisms.intervals import release_interval
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.registry import default_mechanism
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
@@ -223,6 +224,13 @@ def release_counts(
     return results
 
 
+def _mechanism(mechanism: str | None, delta: float | None, client_col: str | None) -> str:
+    """``mechanism``, or the one default rule (several clients need a curve mechanism)."""
+    if mechanism is not None:
+        return mechanism
+    return default_mechanism(delta=delta, needs_curve=client_col is not None)
+
+
 def private_auc_by_slice(
     df: DataFrame,
     slice_col: str | None,
@@ -231,7 +239,7 @@ def private_auc_by_slice(
     label_col: str = "label",
     weight_col: str | None = None,
     client_col: str | None = None,
-    mechanism: str = "histogram",
+    mechanism: str | None = None,
     epsilon: float | None,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     threshold_grid: str | Sequence[float] = "tf",
@@ -255,8 +263,13 @@ def private_auc_by_slice(
       weight_col: optional weights in [0, 1] (0 or 1 for integer-noise mechanisms).
       client_col: optional client ids: every client of a slice reports, the reports are
         summed.
-      mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``).
-      epsilon: epsilon of one release (``None``: no noise, NOT private).
+      mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``). Default
+        (``None``): the rule of ``DPAUC`` and ``dpauc evaluate``
+        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): ``"rank-sum"``
+        (``"auc-only"`` with a ``delta``), ``"histogram"`` with a client column. Every
+        result names the mechanism it used (``result.mechanism``).
+      epsilon: epsilon of one release, required (``None``: no noise, NOT private; the
+        result's mechanism is then ``"none"``).
       num_thresholds: ``T``.
       threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
       delta: for the mechanisms that take one.
@@ -279,7 +292,7 @@ def private_auc_by_slice(
 
     import_tensorflow_quietly()  # the release on the driver; no start-up chatter
     spec = ReleaseSpec.make(
-        mechanism,
+        _mechanism(mechanism, delta, client_col),
         epsilon=epsilon,
         num_thresholds=num_thresholds,
         threshold_grid=threshold_grid,
@@ -364,10 +377,13 @@ class DPAUCEvaluator:
     Params (camelCase, as Spark's): ``scoreCol`` (``rawPredictionCol`` is accepted as an
     alias), ``labelCol``, ``weightCol``, ``clientCol``, ``sliceCol``, ``mechanism``,
     ``epsilon``, ``delta``, ``numThresholds``, ``thresholdGrid``, ``seed``, ``repeats``,
-    ``maxSlicesPerExample``, ``fromLogits``, ``mechanismOptions``.
+    ``maxSlicesPerExample``, ``fromLogits``, ``mechanismOptions``. ``mechanism`` defaults to
+    the one rule of ``DPAUC`` and ``dpauc evaluate`` (``getParam("mechanism")`` names it).
 
         >>> DPAUCEvaluator(epsilon=1.0, numThresholds=100).getMetricName()
         'dpAreaUnderROC'
+        >>> DPAUCEvaluator(epsilon=1.0).getParam("mechanism")
+        'rank-sum'
     """
 
     def __init__(
@@ -378,7 +394,7 @@ class DPAUCEvaluator:
         weightCol: str | None = None,
         clientCol: str | None = None,
         sliceCol: str | None = None,
-        mechanism: str = "histogram",
+        mechanism: str | None = None,
         epsilon: float | None,
         delta: float | None = None,
         numThresholds: int = DEFAULT_NUM_THRESHOLDS,
@@ -395,6 +411,7 @@ class DPAUCEvaluator:
         alias = params.pop("rawPredictionCol")
         if alias is not None:
             params["scoreCol"] = alias
+        params["mechanism"] = mechanism = _mechanism(mechanism, delta, clientCol)
         self._params = params
         slices = [] if sliceCol is None else [[sliceCol]]
         check_label_free_keys(labelCol, slices, clientCol, SURFACE)

@@ -5,6 +5,7 @@ class count under a stated epsilon)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 
@@ -20,6 +21,7 @@ from tensorflow_model_analysis.api import model_eval_lib
 from tensorflow_model_analysis.proto import config_pb2
 
 from dpauc_tf.beam import PrivateAUC, tfma_metric
+from dpauc_tf.mechanisms.registry import default_mechanism
 
 T = 20
 N = 120
@@ -84,13 +86,54 @@ def test_the_exact_auc_is_asked_for_and_its_output_says_it_is_not_private(
     assert 0.0 <= values["dpauc"]["doubleValue"] <= 1.0
     for key in ("dpauc_epsilon", "dpauc_epsilon_total"):  # before: absent
         assert math.isinf(float(values[key]["doubleValue"])), values
+    assert _mechanism(values) == "none"
+
+
+def _mechanism(values) -> str:
+    return base64.b64decode(values["dpauc_mechanism"]["bytesValue"]).decode()
 
 
 def test_a_private_config_still_states_its_epsilon(examples, tmp_path):
-    ((_, values),) = _run(
-        _config({"epsilon": 0.5, "num_thresholds": T}), examples, tmp_path
-    ).items()
+    config = _config({"epsilon": 0.5, "num_thresholds": T})
+    ((_, values),) = _run(config, examples, tmp_path).items()
     assert values["dpauc_epsilon"]["doubleValue"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [({}, default_mechanism()), ({"delta": 1e-6}, "auc-only"), ({"mechanism": "histogram"}, None)],
+)
+def test_tfma_follows_the_one_default_rule_and_names_it(options, expected, examples, tmp_path):
+    """Issue 34: TFMA defaulted to histogram where DPAUC and dpauc evaluate default to
+    rank-sum, and its output named no mechanism."""
+    expected = expected or options["mechanism"]
+    config = _config({"epsilon": 1.0, "num_thresholds": T, **options})
+    ((_, values),) = _run(config, examples, tmp_path).items()
+    assert _mechanism(values) == expected
+    assert tfma_metric.DPAUCMetric(epsilon=1.0, **options).get_config()["mechanism"] == expected
+
+
+def test_beam_follows_the_one_default_rule():
+    assert default_mechanism() == "rank-sum"
+    assert PrivateAUC(epsilon=1.0).spec.mechanism == default_mechanism()  # before: histogram
+    assert PrivateAUC(epsilon=1.0, delta=1e-6).spec.mechanism == "auc-only"
+    assert PrivateAUC(epsilon=1.0, per_client=True).spec.mechanism == "histogram"
+    client = PrivateAUC(epsilon=1.0, slicing=[()], client_column="client")
+    assert client.spec.mechanism == "histogram"  # summed reports need a curve mechanism
+    assert PrivateAUC("tree-histogram", epsilon=1.0).spec.mechanism == "tree-histogram"
+
+
+def test_beam_results_name_the_default_mechanism():
+    from apache_beam.testing.util import assert_that, equal_to
+
+    with beam.Pipeline() as pipeline:
+        names = (
+            pipeline
+            | beam.Create(_batches())
+            | PrivateAUC(epsilon=1.0, slicing=[()])
+            | beam.Map(lambda r: (r.mechanism, r.to_dict()["mechanism"]))
+        )
+        assert_that(names, equal_to([("rank-sum", "rank-sum")]))
 
 
 @pytest.mark.parametrize("slicing", [[("label",)], [(), ("label",)], [("label", "group")]])

@@ -4,10 +4,12 @@ of 2. The refusal is by name, before Spark runs anything."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyspark")
 
+from dpauc_tf.mechanisms.registry import default_mechanism
 from dpauc_tf.spark import DPAUCEvaluator, private_auc, private_auc_by_slice
 
 
@@ -38,3 +40,23 @@ def test_the_evaluator_refuses_the_label_as_slice_column_when_built():
     with pytest.raises(ValueError, match="slices on the label column 'y'"):
         DPAUCEvaluator(sliceCol="y", labelCol="y", epsilon=1.0, numThresholds=10)
     DPAUCEvaluator(sliceCol="group", epsilon=1.0, numThresholds=10)  # label-free: accepted
+
+
+def test_spark_follows_the_one_default_rule():
+    """Issue 34: Spark defaulted to histogram where DPAUC and dpauc evaluate default to
+    rank-sum; the evaluator names the mechanism it uses."""
+    assert DPAUCEvaluator(epsilon=1.0).getParam("mechanism") == default_mechanism()
+    assert DPAUCEvaluator(epsilon=1.0, delta=1e-6).getParam("mechanism") == "auc-only"
+    assert DPAUCEvaluator(epsilon=1.0, clientCol="c").getParam("mechanism") == "histogram"
+    assert DPAUCEvaluator(mechanism="paper", epsilon=1.0).getParam("mechanism") == "paper"
+
+
+def test_private_auc_releases_with_the_default_and_names_it(spark):
+    rng = np.random.default_rng(0)
+    rows = [(float(s), float(rng.random() < s)) for s in rng.random(400)]
+    frame = spark.createDataFrame(rows, "score double, label double")
+    result = private_auc(frame, epsilon=1.0, seed=0)
+    assert result.mechanism == result.to_dict()["mechanism"] == default_mechanism()
+    with_clients = frame.selectExpr("*", "cast(rand(1) * 3 as int) as client")
+    clients = private_auc(with_clients, client_col="client", epsilon=1.0, seed=0)
+    assert clients.mechanism == "histogram"
