@@ -24,9 +24,9 @@ Noise: every release draws its seed from the operating system (TFMA's combiner d
 see the slice key, so a fixed seed would give every slice the same noise).
 
 **The config must name ``epsilon``**: a config without it is refused (it never means "no
-noise"). The exact, NOT private AUC is asked for explicitly, with ``"epsilon": null`` or
-``"mechanism": "none"``; its output then says so: ``dpauc_epsilon`` and
-``dpauc_epsilon_total`` are infinite (no guarantee).
+noise"). The exact, NOT private AUC is asked for explicitly, with ``"epsilon": null`` (and
+any mechanism, or ``"mechanism": "none"``); its output then says so: ``dpauc_mechanism`` is
+``"none"``, ``dpauc_epsilon`` and ``dpauc_epsilon_total`` are infinite (no guarantee).
 
     >>> DPAUCMetric(epsilon=None, num_thresholds=10).get_config()["num_thresholds"]
     10
@@ -96,10 +96,11 @@ class DPAUCMetric(metric_types.Metric):
     Every slice's output holds ``dpauc`` (the AUC), ``dpauc_mechanism`` (the mechanism's
     name, ``"none"`` for the exact AUC), ``dpauc_epsilon`` (one release's epsilon) and
     ``dpauc_epsilon_total`` (the whole evaluation's: the composition of
-    ``slices_per_example`` releases); both are infinite for the exact, NOT private AUC. With ``confidence`` (e.g. 0.95) also
-    ``dpauc_lower``, ``dpauc_upper`` and ``dpauc_privacy_share``: the release's interval
-    for ``ci_target`` (``"population"`` or ``"sample"``), computed from the release alone, in
-    place of TFMA's resampling intervals (no privacy cost; ``docs/intervals.md``).
+    ``slices_per_example`` releases); both are infinite for the exact, NOT private AUC.
+    With ``confidence`` (e.g. 0.95) also ``dpauc_lower``, ``dpauc_upper`` and
+    ``dpauc_privacy_share``: the release's interval for ``ci_target`` (``"population"`` or
+    ``"sample"``), computed from the release alone, in place of TFMA's resampling intervals
+    (no privacy cost; ``docs/intervals.md``).
 
         >>> DPAUCMetric(epsilon=1.0).compute_confidence_interval
         False

@@ -28,9 +28,11 @@ slices), so ``k`` is the number of slices in the output (the worst case) unless
 Refused with a one-line ``ValueError`` before any release: a null in any used column, a
 label other than 0/1, a score outside [0, 1] or NaN (with ``from_logits=True``: NaN), a
 weight outside [0, 1], a fractional weight for an integer-noise mechanism, an empty
-DataFrame, a mechanism that changes the examples before counting (``score-noise``) and, per
-client, a mechanism whose releases cannot be summed (``auc-only``). A slice of one class has
-an undefined AUC without noise (``AUCResult.auc_or_none`` is ``None``).
+DataFrame, the label column as the slice or client column (each slice's ``num_examples``
+would be an exact class count), a mechanism that changes the examples before counting
+(``score-noise``) and, per client, a mechanism whose releases cannot be summed
+(``auc-only``). A slice of one class has an undefined AUC without noise
+(``AUCResult.auc_or_none`` is ``None``).
 """
 
 from __future__ import annotations
