@@ -24,8 +24,8 @@ Noise: every release draws its seed from the operating system (TFMA's combiner d
 see the slice key, so a fixed seed would give every slice the same noise).
 
 **The config must name ``epsilon``**: a config without it is refused (it never means "no
-noise"). The exact, NOT private AUC is asked for explicitly, with ``"epsilon": null`` (and
-any mechanism, or ``"mechanism": "none"``); its output then says so: ``dpauc_mechanism`` is
+noise"). The exact, NOT private AUC is asked for explicitly, with ``"epsilon": null`` or
+``"mechanism": "none"`` (as ``dpauc evaluate --mechanism none``); its output then says so: ``dpauc_mechanism`` is
 ``"none"``, ``dpauc_epsilon`` and ``dpauc_epsilon_total`` are infinite (no guarantee).
 
     >>> DPAUCMetric(epsilon=None, num_thresholds=10).get_config()["num_thresholds"]
@@ -62,13 +62,18 @@ CI_CHOICES = ("refuse", "allow")
 _MISSING = object()  # no epsilon in the config: refused, never "no noise"
 
 
-def _check_epsilon_given(epsilon: Any) -> None:
-    """Refuses a config without ``epsilon``: the exact AUC must be asked for explicitly."""
-    if epsilon is _MISSING:
-        raise ValueError(
-            'DPAUCMetric: the config names no "epsilon"; give a number (one release\'s '
-            'budget), or "epsilon": null for the exact AUC (NOT private)'
-        )
+def _given_epsilon(epsilon: Any, mechanism: str | None) -> float | None:
+    """The config's ``epsilon``; a config without one is refused unless it names the
+    ``"none"`` mechanism (as ``dpauc evaluate --mechanism none``): the exact AUC must be
+    asked for explicitly."""
+    if epsilon is not _MISSING:
+        return epsilon
+    if mechanism == "none":
+        return None
+    raise ValueError(
+        'DPAUCMetric: the config names no "epsilon"; give a number (one release\'s budget), '
+        'or "epsilon": null (or "mechanism": "none") for the exact AUC (NOT private)'
+    )
 
 
 class DPAUCMetric(metric_types.Metric):
@@ -80,9 +85,10 @@ class DPAUCMetric(metric_types.Metric):
         (``None``): the rule of ``DPAUC`` and ``dpauc evaluate``
         ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): ``"rank-sum"``, or
         ``"auc-only"`` with a ``delta``. The output names it (``dpauc_mechanism``).
-      epsilon: epsilon of one release; required (a config without it is refused).
-        ``None`` (``null`` in the JSON config) asks for the exact AUC, NOT private: its
-        ``dpauc_epsilon`` and ``dpauc_epsilon_total`` are then infinite.
+      epsilon: epsilon of one release; required (a config without it is refused, unless
+        its mechanism is ``"none"``). ``None`` (``null`` in the JSON config) asks for the
+        exact AUC, NOT private: its ``dpauc_epsilon`` and ``dpauc_epsilon_total`` are then
+        infinite.
       num_thresholds: ``T``.
       threshold_grid: ``"tf"`` or ``"reference"``.
       delta: for mechanisms that take one.
@@ -119,7 +125,7 @@ class DPAUCMetric(metric_types.Metric):
         confidence: float | None = None,
         ci_target: str = "population",
     ):
-        _check_epsilon_given(epsilon)
+        epsilon = _given_epsilon(epsilon, mechanism)
         mechanism = mechanism or default_mechanism(delta=delta)
         check_slices_bound(slices_per_example, "slices_per_example")
         if confidence_intervals not in CI_CHOICES:
@@ -187,7 +193,7 @@ def _dpauc_computations(
             "compute_confidence_intervals off, pass confidence_intervals='allow' to pay for "
             "them, or use dpauc_tf.beam.PrivateAUC (docs/tfma.md)"
         )
-    _check_epsilon_given(epsilon)
+    epsilon = _given_epsilon(epsilon, mechanism)
     _refuse_label_slices(eval_config)
     mechanism = mechanism or default_mechanism(delta=delta)
     spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)
