@@ -67,7 +67,7 @@ def main() -> None:
     metric = config_pb2.MetricConfig(
         class_name="DPAUCMetric",
         module="dpauc_tf.beam.tfma_metric",
-        config=json.dumps({"epsilon": 1.0, "num_thresholds": 200}),
+        config=json.dumps({"mechanism": "histogram", "epsilon": 1.0, "num_thresholds": 200}),
     )
     slicing = [config_pb2.SlicingSpec()]
     if args.slices == 2:

@@ -30,6 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from dpauc_tf.beam.release import RELEASE_COUNTER, PrivateAUC, SliceRelease
+from dpauc_tf.mechanisms.registry import default_mechanism
 from dpauc_tf.mechanisms.release import ReleaseSpec
 
 LOCAL_WORKERS = 2
@@ -114,9 +115,10 @@ def client_batches(scores, labels, client_ids, num_clients: int, batch_size: int
 _UNSET = object()
 
 
-def _spec(spec: ReleaseSpec | None, seed, settings: dict) -> ReleaseSpec:
+def _spec(spec: ReleaseSpec | None, seed, settings: dict, needs_curve: bool) -> ReleaseSpec:
     """The release: ``spec`` (its seed unless ``seed`` is given), or one made from the
-    keywords of 0.2 (``mechanism=``, ``epsilon=``, ...)."""
+    keywords of 0.2 (``mechanism=``, ``epsilon=``, ...; without ``mechanism=`` the one
+    default rule, [`default_mechanism`][dpauc_tf.mechanisms.registry.default_mechanism])."""
     given = {key: value for key, value in settings.items() if value is not _UNSET}
     if spec is not None:
         if given:
@@ -127,9 +129,10 @@ def _spec(spec: ReleaseSpec | None, seed, settings: dict) -> ReleaseSpec:
     if "epsilon" not in given:
         raise TypeError("missing the release: pass spec=ReleaseSpec.make(...) or epsilon=")
     options = given.pop("mechanism_options", None)
-    return ReleaseSpec.make(
-        given.pop("mechanism", "histogram"), options=options, seed=seed, **given
+    mechanism = given.pop("mechanism", None) or default_mechanism(
+        delta=given.get("delta"), needs_curve=needs_curve
     )
+    return ReleaseSpec.make(mechanism, options=options, seed=seed, **given)
 
 
 def _transform(spec: ReleaseSpec, repeats: int, **columns) -> PrivateAUC:
@@ -173,6 +176,7 @@ def evaluate_with_beam(
             delta=delta,
             mechanism_options=mechanism_options,
         ),
+        needs_curve=num_clients > 1,
     )
     per_client = num_clients > 1
     transform = _transform(spec, repeats, per_client=per_client)
@@ -229,6 +233,7 @@ def evaluate_files_with_beam(
             delta=delta,
             mechanism_options=mechanism_options,
         ),
+        needs_curve=client_column is not None,
     )
     columns = [score_column, label_column] + ([client_column] if client_column else [])
     transform = _transform(

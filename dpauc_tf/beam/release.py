@@ -60,10 +60,11 @@ import numpy as np
 
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.mechanisms.registry import check_mechanism_options
+from dpauc_tf.mechanisms.registry import check_mechanism_options, default_mechanism
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
+    check_label_free_keys,
     check_repeats,
     check_slices_bound,
     finish_release,
@@ -130,7 +131,11 @@ class PrivateAUC(beam.PTransform):
 
     Args:
       mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``); mechanisms that
-        change the examples before counting (``score-noise``) are refused.
+        change the examples before counting (``score-noise``) are refused. Default
+        (``None``): the rule of ``DPAUC`` and ``dpauc evaluate``
+        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): ``"rank-sum"`` (``"auc-only"``
+        with a ``delta``) for one holder per slice, ``"histogram"`` per client. Every
+        result names the mechanism it used (``result.mechanism``).
       epsilon: epsilon of one release (``None`` = no noise, NOT private).
       num_thresholds: ``T``.
       threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
@@ -165,7 +170,7 @@ class PrivateAUC(beam.PTransform):
 
     def __init__(
         self,
-        mechanism: str = "histogram",
+        mechanism: str | None = None,
         *,
         epsilon: float | None,
         num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
@@ -204,6 +209,10 @@ class PrivateAUC(beam.PTransform):
         elif client_column is not None or weight_column is not None:
             raise ValueError("weight_column and client_column name columns of slicing's input")
         self.columns = (score_column, label_column, weight_column, client_column)
+        if mechanism is None:  # the one default rule (DPAUC's, dpauc evaluate's)
+            mechanism = default_mechanism(delta=delta, needs_curve=per_client)
+        if self.slicing is not None:
+            check_label_free_keys(label_column, self.slicing, client_column, "PrivateAUC")
         # validates the mechanism, epsilon, delta, options and seed now
         self.spec = ReleaseSpec.make(
             mechanism,
@@ -359,9 +368,11 @@ def _slice_columns(batch, specs, columns) -> list:
     names += [column for spec in specs for column in spec]
     missing = [name for name in dict.fromkeys(names) if name not in batch]
     if missing:
+        from dpauc_tf.io.scores import column_excerpt
+
         raise ValueError(
             f"dpauc_tf.beam: the batch has no column {missing[0]!r} (its columns: "
-            f"{', '.join(map(str, batch))})"
+            f"{column_excerpt(batch)})"
         )
     scores, labels = np.asarray(batch[score]), np.asarray(batch[label])
     weights = None if weight is None else np.asarray(batch[weight])

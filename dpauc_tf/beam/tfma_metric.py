@@ -23,12 +23,18 @@ in the output, use [`dpauc_tf.beam.release.PrivateAUC`][].
 Noise: every release draws its seed from the operating system (TFMA's combiner does not
 see the slice key, so a fixed seed would give every slice the same noise).
 
+**The config must name ``epsilon``**: a config without it is refused (it never means "no
+noise"). The exact, NOT private AUC is asked for explicitly, with ``"epsilon": null`` or
+``"mechanism": "none"`` (as ``dpauc evaluate --mechanism none``); its output then says so: ``dpauc_mechanism`` is
+``"none"``, ``dpauc_epsilon`` and ``dpauc_epsilon_total`` are infinite (no guarantee).
+
     >>> DPAUCMetric(epsilon=None, num_thresholds=10).get_config()["num_thresholds"]
     10
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from dpauc_tf.core.extras import install_hint
@@ -44,13 +50,30 @@ import numpy as np
 from dpauc_tf.beam.counting import CountBuckets
 from dpauc_tf.beam.release import RELEASE_COUNTER
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.mechanisms.release import ReleaseSpec, check_slices_bound
+from dpauc_tf.mechanisms.registry import default_mechanism
+from dpauc_tf.mechanisms.release import ReleaseSpec, check_label_free_keys, check_slices_bound
 
 DPAUC_NAME = "dpauc"
 # Metric keys beside the value: one release's epsilon and the whole evaluation's.
 EPSILON_SUFFIXES = ("_epsilon", "_epsilon_total")
+MECHANISM_SUFFIX = "_mechanism"  # the mechanism's name beside the value ("none": exact)
 INTERVAL_SUFFIXES = ("_lower", "_upper", "_privacy_share")
 CI_CHOICES = ("refuse", "allow")
+_MISSING = object()  # no epsilon in the config: refused, never "no noise"
+
+
+def _given_epsilon(epsilon: Any, mechanism: str | None) -> float | None:
+    """The config's ``epsilon``; a config without one is refused unless it names the
+    ``"none"`` mechanism (as ``dpauc evaluate --mechanism none``): the exact AUC must be
+    asked for explicitly."""
+    if epsilon is not _MISSING:
+        return epsilon
+    if mechanism == "none":
+        return None
+    raise ValueError(
+        'DPAUCMetric: the config names no "epsilon"; give a number (one release\'s budget), '
+        'or "epsilon": null (or "mechanism": "none") for the exact AUC (NOT private)'
+    )
 
 
 class DPAUCMetric(metric_types.Metric):
@@ -58,8 +81,14 @@ class DPAUCMetric(metric_types.Metric):
 
     Args:
       name: the metric's name in TFMA's output.
-      mechanism: a registered mechanism that releases bucket counts (``histogram``, ...).
-      epsilon: epsilon of one release (``None`` = no noise, NOT private).
+      mechanism: a registered mechanism that releases from bucket counts. Default
+        (``None``): the rule of ``DPAUC`` and ``dpauc evaluate``
+        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): ``"rank-sum"``, or
+        ``"auc-only"`` with a ``delta``. The output names it (``dpauc_mechanism``).
+      epsilon: epsilon of one release; required (a config without it is refused, unless
+        its mechanism is ``"none"``). ``None`` (``null`` in the JSON config) asks for the
+        exact AUC, NOT private: its ``dpauc_epsilon`` and ``dpauc_epsilon_total`` are then
+        infinite.
       num_thresholds: ``T``.
       threshold_grid: ``"tf"`` or ``"reference"``.
       delta: for mechanisms that take one.
@@ -70,12 +99,14 @@ class DPAUCMetric(metric_types.Metric):
         default: one per slicing spec of the ``EvalConfig`` (true when every slicing feature
         has one value per example; declare more for multivalent slicing features).
 
-    With noise, every slice's output holds ``dpauc`` (the AUC), ``dpauc_epsilon`` (one
-    release's epsilon) and ``dpauc_epsilon_total`` (the whole evaluation's: the composition
-    of ``slices_per_example`` releases). With ``confidence`` (e.g. 0.95) also
-    ``dpauc_lower``, ``dpauc_upper`` and ``dpauc_privacy_share``: the release's interval
-    for ``ci_target`` (``"population"`` or ``"sample"``), computed from the release alone, in
-    place of TFMA's resampling intervals (no privacy cost; ``docs/intervals.md``).
+    Every slice's output holds ``dpauc`` (the AUC), ``dpauc_mechanism`` (the mechanism's
+    name, ``"none"`` for the exact AUC), ``dpauc_epsilon`` (one release's epsilon) and
+    ``dpauc_epsilon_total`` (the whole evaluation's: the composition of
+    ``slices_per_example`` releases); both are infinite for the exact, NOT private AUC.
+    With ``confidence`` (e.g. 0.95) also ``dpauc_lower``, ``dpauc_upper`` and
+    ``dpauc_privacy_share``: the release's interval for ``ci_target`` (``"population"`` or
+    ``"sample"``), computed from the release alone, in place of TFMA's resampling intervals
+    (no privacy cost; ``docs/intervals.md``).
 
         >>> DPAUCMetric(epsilon=1.0).compute_confidence_interval
         False
@@ -84,8 +115,8 @@ class DPAUCMetric(metric_types.Metric):
     def __init__(
         self,
         name: str = DPAUC_NAME,
-        mechanism: str = "histogram",
-        epsilon: float | None = None,
+        mechanism: str | None = None,
+        epsilon: Any = _MISSING,
         num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
         threshold_grid: str = "tf",
         delta: float | None = None,
@@ -94,6 +125,8 @@ class DPAUCMetric(metric_types.Metric):
         confidence: float | None = None,
         ci_target: str = "population",
     ):
+        epsilon = _given_epsilon(epsilon, mechanism)
+        mechanism = mechanism or default_mechanism(delta=delta)
         check_slices_bound(slices_per_example, "slices_per_example")
         if confidence_intervals not in CI_CHOICES:
             raise ValueError(
@@ -133,8 +166,8 @@ metric_types.register_metric(DPAUCMetric)
 
 def _dpauc_computations(
     name: str = DPAUC_NAME,
-    mechanism: str = "histogram",
-    epsilon: float | None = None,
+    mechanism: str | None = None,
+    epsilon: Any = _MISSING,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     threshold_grid: str = "tf",
     delta: float | None = None,
@@ -160,6 +193,9 @@ def _dpauc_computations(
             "compute_confidence_intervals off, pass confidence_intervals='allow' to pay for "
             "them, or use dpauc_tf.beam.PrivateAUC (docs/tfma.md)"
         )
+    epsilon = _given_epsilon(epsilon, mechanism)
+    _refuse_label_slices(eval_config)
+    mechanism = mechanism or default_mechanism(delta=delta)
     spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)
     slices = slices_per_example or _slices_of(eval_config)
     computations = []
@@ -173,9 +209,10 @@ def _dpauc_computations(
                     sub_key=sub_key,
                     example_weighted=example_weighted,
                 )
-                keys = [key]
-                if spec.epsilon is not None:  # the guarantee, beside the value
-                    keys += [key._replace(name=f"{name}{suffix}") for suffix in EPSILON_SUFFIXES]
+                # the guarantee beside the value (infinite for the exact AUC: none)
+                keys = [key] + [
+                    key._replace(name=f"{name}{s}") for s in (*EPSILON_SUFFIXES, MECHANISM_SUFFIX)
+                ]
                 interval = [key._replace(name=f"{name}{suffix}") for suffix in INTERVAL_SUFFIXES]
                 combiner = _DPAUCCombiner(keys, eval_config, spec, example_weighted, slices)
                 if confidence is not None:
@@ -185,6 +222,27 @@ def _dpauc_computations(
                     metric_types.MetricComputation(keys=keys, preprocessors=None, combiner=combiner)
                 )
     return computations
+
+
+def _label_keys(eval_config) -> set[str]:
+    """The label features the ``EvalConfig``'s model specs name."""
+    names = set()
+    for spec in getattr(eval_config, "model_specs", ()):
+        names.update(name for name in (spec.label_key, *spec.label_keys.values()) if name)
+    return names
+
+
+def _refuse_label_slices(eval_config) -> None:
+    """Refuses a slicing spec on a label feature: each slice's size would be an exact class
+    count (by name: a check of the values would itself depend on the labels)."""
+    if eval_config is None:
+        return
+    specs = list(eval_config.slicing_specs)
+    for cross in eval_config.cross_slicing_specs:
+        specs += [cross.baseline_spec, *cross.slicing_specs]
+    names = [(*spec.feature_keys, *spec.feature_values) for spec in specs]
+    for label in sorted(_label_keys(eval_config)):
+        check_label_free_keys(label, names, None, "DPAUCMetric")
 
 
 def _slices_of(eval_config) -> int:
@@ -270,10 +328,11 @@ class _DPAUCCombiner(beam.CombineFn):
         release = mechanism.release(counts.pos, counts.neg, seed=None)
         beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
         auc = float(mechanism.estimate_auc(release).numpy())
-        if self._spec.epsilon is None:
-            return {self._key: auc}
+        named = {self._key: auc, self._keys[3]: mechanism.name}  # "none" for the exact AUC
+        if self._spec.epsilon is None:  # exact, NOT private: no guarantee, and it says so
+            return {**named, self._keys[1]: math.inf, self._keys[2]: math.inf}
         one, whole = mechanism.privacy_spent(1).best, mechanism.privacy_spent(self._slices).best
-        out = {self._key: auc, self._keys[1]: float(one), self._keys[2]: float(whole)}
+        out = {**named, self._keys[1]: float(one), self._keys[2]: float(whole)}
         if self.interval is not None:
             from dpauc_tf.mechanisms.intervals import release_interval
 

@@ -195,6 +195,7 @@ def _evaluate_files_with_beam(args):
         raise CommandError(f"--backend beam needs Apache Beam: {install_hint('beam')}")
     from dpauc_tf.beam.io import available_columns
     from dpauc_tf.beam.pipeline import evaluate_files_with_beam
+    from dpauc_tf.io.scores import column_excerpt
 
     try:
         columns = available_columns(str(args.scores))
@@ -207,7 +208,7 @@ def _evaluate_files_with_beam(args):
         if name not in columns:
             raise CommandError(
                 f"--scores {args.scores}: no column {name!r} ({flag}); its columns: "
-                f"{', '.join(columns) or 'none'}"
+                f"{column_excerpt(columns)}"
             )
     client = args.client_column  # client ids only from a named column (--client-column)
     if client is not None and client not in columns:

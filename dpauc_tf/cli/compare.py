@@ -144,10 +144,11 @@ def read_pair(args):
                 f"{data_a.num_examples}: the two files must hold the same examples in order"
             )
         if not np.array_equal(data_a.labels, data_b.labels):
-            mismatches = int(np.sum(data_a.labels != data_b.labels))
+            # no count of the differing rows: with a placeholder label column in one file
+            # it would be an exact class count
             raise CommandError(
-                f"the labels of {args.scores} and {args.scores_b} differ in {mismatches} "
-                "rows: the two files must hold the same examples in the same order"
+                f"the labels of {args.scores} and {args.scores_b} differ: the two files "
+                "must hold the same examples in the same order, with the same labels"
             )
     return data_a.labels, data_a.scores, data_b.scores
 

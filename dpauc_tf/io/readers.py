@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from dpauc_tf.core.extras import install_hint
-from dpauc_tf.io.scores import ScoreFileError
+from dpauc_tf.io.scores import EXCERPT_CHARS, ScoreFileError, column_excerpt, excerpt
 
 DEFAULT_CHUNK_ROWS = 1 << 20
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -162,8 +162,8 @@ class _Columns:
         missing = [c for c in required if c not in names]
         if missing:
             raise ScoreFileError(
-                f"{source}: missing column(s) {', '.join(map(repr, missing))}; "
-                f"found {', '.join(map(repr, map(str, names)))}"
+                f"{source}: missing column(s) {excerpt(', '.join(map(repr, missing)))}; "
+                f"found {column_excerpt(names)}"
             )
         return self.client if self.client is not None and self.client in names else None
 
@@ -433,8 +433,9 @@ def _starts_with(path: Path, magics: tuple[bytes, ...]) -> bool:
 
 
 def _one_line(error: BaseException) -> str:
+    """A reader's error on one line, cut short: a parser's message may quote the file."""
     text = getattr(error, "message", None) or str(error)
-    return " ".join(str(text).split()) or type(error).__name__
+    return excerpt(text, 2 * EXCERPT_CHARS) or type(error).__name__
 
 
 # -- validation with row numbers ------------------------------------------------------------------
@@ -449,7 +450,7 @@ def _as_float(values: np.ndarray, what: str, source: str, first_row: int) -> np.
     if bad.size:
         raise ScoreFileError(
             f"{_where(source, first_row, int(bad[0]))}: {what} must be numbers "
-            f"(got {values[bad[0]]!r})"
+            f"(got {excerpt(repr(values[bad[0]]))})"
         )
     return numbers
 

@@ -28,9 +28,11 @@ slices), so ``k`` is the number of slices in the output (the worst case) unless
 Refused with a one-line ``ValueError`` before any release: a null in any used column, a
 label other than 0/1, a score outside [0, 1] or NaN (with ``from_logits=True``: NaN), a
 weight outside [0, 1], a fractional weight for an integer-noise mechanism, an empty
-DataFrame, a mechanism that changes the examples before counting (``score-noise``) and, per
-client, a mechanism whose releases cannot be summed (``auc-only``). A slice of one class has
-an undefined AUC without noise (``AUCResult.auc_or_none`` is ``None``).
+DataFrame, the label column as the slice or client column (each slice's ``num_examples``
+would be an exact class count), a mechanism that changes the examples before counting
+(``score-noise``) and, per client, a mechanism whose releases cannot be summed
+(``auc-only``). A slice of one class has an undefined AUC without noise
+(``AUCResult.auc_or_none`` is ``None``).
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.registry import default_mechanism
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
+    check_label_free_keys,
     check_repeats,
     check_slices_bound,
     finish_release,
@@ -54,6 +58,7 @@ from dpauc_tf.spark.counting import PROBLEMS, ROWS, BucketRule, count_partition
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+SURFACE = "dpauc_tf.spark"
 _NUMERIC = ("byte", "short", "integer", "long", "float", "double", "decimal", "boolean")
 _MESSAGES = {
     "null_score": "null scores (drop or fill them first)",
@@ -81,9 +86,11 @@ def _columns(df: DataFrame, score_col, label_col, weight_col, client_col, slice_
         if name is None:
             continue
         if name not in types:
+            from dpauc_tf.io.scores import column_excerpt
+
             raise ValueError(
                 f"dpauc_tf.spark: no column {name!r} ({role}) in the DataFrame; it has "
-                f"{sorted(types)}"
+                f"{column_excerpt(sorted(types))}"
             )
         if role in wanted:
             if types[name] not in _NUMERIC:
@@ -219,6 +226,13 @@ def release_counts(
     return results
 
 
+def _mechanism(mechanism: str | None, delta: float | None, client_col: str | None) -> str:
+    """``mechanism``, or the one default rule (several clients need a curve mechanism)."""
+    if mechanism is not None:
+        return mechanism
+    return default_mechanism(delta=delta, needs_curve=client_col is not None)
+
+
 def private_auc_by_slice(
     df: DataFrame,
     slice_col: str | None,
@@ -227,7 +241,7 @@ def private_auc_by_slice(
     label_col: str = "label",
     weight_col: str | None = None,
     client_col: str | None = None,
-    mechanism: str = "histogram",
+    mechanism: str | None = None,
     epsilon: float | None,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     threshold_grid: str | Sequence[float] = "tf",
@@ -251,8 +265,13 @@ def private_auc_by_slice(
       weight_col: optional weights in [0, 1] (0 or 1 for integer-noise mechanisms).
       client_col: optional client ids: every client of a slice reports, the reports are
         summed.
-      mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``).
-      epsilon: epsilon of one release (``None``: no noise, NOT private).
+      mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``). Default
+        (``None``): the rule of ``DPAUC`` and ``dpauc evaluate``
+        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): ``"rank-sum"``
+        (``"auc-only"`` with a ``delta``), ``"histogram"`` with a client column. Every
+        result names the mechanism it used (``result.mechanism``).
+      epsilon: epsilon of one release, required (``None``: no noise, NOT private; the
+        result's mechanism is then ``"none"``).
       num_thresholds: ``T``.
       threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
       delta: for the mechanisms that take one.
@@ -268,11 +287,14 @@ def private_auc_by_slice(
     """
     check_repeats(repeats)
     check_slices_bound(max_slices_per_example)
+    check_label_free_keys(
+        label_col, [] if slice_col is None else [[slice_col]], client_col, SURFACE
+    )
     from dpauc_tf.tf_startup import import_tensorflow_quietly
 
     import_tensorflow_quietly()  # the release on the driver; no start-up chatter
     spec = ReleaseSpec.make(
-        mechanism,
+        _mechanism(mechanism, delta, client_col),
         epsilon=epsilon,
         num_thresholds=num_thresholds,
         threshold_grid=threshold_grid,
@@ -357,10 +379,13 @@ class DPAUCEvaluator:
     Params (camelCase, as Spark's): ``scoreCol`` (``rawPredictionCol`` is accepted as an
     alias), ``labelCol``, ``weightCol``, ``clientCol``, ``sliceCol``, ``mechanism``,
     ``epsilon``, ``delta``, ``numThresholds``, ``thresholdGrid``, ``seed``, ``repeats``,
-    ``maxSlicesPerExample``, ``fromLogits``, ``mechanismOptions``.
+    ``maxSlicesPerExample``, ``fromLogits``, ``mechanismOptions``. ``mechanism`` defaults to
+    the one rule of ``DPAUC`` and ``dpauc evaluate`` (``getParam("mechanism")`` names it).
 
         >>> DPAUCEvaluator(epsilon=1.0, numThresholds=100).getMetricName()
         'dpAreaUnderROC'
+        >>> DPAUCEvaluator(epsilon=1.0).getParam("mechanism")
+        'rank-sum'
     """
 
     def __init__(
@@ -371,7 +396,7 @@ class DPAUCEvaluator:
         weightCol: str | None = None,
         clientCol: str | None = None,
         sliceCol: str | None = None,
-        mechanism: str = "histogram",
+        mechanism: str | None = None,
         epsilon: float | None,
         delta: float | None = None,
         numThresholds: int = DEFAULT_NUM_THRESHOLDS,
@@ -388,7 +413,10 @@ class DPAUCEvaluator:
         alias = params.pop("rawPredictionCol")
         if alias is not None:
             params["scoreCol"] = alias
+        params["mechanism"] = mechanism = _mechanism(mechanism, delta, clientCol)
         self._params = params
+        slices = [] if sliceCol is None else [[sliceCol]]
+        check_label_free_keys(labelCol, slices, clientCol, SURFACE)
         # checks the mechanism, epsilon, delta, options and seed now
         ReleaseSpec.make(
             mechanism,

@@ -135,7 +135,10 @@ def test_accounting_comes_from_the_specs_not_the_batching(frame, tmp_path, batch
 
 def test_noisy_auc_distribution_matches_the_simulation(frame, tmp_path):
     pattern = _write(frame, tmp_path, "parquet")
-    out = _run(pattern, ["score", "label"], slicing=[()], epsilon=1.0, seed=3, repeats=300)
+    out = _run(
+        pattern, ["score", "label"], slicing=[()], mechanism="histogram", epsilon=1.0, seed=3,
+        repeats=300,
+    )  # fmt: skip
     pos, neg = client_histograms(
         frame.label.to_numpy().astype(np.float64), frame.score.to_numpy(), Thresholds.make(T)
     )

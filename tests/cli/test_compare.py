@@ -72,7 +72,7 @@ def test_refusals_are_one_line(capsys, pair, tmp_path):
     short.write_text("score,label\n0.5,1\n0.2,0\n")
     cases = [
         (["--scores", str(one), "--epsilon", "1"], "--scores-b FILE or --score-column-b"),
-        (["--scores", str(file_a), "--scores-b", str(other), "--epsilon", "1"], "differ in 3"),
+        (["--scores", str(file_a), "--scores-b", str(other), "--epsilon", "1"], "labels of"),
         (["--scores", str(file_a), "--scores-b", str(short), "--epsilon", "1"], "2 examples"),
         (["--scores", str(one), "--score-column-b", "nope", "--epsilon", "1"], "nope"),
         (["--scores", str(one), "--score-column-b", "score_b", "--epsilon", "0"], "epsilon"),

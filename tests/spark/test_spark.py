@@ -96,7 +96,8 @@ def test_noisy_aucs_have_the_simulated_distribution(frame, data):
 def test_seeds_reproduce_and_differ_per_slice(frame):
     from dpauc_tf.spark import private_auc_by_slice
 
-    settings = {"epsilon": 1.0, "num_thresholds": 20, "max_slices_per_example": 1}
+    settings = {"mechanism": "histogram", "epsilon": 1.0, "num_thresholds": 20}
+    settings["max_slices_per_example"] = 1
     first = private_auc_by_slice(frame, "group", seed=7, **settings)
     again = private_auc_by_slice(frame, "group", seed=7, **settings)
     assert {k: v.auc for k, v in first.items()} == {k: v.auc for k, v in again.items()}
