@@ -247,6 +247,8 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
     def _guard(self, metric) -> None:
         """Asked by ``metric`` before each release: records it, withholds it or raises."""
         self._end_if_idle()  # the fit/evaluate it served may be over (it may have raised)
+        if self._fit is None and not self._evaluates:
+            return
         site = _site(self.model, sys._getframe(1))
         if site is None or all(metric is not known for known in _dpauc_metrics(self.model)):
             return  # another model's metric, or no run of this model

@@ -181,3 +181,22 @@ def test_a_fit_that_releases_nothing_on_a_spent_data_set_is_not_refused():
         *_data(512, 0), epochs=2, verbose=0, callbacks=[DPAUCBudgetCallback(ledger)]
     )
     assert len(history.history["loss"]) == 2 and metric.releases_drawn == 0
+
+
+class _Interrupt(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_fit_leaves_no_guard_behind():
+    """A fit that ended in an exception (no on_train_end) leaves its callback registered as a
+    guard: a later evaluate without the callback is the user's own, not refused."""
+    train, test = _data(512, 0), _data(256, 1)
+    model, metric = _model()
+    ledger = PrivacyLedger(budget=BUDGET)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(
+            *train, epochs=2, verbose=0, callbacks=[DPAUCBudgetCallback(ledger), _Interrupt()]
+        )
+    model.evaluate(*test, verbose=0)
+    assert metric.releases_drawn == 1 and not ledger.datasets()
