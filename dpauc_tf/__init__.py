@@ -3,7 +3,9 @@
 The top level holds what a Keras user needs; everything else lives in the layers
 (``core``, ``noise``, ``privacy``, ``mechanisms``, ``io``, ``keras``, ``federated``,
 ``simulation``, ``cli``, ``analysis``, ``experiments``). Names are loaded on first use, so
-``import dpauc_tf`` does not import TensorFlow.
+``import dpauc_tf`` does not import TensorFlow; once Keras is imported (before or after
+``dpauc_tf``), the Keras adapter is loaded too, so that ``keras.models.load_model`` finds
+``DPAUC`` and ``DPMultiClassAUC`` in a saved model after ``import dpauc_tf`` alone.
 
     >>> from dpauc_tf import DPAUC, list_mechanisms
     >>> metric = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
@@ -111,3 +113,59 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder):
 
 if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())
+
+
+# -- Keras serialization: register DPAUC once Keras is there, without importing it -----------
+_KERAS_STATE = {"registered": False}
+
+
+def _imported(name: str, done: str | None) -> bool:
+    """Whether module ``name`` is fully imported (``done``: the one that just finished)."""
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    return module is not None and (name == done or not getattr(spec, "_initializing", False))
+
+
+def _register_keras_objects(done: str | None = None) -> None:
+    """Imports the Keras adapter (its classes register themselves with Keras) once ``keras``
+    and, if it is being imported, ``tensorflow`` have finished importing."""
+    if _KERAS_STATE["registered"] or not _imported("keras", done):
+        return
+    if "tensorflow" in sys.modules and not _imported("tensorflow", done):
+        return  # tensorflow imports keras: wait for tensorflow
+    _KERAS_STATE["registered"] = True
+    try:
+        importlib.import_module("dpauc_tf.keras")
+    except Exception as error:  # never break the user's import of keras
+        import warnings
+
+        warnings.warn(
+            f"dpauc_tf could not register DPAUC with Keras ({type(error).__name__}: {error}); "
+            "import it (from dpauc_tf import DPAUC) before loading a saved model",
+            stacklevel=2,
+        )
+
+
+class _KerasImportHook(importlib.abc.MetaPathFinder):
+    """After ``keras`` or ``tensorflow`` is imported, registers the Keras adapter."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in ("keras", "tensorflow") or _KERAS_STATE["registered"]:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return None
+        execute = loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            _register_keras_objects(done=fullname)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+if not any(isinstance(finder, _KerasImportHook) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _KerasImportHook())
+_register_keras_objects()

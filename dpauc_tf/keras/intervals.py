@@ -34,12 +34,15 @@ def last_release_interval(
     noise and sampling error); ``"sample"``: this data's AUC (privacy noise only).
 
     Raises:
-      ValueError: before the first release, for ``multi_label`` or a curve other than the
+      ValueError: before the first release since the counts were last reset, for ``multi_label`` or a curve other than the
         ROC AUC, or where the mechanism has no valid interval.
     """
     release = getattr(metric, "_last_release_counts", None)
     if release is None:
-        raise ValueError("no release yet: call result() (or release()) first")
+        raise ValueError(
+            "no release yet since the counts were last reset (reset_state() forgets the last "
+            "release): call result() (or release()) first"
+        )
     if metric.multi_label or metric.curve != "ROC" or metric.summation_method != "interpolation":
         raise ValueError("release_interval is for the ROC AUC of one label (multi_label=False)")
     counts = {key: np.asarray(value, np.float64) for key, value in release.items()}

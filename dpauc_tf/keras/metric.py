@@ -49,6 +49,7 @@ from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.keras import checks, ops_counts, tf_counts
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
 from dpauc_tf.mechanisms.weight_bound import bound_weights, check_max_weight
+from dpauc_tf.privacy.ledger import BudgetExceededError
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 # Callables ``guard(metric)`` asked before every release (see the module docstring).
@@ -61,6 +62,11 @@ def add_release_guard(guard) -> None:
     is drawn). Added once however often it is called."""
     if all(guard != known for known in _RELEASE_GUARDS):
         _RELEASE_GUARDS.append(guard)
+
+
+class ReleaseWithheld(BudgetExceededError):
+    """Raised by a release guard to withhold a release without stopping the caller:
+    ``result()`` then returns NaN ("not released") and nothing is drawn."""
 
 
 def remove_release_guard(guard) -> None:
@@ -491,7 +497,14 @@ class DPAUC(tf.keras.metrics.Metric):
 
     def result(self):
         """Eagerly: a new release (see the module docstring). In a graph: the last release
-        since the counts were last reset (NaN before it: nothing of another data set)."""
+        since the counts were last reset (NaN before it: nothing of another data set). NaN
+        where a release guard withholds the release ([`ReleaseWithheld`][])."""
+        try:
+            return self._result()
+        except ReleaseWithheld:
+            return self._output(float("nan"))
+
+    def _result(self):
         if not self._counts_built:
             return self._output(float("nan"))
         if self._on_jax:
@@ -552,6 +565,7 @@ class DPAUC(tf.keras.metrics.Metric):
     def reset_state(self):
         """Zeroes the counts and forgets the last release: a compiled step (the per-batch
         progress bar) then shows NaN, never the value of another data set or epoch."""
+        object.__setattr__(self, "_last_release_counts", None)  # release_interval() forgets it
         if not self._counts_built:
             return
         if self._on_jax:

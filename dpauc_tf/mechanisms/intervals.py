@@ -162,6 +162,18 @@ def check_interval_support(mechanism) -> None:
         )
 
 
+def _unbound(mechanism, num_examples: float | None = None):
+    """A weight-bounded mechanism ([`dpauc_tf.mechanisms.weight_bound`][]) releases its inner
+    mechanism's release of the counts divided by ``max_weight``: the noise law is the inner
+    one's in those units, and so is the number of examples."""
+    from dpauc_tf.mechanisms.weight_bound import WeightBounded
+
+    if not isinstance(mechanism, WeightBounded):
+        return mechanism, num_examples
+    scaled = None if num_examples is None else float(num_examples) / mechanism.max_weight
+    return mechanism.inner, scaled
+
+
 def _kind(mechanism) -> str | None:
     from dpauc_tf.mechanisms.auc_only import AucOnly
     from dpauc_tf.mechanisms.histogram import HistogramLaplace, HistogramPublicScores
@@ -183,6 +195,7 @@ def _kind(mechanism) -> str | None:
         (RandomizedResponse, "rr"),
         (NoNoise, "none"),
     )
+    mechanism, _ = _unbound(mechanism)
     for cls, kind in kinds:
         if isinstance(mechanism, cls):
             return kind
@@ -527,6 +540,7 @@ def release_interval(
         raise ValueError("confidence must be in (0, 1), e.g. 0.95")
     check_target(target)
     check_interval_support(mechanism)
+    mechanism, num_examples = _unbound(mechanism, num_examples)
     kind = _kind(mechanism)
     tensors = {key: tf.constant(np.asarray(value, np.float64)) for key, value in release.items()}
     if estimate is None:

@@ -79,8 +79,13 @@ class WeightBounded:
     def statement(self) -> PrivacyStatement:
         inner = self.inner.statement()
         w = self.max_weight
-        number = _leading_number(inner.sensitivity)
-        scaled = f"L1 = {number * w:g} in weighted counts" if number is not None else "scaled"
+        # The number the mechanism carries, never one read back from its prose.
+        number = getattr(self.inner, "l1_sensitivity", None)
+        scaled = (
+            f"L1 = {number * w:g} in weighted counts"
+            if number is not None
+            else f"{w:g} times the sensitivity below in weighted counts"
+        )
         return dataclasses.replace(
             inner,
             neighbouring=inner.neighbouring.replace("weights in [0, 1]", f"weights in [0, {w:g}]"),
@@ -95,15 +100,6 @@ class WeightBounded:
 
     def __repr__(self) -> str:
         return f"WeightBounded({self.inner!r}, max_weight={self.max_weight!r})"
-
-
-def _leading_number(text: str) -> float | None:
-    """The number in ``"L1 = 2 (...)"`` (the sensitivity's value), or None."""
-    head = text.split("=", 1)[-1].strip().split(" ", 1)[0]
-    try:
-        return float(head)
-    except ValueError:
-        return None
 
 
 def bound_weights(mechanism, max_weight: float):

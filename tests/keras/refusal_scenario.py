@@ -3,7 +3,8 @@
 ``jax_backend_checks.py`` (JAX backend), written once for any ``keras`` module.
 
 Every value the metric draws is recorded (its ``release`` is wrapped); a value is published
-when it reaches a callback, History, a CSV file or stdout. The checks: the ledger charged every
+when it reaches a callback, History, a CSV file or stdout. During ``fit`` a refusal withholds
+the value (NaN, "not released") and stops training; ``evaluate`` raises. The checks: the ledger charged every
 value drawn under the budget callback (none drawn and then refused: a refused value is the
 last one drawn), and every published value is a charged one, one drawn later by the user's
 own runs, or NaN (before the first release).
@@ -88,10 +89,11 @@ def run(keras, mode: str, tmp_dir: str) -> dict:
             if case != "train":  # one release of that data set already spent
                 ledger.record(metric.dp_event(), case, "earlier")
             csv_path = os.path.join(tmp_dir, f"{mode}-{case}.csv")
+            budget = DPAUCBudgetCallback(ledger)
             callbacks = [
                 keras.callbacks.CSVLogger(csv_path),
                 _spy(keras, seen, "before"),
-                DPAUCBudgetCallback(ledger),
+                budget,
                 _spy(keras, seen, "after"),
             ]
             try:
@@ -109,6 +111,9 @@ def run(keras, mode: str, tmp_dir: str) -> dict:
                         validation_data=validation,
                         callbacks=callbacks,
                     )
+                    if budget.refusal is not None:  # fit stops; its value is withheld (NaN)
+                        out["refused"].append(case)
+                        out[f"{case}_message"] = str(budget.refusal)
             except BudgetExceededError as error:
                 out["refused"].append(case)
                 out[f"{case}_message"] = str(error)
@@ -154,10 +159,10 @@ def problems(out: dict) -> list[str]:
                 f"{case}: {len(out[f'{case}_drawn'])} values drawn, {out[f'{case}_charged']} charged"
             )
         for value in out[f"{case}_history"]:
-            if not _among(value, drawn):
+            if not (math.isnan(value) or _among(value, drawn)):
                 found.append(f"{case}: History holds an uncharged value {value}")
     for value in out["csv"]:
-        if not _among(value, drawn):
+        if not (math.isnan(value) or _among(value, drawn)):
             found.append(f"CSVLogger wrote an uncharged value {value}")
     for where, hook, key, value in out["seen"]:
         if not (math.isnan(value) or _among(value, drawn)):

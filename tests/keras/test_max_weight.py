@@ -95,3 +95,70 @@ def test_max_weight_round_trips_and_is_ignored_without_noise():
     exact = DPAUC(epsilon=None, max_weight=2.0)
     exact.update_state([0, 1, 1], [0.2, 0.8, 0.4], sample_weight=[37.0, 1.5, 0.0])
     assert float(exact.result()) == 1.0
+
+
+def _released(max_weight, mechanism="histogram", n=20_000, **options):
+    metric = DPAUC(
+        epsilon=EPSILON,
+        num_thresholds=50,
+        mechanism=mechanism,
+        max_weight=max_weight,
+        seed=0,
+        **options,
+    )
+    rng = np.random.default_rng(0)
+    labels = (rng.random(n) < 0.3).astype("float32")
+    metric.update_state(labels, 1 / (1 + np.exp(-rng.normal(labels, 1.0))))
+    value = float(metric.result())
+    return metric, value
+
+
+def test_the_interval_of_a_weight_bound_widens_with_max_weight():
+    """Issue 30: ``max_weight=2`` raised "states no noise law". The noise in weighted counts
+    is ``max_weight`` times as large, so the privacy variance is ``max_weight**2`` times
+    (the same data, weights 1): an interval that ignored max_weight would keep ratio 1."""
+    variances = {}
+    for weight in (1.0, 2.0, 4.0):
+        metric, value = _released(weight)
+        ci = metric.release_interval(0.95, target="sample")
+        assert ci.low[0] <= value <= ci.high[0]
+        variances[weight] = float(ci.privacy_variance[0])
+    assert variances[2.0] / variances[1.0] == pytest.approx(4.0, rel=0.15)
+    assert variances[4.0] / variances[1.0] == pytest.approx(16.0, rel=0.15)
+
+
+def test_the_interval_of_a_weight_bound_covers_at_its_level():
+    """400 releases of W = 4: the sample-target interval covers the grid's exact AUC about
+    95% of the time (with the noise law of max_weight 1 it would cover about 40%)."""
+    from dpauc_tf.core.curve import auc_from_histogram
+    from dpauc_tf.mechanisms.intervals import release_interval
+
+    metric, _ = _released(4.0, n=4_000)
+    pos, neg = metric.counts()
+    truth = float(auc_from_histogram(pos, neg))
+    release = metric.mechanism.release(pos, neg, seed=3, repeats=400)
+    ci = release_interval(metric.mechanism, release, confidence=0.95, target="sample")
+    covered = np.mean((ci.low <= truth) & (truth <= ci.high))
+    assert 0.91 <= covered <= 0.99
+
+
+@pytest.mark.parametrize(
+    "mechanism, options",
+    [("rank-sum", {}), ("tree-histogram", {}), ("auc-only", {"delta": 1e-6})],
+)
+def test_every_float_mechanism_gives_an_interval_with_a_weight_bound(mechanism, options):
+    metric, value = _released(2.0, mechanism=mechanism, **options)
+    ci = metric.release_interval(0.95)
+    assert ci.low[0] <= value <= ci.high[0] and ci.high[0] - ci.low[0] < 0.5
+
+
+def test_the_weight_bound_states_the_sensitivity_the_mechanism_carries():
+    """The weighted sensitivity comes from the number the mechanism carries, not from its
+    prose: the tree's per-level figure and auc-only's text gave L1 = 4 and L1 = 2e-06."""
+    tree = DPAUC(epsilon=1.0, mechanism="tree-histogram", num_thresholds=8, max_weight=2)
+    text = tree.privacy_statement().sensitivity
+    assert "L1 = 4 in weighted counts" not in text and text.startswith("2 times")
+    only = DPAUC(epsilon=1.0, delta=1e-6, max_weight=2).privacy_statement().sensitivity
+    assert "L1 = 2e-06" not in only and only.startswith("2 times")
+    public = DPAUC(epsilon=1.0, mechanism="histogram-public-scores", max_weight=3)
+    assert public.privacy_statement().sensitivity.startswith("L1 = 3 in weighted counts")
