@@ -116,7 +116,7 @@ class ReleaseSpec:
             epsilon=epsilon,
             delta=delta,
             thresholds=Thresholds.make(num_thresholds, threshold_grid),
-            options=tuple(sorted((key, _frozen(value)) for key, value in (options or {}).items())),
+            options=frozen_options(options),
             seed=seed,
         )
         spec.build()
@@ -185,6 +185,17 @@ class ReleaseSpec:
                 f"mechanism {self.mechanism!r} releases one AUC from one data holder's "
                 f"counts: {surface} cannot sum its releases over {num_clients} clients"
             )
+
+
+def frozen_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """A mechanism's options as sorted, hashable ``(name, value)`` pairs (lists and arrays,
+    e.g. a tree's budget per level, as tuples): the one normalisation of every spec
+    ([`ReleaseSpec`][], the multi-class spec and its per-class budget).
+
+        >>> frozen_options({"budget": [1, 2, 3], "branching": 4})
+        (('branching', 4), ('budget', (1, 2, 3)))
+    """
+    return tuple(sorted((str(key), _frozen(value)) for key, value in (options or {}).items()))
 
 
 def _frozen(value: Any) -> Any:
