@@ -61,7 +61,12 @@ def interval_lines(result: dict[str, Any]) -> list[str]:
     first = result["releases"][0]
     level = f"{100 * result['confidence']:g}%"
     if first["ci_low"] is None:
-        text = "undefined (the release's AUC is undefined)"
+        several = len(result["releases"]) > 1
+        text = (
+            ("undefined (the first release's AUC is undefined)" if several else "undefined")
+            if first["auc"] is None
+            else "undefined (its variance could not be estimated from the release)"
+        )
     else:
         text = f"[{first['ci_low']:.6f}, {first['ci_high']:.6f}] ({level}, {first['ci_target']} AUC"
         text += ", first release)" if len(result["releases"]) > 1 else ")"
