@@ -104,10 +104,12 @@ def test_skellam_composes_by_renyi_with_others_and_says_which_method():
     both = dp_accounting.ComposedDpEvent([skellam.dp_event(), discrete.dp_event()])
     summed = composed_epsilon(both, 1, 1e-6)
     assert summed.rdp is None and summed.method == "pld" and summed.pld < summed.basic
-    from dpauc_tf.privacy.skellam import skellam_epsilon
+    from dpauc_tf.privacy.skellam import skellam_epsilon, skellam_rdp_epsilon
 
     alone = skellam.privacy_spent(1, 1e-6)  # the Skellam release's own best figure (PLD)
-    assert alone.best == alone.pld < skellam_epsilon(skellam.noise_scale, 1e-6)
+    assert alone.best == alone.pld < skellam_rdp_epsilon(skellam.noise_scale, 1e-6)
+    # the statement's calibration uses the same PLD figure (issue 30)
+    assert alone.best == pytest.approx(skellam_epsilon(skellam.noise_scale, 1e-6), rel=1e-9)
     assert summed.basic == pytest.approx(0.5 + alone.best)
 
 
@@ -303,3 +305,16 @@ def test_a_pld_at_a_huge_epsilon_is_skipped_quickly_with_a_reason():
     assert 2 * 300 / interval <= PLD_MAX_POINTS and interval in (1e-3, 2e-3, 5e-3)
     spent = composed_epsilon(event, 1, 1e-6)
     assert pld_note(event) is None and spent.pld == pytest.approx(300.0, rel=1e-3)
+
+
+# -- issue 30: the flat Skellam noise is calibrated by the exact PLD, not the Renyi bound ------
+@pytest.mark.parametrize("epsilon", [1.0, 8.0])
+def test_skellam_statement_is_tight_and_valid_against_the_exact_delta(epsilon):
+    """The Renyi calibration stated (1, 1e-6) for a release whose exact epsilon is 0.893
+    (8 for 3.81): the mechanism added more noise than its statement needed. mu is now the
+    smallest for which the tighter of the Renyi and the PLD figures meets the target."""
+    m = get_mechanism("secure-histogram", epsilon=epsilon, num_thresholds=10, delta=1e-6)
+    mu = m.noise_scale
+    assert _skellam_flat_delta(epsilon, mu) <= 1e-6  # valid: the exact delta (brute force)
+    exact = _bisect_epsilon(lambda e: _skellam_flat_delta(e, mu), 1e-6, 2 * epsilon)
+    assert 0.99 * epsilon <= exact <= epsilon  # tight
