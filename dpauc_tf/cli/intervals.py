@@ -46,9 +46,12 @@ def interval_fields(args, mechanism, result, num_examples, num_clients) -> dict[
         )
     if result.num_examples is None:  # public under label DP: the counted file's
         result = dataclasses.replace(result, num_examples=num_examples)
-    interval = with_interval(
-        result, mechanism, confidence=confidence, ci_target=args.ci_target
-    ).interval
+    try:
+        interval = with_interval(
+            result, mechanism, confidence=confidence, ci_target=args.ci_target
+        ).interval
+    except ValueError as error:
+        raise CommandError(f"--confidence: {error}") from None
     return {  # the same objects as AUCResult.to_dict()
         "confidence": interval.confidence,
         "ci_target": interval.target,
