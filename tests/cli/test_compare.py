@@ -89,7 +89,7 @@ def test_thirty_examples_give_possible_values_and_a_warning(capsys, tmp_path):
     interval far outside [-1, 1], with no warning."""
     rng = np.random.default_rng(1)
     labels = (rng.random(30) < 0.4).astype(int)
-    a, b = rng.random(30), rng.random(30)
+    a, b = rng.random(30).tolist(), rng.random(30).tolist()
     path = tmp_path / "small.csv"
     path.write_text(
         "score,score_b,label\n"

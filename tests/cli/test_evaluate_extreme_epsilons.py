@@ -20,7 +20,8 @@ def score_file(tmp_path_factory):
     scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1)
     path = tmp_path_factory.mktemp("scores") / "scores.csv"
     path.write_text(
-        "score,label\n" + "".join(f"{s!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
+        "score,label\n"
+        + "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
     )
     return str(path)
 
