@@ -422,7 +422,7 @@ def _rank_sum_laws(mechanism, release) -> tuple[np.ndarray, np.ndarray]:
 
 # Past this relative noise of the positive (or negative) count, std / min(P~, N~), the
 # first-order law of 1 / (P N) misses the ratio's skew: 90-93% sample coverage at 10-20
-# positives (docs/intervals.md); the interval is then the conservative box below.
+# positives (docs/rank_sum.md); the interval is then the conservative box below.
 RANK_SUM_COUNT_NOISE_LIMIT = 0.2
 # The share of the error rate the box spends on the count (the rest on the rank sum).
 RANK_SUM_BOX_COUNT_SHARE = 0.25
