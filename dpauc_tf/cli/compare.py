@@ -176,6 +176,8 @@ def run_compare(args) -> int:
         print(format_rows(rows, args.format), end="")
         if args.format == "table":
             print(f"\nprivacy: {out['privacy']}", file=sys.stdout)
+    if result.warning is not None:
+        print(f"dpauc: warning: {result.warning}", file=sys.stderr)
     if math.isnan(result.difference):
         print(
             "dpauc: warning: the comparison is undefined (a noisy class count below 2)",

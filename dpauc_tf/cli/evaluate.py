@@ -429,7 +429,10 @@ def _pld_epsilon(mechanism, statement, delta: float) -> tuple[float | None, str 
             "the PLD accountant covers only the full noise; guaranteed_epsilon is the "
             "achieved figure"
         )
-    return mechanism.privacy_spent(1, delta=delta).pld, None
+    from dpauc_tf.privacy.accounting import pld_note
+
+    figure = mechanism.privacy_spent(1, delta=delta).pld
+    return figure, None if figure is not None else pld_note(mechanism.dp_event())
 
 
 def _finite_or_none(value: float | None) -> float | None:

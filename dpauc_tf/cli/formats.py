@@ -124,6 +124,10 @@ def setting_row(result: dict[str, Any]) -> dict[str, Any]:
         row["auc_std"] = result["auc_std"]
     if result.get("num_undefined"):
         row["num_undefined"] = result["num_undefined"]
+    if result.get("releases"):  # --confidence: the (first) release's interval
+        first = result["releases"][0]
+        for key in ("ci_low", "ci_high", "ci_target", "privacy_share"):
+            row[key] = first[key]
     for key in ("exact_auc", "tf_auc"):
         if key in result:
             row[key] = result[key]
@@ -135,6 +139,15 @@ def setting_notes(result: dict[str, Any], pld: str, fields: str) -> list[str]:
     notes = [f"privacy: {result['privacy']}", f"PLD epsilon: {pld}"]
     if result.get("undefined_note"):
         notes.append(f"undefined releases: {result['undefined_note']}")
+    if result.get("releases"):
+        notes.append(
+            f"interval: {100 * result['confidence']:g}% for the {result['ci_target']} AUC"
+            + (
+                ", of the first release (JSON and CSV give every release's)"
+                if len(result["releases"]) > 1
+                else ""
+            )
+        )
     if result.get("roc_note"):
         notes.append(f"ROC curve: {result['roc_note']}")
     if result.get("plot"):

@@ -6,6 +6,7 @@ The interval is post-processing of the release (no privacy cost):
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -27,30 +28,30 @@ def check_confidence(args, mechanism) -> None:
 
 def interval_fields(args, mechanism, result, num_examples, num_clients) -> dict[str, Any]:
     """``confidence``, ``ci_target`` and ``releases`` (one object per release: auc, ci_low,
-    ci_high, ci_target, privacy_share, ...) with ``--confidence``; nothing otherwise."""
+    ci_high, ci_target, privacy_share, ...) with ``--confidence``; nothing otherwise.
+
+    The interval is the release's own ([`dpauc_tf.mechanisms.release.with_interval`][]):
+    computed from its counts and the reports that arrived, never from the number of
+    clients asked (after a dropout, fewer noise shares)."""
+    del num_clients  # the release's own: clients asked and reports that arrived
     confidence = getattr(args, "confidence", None)
     if confidence is None or result is None:
         return {}
-    from dpauc_tf.mechanisms.intervals import noise_copies, release_interval
-    from dpauc_tf.mechanisms.release import interval_releases
+    from dpauc_tf.mechanisms.release import interval_releases, with_interval
 
-    interval = getattr(result, "interval", None)
-    if interval is None or interval.target != args.ci_target:
-        counts = getattr(result, "noisy_counts", None) or getattr(result, "release", None)
-        if counts is None:
-            raise CommandError(
-                f"--confidence: --backend {args.backend} returns no release counts here yet; "
-                "use --backend simulate, beam or spark"
-            )
-        interval = release_interval(
-            mechanism,
-            counts,
-            confidence=confidence,
-            target=args.ci_target,
-            num_examples=num_examples,
-            copies=noise_copies(mechanism, num_clients, num_clients),
-            estimate=np.asarray(result.aucs),
+    if not getattr(result, "noisy_counts", None) and result.interval is None:
+        raise CommandError(
+            f"--confidence: --backend {args.backend} returns no release counts here yet; "
+            "use --backend simulate, beam or spark"
         )
+    if result.num_examples is None:  # public under label DP: the counted file's
+        result = dataclasses.replace(result, num_examples=num_examples)
+    try:
+        interval = with_interval(
+            result, mechanism, confidence=confidence, ci_target=args.ci_target
+        ).interval
+    except ValueError as error:
+        raise CommandError(f"--confidence: {error}") from None
     return {  # the same objects as AUCResult.to_dict()
         "confidence": interval.confidence,
         "ci_target": interval.target,
@@ -63,7 +64,12 @@ def interval_lines(result: dict[str, Any]) -> list[str]:
     first = result["releases"][0]
     level = f"{100 * result['confidence']:g}%"
     if first["ci_low"] is None:
-        text = "undefined (the release's AUC is undefined)"
+        several = len(result["releases"]) > 1
+        text = (
+            ("undefined (the first release's AUC is undefined)" if several else "undefined")
+            if first["auc"] is None
+            else "undefined (its variance could not be estimated from the release)"
+        )
     else:
         text = f"[{first['ci_low']:.6f}, {first['ci_high']:.6f}] ({level}, {first['ci_target']} AUC"
         text += ", first release)" if len(result["releases"]) > 1 else ")"

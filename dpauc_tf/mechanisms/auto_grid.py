@@ -98,11 +98,20 @@ def noise_dominates_warning(privacy_std: float, sampling: float) -> str | None:
     error, else ``None``."""
     if not math.isfinite(sampling) or privacy_std <= sampling:
         return None
-    shown = "undefined releases" if not math.isfinite(privacy_std) else f"{privacy_std:.2g}"
+    if math.isfinite(privacy_std):
+        noise = (
+            f"the privacy noise (std about {privacy_std:.2g} on a typical test set of this size)"
+        )
+        verb = "would exceed"
+    else:  # fewer than two defined releases: the noise leaves no positive or no negative
+        noise = (
+            "the privacy noise would leave the AUC undefined in most releases on a typical "
+            "test set of this size (no positive or no negative left): it"
+        )
+        verb = "far exceeds"
     return (
-        f"the privacy noise (std about {shown} on a typical test set of this size) would "
-        f"exceed the sampling error (about {sampling:.2g}): a larger epsilon, more examples, "
-        "fewer thresholds or another mechanism would help (docs/small_test_sets.md)"
+        f"{noise} {verb} the sampling error (about {sampling:.2g}): a larger epsilon, more "
+        "examples, fewer thresholds or another mechanism would help (docs/small_test_sets.md)"
     )
 
 

@@ -264,6 +264,9 @@ class ComparisonResult:
     """One private paired comparison: ``difference = auc_b - auc_a`` with its interval and
     two-sided p-value (H0: equal bucketed AUCs), and what was released.
 
+    The AUCs are projected onto [0, 1], the difference and the interval onto [-1, 1]
+    (post-processing; ``z`` and ``p_value`` are of the unprojected difference), and
+    ``warning`` says when the noise swamps the signal (``None`` otherwise).
     ``std_error**2 = sampling_variance + privacy_variance``; ``sampling_variance_a`` and
     ``_b`` are each model's own DeLong variance (their sum minus ``sampling_variance`` is
     twice the covariance that pairing uses). ``privacy_share`` is the share of the variance
@@ -289,6 +292,7 @@ class ComparisonResult:
     num_examples: int
     num_buckets: tuple[int, int]
     noisy_counts: dict[str, np.ndarray]
+    warning: str | None = None
 
     @property
     def privacy_share(self) -> float:
@@ -314,6 +318,7 @@ class ComparisonResult:
             num_examples=self.num_examples,
             num_buckets=list(self.num_buckets),
             target="bucketed AUCs of this test set's population (paired DeLong + privacy noise)",
+            warning=self.warning,
         )
         return out
 
@@ -391,6 +396,40 @@ def compare_models(
     return _result(mechanism, noisy, confidence, int(labels.size), shape)
 
 
+# The privacy noise's std of the difference past which it swamps any difference of two
+# AUCs worth testing (a warning is given).
+SWAMPED_PRIVACY_STD = 0.1
+
+
+def _clip(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high) if math.isfinite(value) else value
+
+
+def swamped_warning(raw: dict[str, float], privacy_variance: float) -> str | None:
+    """A one-line warning where the privacy noise swamps the signal: an AUC or the
+    difference outside its range before the projection, or a privacy std of the difference
+    above `SWAMPED_PRIVACY_STD`; ``None`` otherwise."""
+    moved = [
+        f"{name} {raw[key]:.3g}"
+        for name, key, low, high in (
+            ("AUC of A", "auc_a", 0.0, 1.0),
+            ("AUC of B", "auc_b", 0.0, 1.0),
+            ("difference", "difference", -1.0, 1.0),
+        )
+        if math.isfinite(raw[key]) and not low <= raw[key] <= high
+    ]
+    privacy_std = math.sqrt(privacy_variance) if privacy_variance >= 0 else math.nan
+    if not moved and not privacy_std > SWAMPED_PRIVACY_STD:
+        return None
+    what = f"the noisy {', '.join(moved)} fell outside the possible range (projected onto it)"
+    return (
+        "the privacy noise swamps the signal: "
+        + (what + "; " if moved else "")
+        + f"the noise's std of the difference is {privacy_std:.2g}: use more examples, a "
+        "larger epsilon or fewer buckets"
+    )
+
+
 def _result(mechanism, noisy, confidence, num_examples, shape) -> ComparisonResult:
     stats_ = paired_statistics(noisy["pos"], noisy["neg"])
     nan = math.nan
@@ -403,12 +442,19 @@ def _result(mechanism, noisy, confidence, num_examples, shape) -> ComparisonResu
     quantile = float(stats.norm.ppf(0.5 + confidence / 2))
     z = diff / std if math.isfinite(std) else nan
     p_value = float(2 * stats.norm.sf(abs(z))) if math.isfinite(z) else nan
+    # post-processing onto the possible values: each AUC in [0, 1], the difference and its
+    # interval in [-1, 1] (the true difference lies there, so the intersection covers
+    # whenever the interval did; an interval wholly outside did not cover: [-1, 1])
+    low, high = _clip(diff - quantile * std, -1.0, 1.0), _clip(diff + quantile * std, -1.0, 1.0)
+    if low == high and abs(low) == 1.0 and abs(diff) > 1.0:
+        low, high = -1.0, 1.0
     return ComparisonResult(
-        auc_a=stats_["auc_a"],
-        auc_b=stats_["auc_b"],
-        difference=diff,
-        ci_low=diff - quantile * std,
-        ci_high=diff + quantile * std,
+        auc_a=_clip(stats_["auc_a"], 0.0, 1.0),
+        auc_b=_clip(stats_["auc_b"], 0.0, 1.0),
+        difference=_clip(diff, -1.0, 1.0),
+        ci_low=low,
+        ci_high=high,
+        warning=swamped_warning(stats_, privacy) if math.isfinite(diff) else None,
         confidence=float(confidence),
         p_value=p_value,
         z=z,

@@ -363,8 +363,10 @@ class OneVsRest:
                 f"mechanism {mechanism!r} cannot release one-vs-rest counts ({why}); use a "
                 "curve mechanism such as 'histogram'"
             )
-        options = dict(options or {})
-        frozen = tuple(sorted(options.items()))
+        from dpauc_tf.mechanisms.release import frozen_options
+
+        frozen = frozen_options(options)
+        options = dict(frozen)
         self.base_name = mechanism
         self.epsilon = check_epsilon(epsilon)
         self.class_epsilon, self.class_delta = class_budget(

@@ -36,7 +36,7 @@ from dpauc_tf.mechanisms.multiclass import (
     check_num_classes,
     one_vs_rest_counts,
 )
-from dpauc_tf.mechanisms.release import check_repeats, finite_or_none
+from dpauc_tf.mechanisms.release import check_repeats, finite_or_none, frozen_options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +92,7 @@ class MultiClassSpec:
             delta=delta,
             num_classes=check_num_classes(num_classes),
             thresholds=Thresholds.make(num_thresholds),
-            options=tuple(sorted((options or {}).items())),
+            options=frozen_options(options),
             seed=seed,
             average=check_average(average),
         )

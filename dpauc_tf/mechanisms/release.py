@@ -138,7 +138,7 @@ class ReleaseSpec:
             epsilon=epsilon,
             delta=delta,
             thresholds=Thresholds.make(num_thresholds, threshold_grid),
-            options=tuple(sorted((key, _frozen(value)) for key, value in (options or {}).items())),
+            options=frozen_options(options),
             seed=seed,
         )
         spec.build()
@@ -207,6 +207,17 @@ class ReleaseSpec:
                 f"mechanism {self.mechanism!r} releases one AUC from one data holder's "
                 f"counts: {surface} cannot sum its releases over {num_clients} clients"
             )
+
+
+def frozen_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """A mechanism's options as sorted, hashable ``(name, value)`` pairs (lists and arrays,
+    e.g. a tree's budget per level, as tuples): the one normalisation of every spec
+    ([`ReleaseSpec`][], the multi-class spec and its per-class budget).
+
+        >>> frozen_options({"budget": [1, 2, 3], "branching": 4})
+        (('branching', 4), ('budget', (1, 2, 3)))
+    """
+    return tuple(sorted((str(key), _frozen(value)) for key, value in (options or {}).items()))
 
 
 def _frozen(value: Any) -> Any:
@@ -392,6 +403,52 @@ def _plain(key: Any) -> Any:
     return str(key)
 
 
+def _interval(mechanism, summed, aucs, confidence, target, num_examples, clients, reporting):
+    """The interval of every release: the noise of the ``reporting`` shares that arrived."""
+    from dpauc_tf.mechanisms.intervals import noise_copies, release_interval
+
+    return release_interval(
+        mechanism,
+        {key: np.asarray(value) for key, value in summed.items()},
+        confidence=confidence,
+        target=target,
+        num_examples=num_examples,
+        copies=noise_copies(mechanism, clients, reporting),
+        estimate=aucs,
+    )
+
+
+def with_interval(
+    result: AUCResult, mechanism, *, confidence: float, ci_target: str = "population"
+) -> AUCResult:
+    """``result`` with the interval of every release at ``confidence`` for ``ci_target``,
+    computed as [`finish_release`][] computes it: from the release's own counts, number of
+    examples and reports that arrived (a dropout's missing noise shares are not counted).
+    ``mechanism`` is the one the release was built with. Post-processing: no privacy cost."""
+    from dpauc_tf.mechanisms.intervals import check_confidence, check_target
+
+    if result.interval is not None and (result.interval.confidence, result.interval.target) == (
+        confidence,
+        ci_target,
+    ):
+        return result
+    if not result.noisy_counts:
+        raise ValueError("the result carries no release counts to compute an interval from")
+    check_confidence(confidence)
+    check_target(ci_target)
+    interval = _interval(
+        mechanism,
+        result.noisy_counts,
+        result.aucs,
+        confidence,
+        ci_target,
+        result.num_examples,
+        result.num_clients,
+        result.num_reporting,
+    )
+    return dataclasses.replace(result, interval=interval)
+
+
 def finish_release(
     spec: ReleaseSpec | None,
     summed: Mapping[str, Any],
@@ -471,16 +528,8 @@ def finish_release(
             delta_total = float(whole.delta)
     interval = None
     if confidence is not None:
-        from dpauc_tf.mechanisms.intervals import noise_copies, release_interval
-
-        interval = release_interval(
-            mechanism,
-            {key: np.asarray(value) for key, value in summed.items()},
-            confidence=confidence,
-            target=ci_target,
-            num_examples=num_examples,
-            copies=noise_copies(mechanism, num_clients, reporting),
-            estimate=aucs,
+        interval = _interval(
+            mechanism, summed, aucs, confidence, ci_target, num_examples, num_clients, reporting
         )
     return AUCResult(
         aucs=aucs,

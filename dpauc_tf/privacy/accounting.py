@@ -157,11 +157,28 @@ def _leaves(
     return [(event, count)] if count else []
 
 
+# dp-accounting's default grid of privacy losses.
+PLD_INTERVAL = 1e-4
+# The most grid points a PLD may span (its losses' range / the interval): a wider range gets
+# a coarser grid (still pessimistic: a valid, looser figure), never gigabytes of memory.
+PLD_MAX_POINTS = 2**20
+# The PLD is read at delta (1 - PLD_DELTA_MARGIN): dp-accounting composes by FFT, whose
+# round-off can move a tail mass by about 1e-14 either way, enough to put the figure a
+# hair below the true epsilon (591.5657804 for an exact 591.5657806: docs/accounting.md).
+PLD_DELTA_MARGIN = 1e-3
+# dp-accounting reads a PLD through exp(loss), which overflows past about 709: a release
+# whose privacy loss can exceed this gets no PLD figure (the basic and Renyi figures stand).
+PLD_MAX_LOSS = 500.0
+
+
 class _PLDAccountant(pld.PLDAccountant):
     """dp-accounting's PLD accountant with randomized response composed ``count`` times
     under the replace-one relation (dp-accounting 0.6.0 composes it once, whatever the
     count, and only under a replace relation, which would double the Laplace and Gaussian
     sensitivities)."""
+
+    def __init__(self, value_discretization_interval: float = PLD_INTERVAL):
+        super().__init__(value_discretization_interval=value_discretization_interval)
 
     def _maybe_compose(self, event, count, do_compose):
         if isinstance(event, SkellamDpEvent):
@@ -198,15 +215,80 @@ class _PLDAccountant(pld.PLDAccountant):
         return super()._maybe_compose(event, count, do_compose)
 
 
+def _leaf_loss(leaf) -> float | None:
+    """An upper bound on the privacy loss of one release of ``leaf`` (``None`` when not
+    known cheaply)."""
+    pure = pure_epsilon(leaf)
+    if pure is None and isinstance(leaf, _ApproximateDp):
+        pure = leaf.epsilon
+    if pure is None and isinstance(leaf, dp_accounting.GaussianDpEvent):
+        r = 1.0 / leaf.noise_multiplier if leaf.noise_multiplier > 0 else math.inf
+        pure = r * r / 2.0 + 10.0 * r  # the loss is N(r^2 / 2, r^2), cut at its tails
+    return pure
+
+
+def _loss_range(leaves) -> float | None:
+    """An upper bound on the range of the composed privacy losses that the PLD must span
+    (``None`` when it is not known cheaply: the PLD is then built on the default grid)."""
+    total = 0.0
+    for leaf, count in leaves:
+        loss = _leaf_loss(leaf)
+        if loss is None:
+            if isinstance(leaf, SkellamDpEvent):
+                continue  # built on a bounded support of its own (skellam.MAX_SUPPORT)
+            return None
+        total += count * loss
+    return 2.0 * total
+
+
+def pld_skip_reason(leaves) -> str | None:
+    """Why the PLD of ``leaves`` is not computed (``None`` when it is): a release whose
+    privacy loss can exceed `PLD_MAX_LOSS` (dp-accounting's reading overflows there)."""
+    for leaf, _ in leaves:
+        loss = _leaf_loss(leaf)
+        if loss is not None and loss > PLD_MAX_LOSS:
+            return (
+                f"not computed: one release's privacy loss reaches {loss:.4g}, beyond the "
+                f"{PLD_MAX_LOSS:g} that the PLD accountant reads without overflow; the basic "
+                "figure (exact for pure DP) stands"
+            )
+    return None
+
+
+def pld_interval(leaves) -> float:
+    """The grid of the PLD of ``leaves``: dp-accounting's 1e-4, coarser (a round figure)
+    where the losses would span more than `PLD_MAX_POINTS` points (a coarser grid is
+    still pessimistic: a valid, looser figure, computed in bounded time and memory)."""
+    span = _loss_range(leaves)
+    if span is None or not math.isfinite(span):
+        return PLD_INTERVAL
+    wanted = span / PLD_MAX_POINTS
+    if wanted <= PLD_INTERVAL:
+        return PLD_INTERVAL
+    # a round figure (1, 2 or 5 times a power of ten), so that round epsilons sit on the grid
+    power = 10.0 ** math.floor(math.log10(wanted))
+    return next(f * power for f in (1.0, 2.0, 5.0, 10.0) if f * power >= wanted)
+
+
+def pld_note(event: dp_accounting.DpEvent, count: int = 1) -> str | None:
+    """Why ``count`` releases of ``event`` get no PLD figure for a reason of cost or range
+    (``None`` otherwise, e.g. when the figure exists or the accountant does not apply)."""
+    return pld_skip_reason(_leaves(event, count))
+
+
 def _pld_epsilon(leaves, delta: float) -> float | None:
-    accountant = _PLDAccountant()
+    if pld_skip_reason(leaves) is not None:
+        return None
+    accountant = _PLDAccountant(pld_interval(leaves))
     if not all(accountant.supports(leaf) for leaf, _ in leaves):
         return None
     try:
         for leaf, count in leaves:
             accountant.compose(leaf, count)
-        return float(accountant.get_epsilon(delta))
-    except OverflowError:  # e.g. a canonical (epsilon, delta) pair at epsilon 1000: exp overflows
+        return float(accountant.get_epsilon(delta * (1.0 - PLD_DELTA_MARGIN)))
+    except (OverflowError, ValueError, MemoryError):
+        # e.g. a canonical (epsilon, delta) pair at epsilon 1000 (exp overflows), or
+        # dp-accounting's "deltas are not in non-increasing order" far out in the tails
         return None  # no PLD figure; the basic and Renyi figures stand
 
 

@@ -50,17 +50,51 @@ def rdp_to_epsilon(alpha: np.ndarray, rdp: np.ndarray, delta: float) -> float:
     return float(max(np.min(eps), 0.0))
 
 
-def skellam_epsilon(mu: float, delta: float, releases: int = 1) -> float:
-    """Epsilon at ``delta`` of ``releases`` Skellam(mu, mu) histogram releases (label DP)."""
+def skellam_rdp_epsilon(mu: float, delta: float, releases: int = 1) -> float:
+    """The Renyi bound's epsilon at ``delta`` of ``releases`` Skellam(mu, mu) histogram
+    releases (label DP)."""
     orders = np.asarray(RDP_ORDERS, dtype=np.float64)
     rdp = releases * skellam_rdp(orders, mu, HISTOGRAM_L1, HISTOGRAM_L2_SQUARED)
     return rdp_to_epsilon(orders, rdp, delta)
 
 
+@functools.lru_cache(maxsize=1024)
+def skellam_pld_epsilon(mu: float, delta: float, releases: int = 1) -> float | None:
+    """Epsilon at ``delta`` of ``releases`` Skellam(mu, mu) histogram releases from the
+    exact pmf's pessimistic PLD ([`skellam_event_pld`][]: losses rounded up, the tail
+    counted as infinite loss), read at ``delta (1 - PLD_DELTA_MARGIN)`` past the FFT's
+    round-off; ``None`` where it is not built (``delta <= 0``, a support too large)."""
+    from dpauc_tf.privacy.accounting import PLD_DELTA_MARGIN
+
+    if not delta > 0:
+        return None
+    pld = skellam_event_pld([float(mu)], HISTOGRAM_L1, HISTOGRAM_L2_SQUARED)
+    if pld is None:
+        return None
+    if releases > 1:
+        pld = pld.self_compose(int(releases))
+    try:
+        return float(pld.get_epsilon_for_delta(delta * (1.0 - PLD_DELTA_MARGIN)))
+    except (ValueError, OverflowError):
+        return None
+
+
+def skellam_epsilon(mu: float, delta: float, releases: int = 1) -> float:
+    """Epsilon at ``delta`` of ``releases`` Skellam(mu, mu) histogram releases (label DP):
+    the smaller of the Renyi bound and the PLD from the exact pmf (both upper bounds; the
+    Renyi bound alone stated (1, 1e-6) for a release whose exact epsilon is 0.893, and 8
+    for 3.81: ``benchmarks/bench_skellam_slack.py``)."""
+    rdp = skellam_rdp_epsilon(mu, delta, releases)
+    pld = skellam_pld_epsilon(float(mu), float(delta), int(releases))
+    return rdp if pld is None else min(rdp, pld)
+
+
 @functools.lru_cache(maxsize=256)
 def skellam_mu(epsilon: float, delta: float) -> float:
-    """Smallest ``mu`` such that one Skellam(mu, mu) histogram release is (eps, delta)-DP."""
-    return smallest_parameter(lambda mu: skellam_epsilon(mu, delta), epsilon)
+    """Smallest ``mu`` such that one Skellam(mu, mu) histogram release is (eps, delta)-DP
+    by [`skellam_epsilon`][] (the tighter of the Renyi and the PLD figures)."""
+    start = smallest_parameter(lambda mu: skellam_rdp_epsilon(mu, delta), epsilon)
+    return smallest_parameter(lambda mu: skellam_epsilon(mu, delta), epsilon, start=start)
 
 
 def skellam_precision_shares(level_shares: Sequence[float]) -> np.ndarray:
@@ -92,12 +126,44 @@ def skellam_tree_rdp(
     return releases * rdp
 
 
+# The PLD enters a tree's (or the class-split histogram's) calibration only where it is
+# cheap: at most this many unit Skellam PLDs composed per release (the class-split flat
+# histogram: 2). A tree's PLD of many levels takes seconds, and calibration evaluates it
+# dozens of times: trees keep the Renyi bound (their ledger figures still use the PLD).
+PLD_CALIBRATION_UNITS = 4
+
+
 def skellam_tree_epsilon(
     mus: Sequence[float], l1_per_level: float, delta: float, releases: int = 1
 ) -> float:
-    """Epsilon at ``delta`` of ``releases`` Skellam tree releases."""
+    """Epsilon at ``delta`` of ``releases`` Skellam tree releases: the Renyi bound, or the
+    smaller of it and the PLD from the exact pmf where that is cheap
+    (`PLD_CALIBRATION_UNITS`)."""
     orders = np.asarray(RDP_ORDERS, np.float64)
-    return rdp_to_epsilon(orders, skellam_tree_rdp(orders, mus, l1_per_level, releases), delta)
+    rdp = rdp_to_epsilon(orders, skellam_tree_rdp(orders, mus, l1_per_level, releases), delta)
+    if len(mus) * l1_per_level > PLD_CALIBRATION_UNITS:
+        return rdp
+    pld = _tree_pld_epsilon(
+        tuple(float(mu) for mu in mus), float(l1_per_level), float(delta), int(releases)
+    )
+    return rdp if pld is None else min(rdp, pld)
+
+
+@functools.lru_cache(maxsize=1024)
+def _tree_pld_epsilon(mus: tuple, l1: float, delta: float, releases: int) -> float | None:
+    from dpauc_tf.privacy.accounting import PLD_DELTA_MARGIN
+
+    if not delta > 0:
+        return None
+    pld = skellam_event_pld(list(mus), l1, l1)
+    if pld is None:
+        return None
+    if releases > 1:
+        pld = pld.self_compose(releases)
+    try:
+        return float(pld.get_epsilon_for_delta(delta * (1.0 - PLD_DELTA_MARGIN)))
+    except (ValueError, OverflowError):
+        return None
 
 
 def skellam_tree_mus(
@@ -111,10 +177,16 @@ def skellam_tree_mus(
     ``releases`` tree releases are ``(epsilon, delta)``-DP by the Renyi bound."""
     shares = np.asarray(precision_shares, np.float64)
 
+    def renyi(m: float) -> float:
+        orders = np.asarray(RDP_ORDERS, np.float64)
+        curve = skellam_tree_rdp(orders, m / shares, l1_per_level, releases)
+        return rdp_to_epsilon(orders, curve, delta)
+
     def spent(m: float) -> float:
         return skellam_tree_epsilon(m / shares, l1_per_level, delta, releases)
 
-    m = smallest_parameter(spent, epsilon)
+    start = smallest_parameter(renyi, epsilon)  # the Renyi bound's, then the tighter one
+    m = smallest_parameter(spent, epsilon, start=start)
     return [float(m / p) for p in shares]
 
 

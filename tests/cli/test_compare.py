@@ -81,3 +81,36 @@ def test_refusals_are_one_line(capsys, pair, tmp_path):
         assert main(["compare", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("dpauc: error:") and message in err and "\n" not in err
+
+
+# -- issue 30: impossible values are projected and the swamping noise is named ----------------
+def test_thirty_examples_give_possible_values_and_a_warning(capsys, tmp_path):
+    """On 30 examples the noisy AUCs fell outside [0, 1], the difference beyond +-1 and the
+    interval far outside [-1, 1], with no warning."""
+    rng = np.random.default_rng(1)
+    labels = (rng.random(30) < 0.4).astype(int)
+    a, b = rng.random(30).tolist(), rng.random(30).tolist()
+    path = tmp_path / "small.csv"
+    path.write_text(
+        "score,score_b,label\n"
+        + "".join(f"{x!r},{y!r},{z}\n" for x, y, z in zip(a, b, labels, strict=True))
+    )
+    argv = ["compare", "--scores", str(path), "--score-column-b", "score_b", "--epsilon", "1"]
+    seen_outside = 0
+    for seed in range(20):
+        assert main([*argv, "--seed", str(seed), "--format", "json"]) == 0
+        captured = capsys.readouterr()
+        out = json.loads(captured.out)
+        if out["difference"] is None:
+            continue
+        assert 0.0 <= out["auc_a"] <= 1.0 and 0.0 <= out["auc_b"] <= 1.0, out
+        assert -1.0 <= out["ci_low"] <= out["difference"] <= out["ci_high"] <= 1.0, out
+        assert "swamps the signal" in captured.err and out["warning"], captured.err
+        seen_outside += "outside the possible range" in out["warning"]
+    assert seen_outside  # some seeds put a raw value outside its range
+
+
+def test_a_clear_comparison_has_no_warning(pair):
+    labels, sa, sb, *_ = pair
+    result = compare_models(labels, sa, sb, epsilon=1.0, seed=0)
+    assert result.warning is None and -1 < result.ci_low < result.ci_high < 1

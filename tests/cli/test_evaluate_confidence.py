@@ -72,3 +72,42 @@ def test_beam_backend_gives_the_interval_too(scores, evaluate_json):
     )  # fmt: skip
     (release,) = out["releases"]
     assert release["ci_low"] < release["auc"] < release["ci_high"]
+
+
+# -- issue 30: the markdown row has the interval; no "undefined" beside a defined AUC ----------
+def test_markdown_has_the_interval_columns(scores, capsys):
+    """docs/intervals.md promises CSV/Markdown columns; --format markdown dropped them."""
+    argv = ["evaluate", "--scores", scores, "--mechanism", "histogram", "--epsilon", "1"]
+    assert main([*argv, "--seed", "0", "--confidence", "0.95", "--format", "markdown"]) == 0
+    text = capsys.readouterr().out
+    header = [cell.strip() for cell in text.splitlines()[0].strip("|").split("|")]
+    assert {"ci_low", "ci_high", "ci_target", "privacy_share"} <= set(header)
+    assert "interval: 95% for the population AUC" in text
+
+
+def test_interval_line_never_calls_a_defined_auc_undefined():
+    from dpauc_tf.cli.intervals import interval_lines
+
+    release = {"auc": 0.7, "ci_low": None, "ci_high": None, "ci_target": "population",
+               "privacy_share": None}  # fmt: skip
+    line = interval_lines({"confidence": 0.95, "releases": [release]})[0]
+    assert "AUC is undefined" not in line
+    undefined = dict(release, auc=None)
+    line = interval_lines({"confidence": 0.95, "releases": [undefined, release]})[0]
+    assert "first release's AUC is undefined" in line
+
+
+def test_a_small_test_set_never_prints_an_undefined_interval_beside_an_auc(tmp_path, capsys):
+    """A 5-example file at epsilon 1, histogram-public-scores, population target: DeLong's
+    variance of the projected counts was NaN beside a defined AUC."""
+    path = tmp_path / "tiny.csv"
+    path.write_text("label,score\n1,0.9\n0,0.2\n0,0.4\n1,0.6\n0,0.1\n")
+    argv = ["evaluate", "--scores", str(path), "--mechanism", "histogram-public-scores"]
+    argv += ["--epsilon", "1", "--num-thresholds", "10", "--confidence", "0.95"]
+    argv += ["--repeats", "50", "--format", "json"]
+    assert main([*argv, "--seed", "3"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    for release in out["releases"]:
+        assert (release["auc"] is None) == (release["ci_low"] is None), release

@@ -169,3 +169,48 @@ def test_cli_names_the_silent_clients(score_file, capsys, hanging_client):
     assert status == 2
     error = [line for line in out.err.splitlines() if line.startswith("dpauc: error:")]
     assert len(error) == 1 and "timed out" in error[0] and "--round-timeout" in error[0]
+
+
+# -- issue 30: the CLI's interval after a dropout is the release's own -------------------------
+def test_cli_interval_after_a_dropout_counts_only_the_noise_that_arrived(
+    score_file, capsys, monkeypatch
+):
+    """The CLI recomputed the interval with every client's noise share (4 of 4) where only
+    3 arrived: too wide. It now uses the release's own (``with_interval``: the reports that
+    arrived), the one ``finish_release(..., confidence=...)`` gives."""
+    from dpauc_tf.mechanisms.intervals import release_interval
+    from dpauc_tf.mechanisms.registry import get_mechanism
+
+    released, original = [], flower_evaluate.evaluate
+
+    def evaluate(*args, **kwargs):
+        out = original(*args, vanishing_clients=(1,), **kwargs)
+        released.append(out.result)
+        return out
+
+    monkeypatch.setattr(flower_evaluate, "evaluate", evaluate)
+    argv = ["--scores", score_file, "--mechanism", "secure-histogram", "--epsilon", "1"]
+    argv += ["--clients", "4", "--seed", "0", "--backend", "flower", "--format", "json"]
+    argv += ["--confidence", "0.95", "--ci-target", "sample", "--num-thresholds", "20"]
+    status, out = _run(capsys, *argv)
+    assert status == 0, out.err
+    first = json.loads(out.out)["releases"][0]
+    (result,) = released
+    assert (result.num_clients, result.num_reporting) == (4, 3)
+    mechanism = get_mechanism("secure-histogram", epsilon=1.0, num_thresholds=20, num_clients=4)
+    counts = {key: np.asarray(value) for key, value in result.noisy_counts.items()}
+
+    def interval(copies):
+        return release_interval(
+            mechanism, counts, confidence=0.95, target="sample",
+            num_examples=result.num_examples, copies=copies, estimate=result.aucs,
+        )  # fmt: skip
+
+    own, full = interval(0.75), interval(1.0)  # 3 of 4 shares arrived; before: all 4 counted
+    assert first["ci_low"] == pytest.approx(float(own.low[0]))
+    assert first["ci_high"] == pytest.approx(float(own.high[0]))
+    from dpauc_tf.mechanisms.release import with_interval
+
+    again = with_interval(result, mechanism, confidence=0.95, ci_target="sample").interval
+    assert float(again.low[0]) == pytest.approx(first["ci_low"])
+    assert float(full.high[0] - full.low[0]) > 1.05 * (first["ci_high"] - first["ci_low"])

@@ -142,7 +142,10 @@ def test_split_release_is_charged_the_same_epsilon(name, options):
     assert m.statement().epsilon == 1.0
     if "delta" in options:
         spent = composed_epsilon(m.dp_event(), 1, options["delta"])
-        assert spent.rdp == pytest.approx(1.0, abs=1e-3)
+        # calibrated by the Renyi bound (trees) or by the tighter PLD where it is cheap
+        # (the flat split histogram, issue 30): that figure is the target, none above it
+        assert spent.best <= 1.0 + 1e-9
+        assert any(f is not None and abs(f - 1.0) <= 1e-3 for f in (spent.rdp, spent.pld))
     else:
         assert pure_epsilon(m.dp_event()) == pytest.approx(1.0)
         assert m.privacy_spent(1).basic == pytest.approx(1.0)

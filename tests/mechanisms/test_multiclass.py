@@ -370,3 +370,24 @@ def test_skellam_shares_sum_to_the_calibrated_variance(counts):
     for wrong in (mu / 2.0, mu * 2.0):
         assert abs(variance - 2.0 * wrong) > 10.0 * stderr
     assert m.privacy_spent(1).best <= 1.0
+
+
+# -- issue 30: list options (a tree's budget per level) as ReleaseSpec takes them --------------
+def test_multiclass_spec_takes_list_options_like_release_spec():
+    """``MultiClassSpec.make(..., options={"budget": [1, 2, 3]})`` raised ``TypeError:
+    unhashable type: 'list'``; both specs share one normalisation now."""
+    from dpauc_tf.mechanisms.multiclass import OneVsRest
+    from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
+    from dpauc_tf.mechanisms.release import ReleaseSpec, frozen_options
+
+    options = {"budget": [1, 2, 3]}
+    binary = ReleaseSpec.make("tree-histogram", epsilon=1.0, num_thresholds=15, options=options)
+    multi = MultiClassSpec.make(
+        "tree-histogram", epsilon=1.0, num_classes=3, num_thresholds=15, options=options
+    )
+    assert binary.options == multi.options == frozen_options(options) == (("budget", (1, 2, 3)),)
+    assert hash(multi) == hash(multi)  # a spec is hashable (cached builds, shipped to workers)
+    assert multi.build().class_mechanism.budget == binary.build().budget
+    direct = OneVsRest("tree-histogram", epsilon=1.0, num_classes=3, num_thresholds=15,
+                       options={"budget": np.array([1.0, 2.0, 3.0])})  # fmt: skip
+    assert direct.class_mechanism.budget == binary.build().budget

@@ -22,7 +22,8 @@ def test_secure_histogram_statement():
     assert m.privacy_spent(1).basic == pytest.approx(0.5)
     sk = SecureHistogram(1.0, 100, delta=1e-6, num_clients=10, family="skellam")
     assert sk.statement().delta == 1e-6 and "Skellam" in sk.statement().noise
-    assert skellam_epsilon(sk.noise_scale, 1e-6) == pytest.approx(1.0, abs=1e-6)
+    # the PLD figure moves in steps of its grid: calibrated to within 1e-4 below the target
+    assert 1.0 - 1e-4 <= skellam_epsilon(sk.noise_scale, 1e-6) <= 1.0
     with pytest.raises(ValueError, match="delta"):
         SecureHistogram(1.0, 100, num_clients=3, family="skellam")
     with pytest.raises(ValueError, match="family"):
