@@ -30,6 +30,7 @@ from dpauc_tf.cli.formats import (
     json_safe,
     setting_notes,
     setting_row,
+    spent_text,
 )
 from dpauc_tf.cli.grids import resolve_auto_thresholds, warn_if_noise_dominates
 from dpauc_tf.cli.intervals import check_confidence, interval_fields, interval_lines
@@ -508,6 +509,7 @@ def _format_evaluation(result: dict[str, Any]) -> str:
     lines = [
         f"mechanism        {result['mechanism']}",
         f"privacy          {result['privacy']}",
+        f"spent            {spent_text(result)}",
         f"PLD epsilon      {_format_pld(result)}",
         f"examples         {result['num_examples']}{positives}, {result['num_clients']} client(s)",
         f"thresholds       {_format_thresholds(result)}",

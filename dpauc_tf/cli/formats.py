@@ -113,6 +113,10 @@ def setting_row(result: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"mechanism": result["mechanism"], "epsilon": result["epsilon"]}
     if result["delta"] is not None:
         row["delta"] = result["delta"]
+    if "epsilon_total" in result:  # what all the repeats cost together
+        row["epsilon_total"] = result["epsilon_total"]
+        if result.get("delta_total"):
+            row["delta_total"] = result["delta_total"]
     row["clients"] = result["num_clients"]
     if "partition" in result:
         row["partition"] = result["partition"]
@@ -134,9 +138,26 @@ def setting_row(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def spent_text(result: dict[str, Any]) -> str:
+    """The total privacy cost of everything a command printed: ``epsilon_total`` and
+    ``delta_total`` of all its releases (every format states it, not only JSON)."""
+    total = result.get("epsilon_total")
+    if total is None:
+        return "nothing released"
+    if not math.isfinite(total):
+        return "no privacy guarantee (no noise: NOT private)"
+    releases = result.get("repeats", 1)
+    count = f"all {releases} releases" if releases != 1 else "its one release"
+    return f"epsilon {total:g}, delta {result.get('delta_total') or 0:g} in total, for {count}"
+
+
 def setting_notes(result: dict[str, Any], pld: str, fields: str) -> list[str]:
     """What is the same for the whole setting, printed once under the row."""
-    notes = [f"privacy: {result['privacy']}", f"PLD epsilon: {pld}"]
+    notes = [
+        f"privacy: {result['privacy']}",
+        f"spent: {spent_text(result)}",
+        f"PLD epsilon: {pld}",
+    ]
     if result.get("undefined_note"):
         notes.append(f"undefined releases: {result['undefined_note']}")
     if result.get("releases"):
