@@ -126,6 +126,7 @@ class CountBuckets(beam.CombineFn):
       from_logits: the scores are logits (a sigmoid maps them, as in ``bucket_counts``).
       integer_weights: refuse fractional weights (integer-noise mechanisms).
       flush_size: examples buffered before one vectorised count.
+      unit_weights: refuse weights other than 1 (``Capabilities.unit_weights``).
 
     Examples:
         >>> from dpauc_tf.core.thresholds import Thresholds
@@ -143,12 +144,14 @@ class CountBuckets(beam.CombineFn):
         from_logits: bool = False,
         integer_weights: bool = False,
         flush_size: int = FLUSH_SIZE,
+        unit_weights: bool = False,
     ):
         if flush_size < 1:
             raise ValueError(f"flush_size must be >= 1, got {flush_size}")
         self.thresholds = thresholds
         self.from_logits = from_logits
         self.integer_weights = integer_weights
+        self.unit_weights = unit_weights
         self.flush_size = int(flush_size)
 
     def create_accumulator(self) -> BucketCounts:
@@ -183,6 +186,7 @@ class CountBuckets(beam.CombineFn):
                 sample_weight=weights,
                 from_logits=self.from_logits,
                 integer_weights=self.integer_weights,
+                unit_weights=self.unit_weights,
                 dtype=tf.float64,
             )
         except tf.errors.InvalidArgumentError as error:

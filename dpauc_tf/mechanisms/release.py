@@ -149,8 +149,13 @@ class ReleaseSpec:
 
     @property
     def capabilities(self):
-        """The registry's [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] entry."""
-        return mechanism_spec(self.mechanism).capabilities
+        """The registry's [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] entry,
+        with the built mechanism's ``unit_weights`` (an option such as ``public_scores`` sets
+        it; no noise, no weight rule)."""
+        built = self.build().capabilities
+        return dataclasses.replace(
+            mechanism_spec(self.mechanism).capabilities, unit_weights=built.unit_weights
+        )
 
     def build(self, num_clients: int | None = None):
         """The mechanism for ``num_clients`` clients (the number of shares for secure

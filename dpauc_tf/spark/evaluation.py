@@ -65,6 +65,9 @@ _MESSAGES = {
     "weight": "weights outside [0, 1] (larger weights break the sensitivity bound)",
     "fractional_weight": "fractional weights; this mechanism adds integer noise and needs "
     "weights of 0 or 1",
+    "unit_weight": "weights other than 1; this mechanism publishes totals as label-free and "
+    "takes weights of 1 only (a weight that depends on the label would show in them); use "
+    "mechanism='histogram' for weights",
 }
 
 
@@ -133,6 +136,7 @@ def count_buckets(
         key_names=key_names,
         from_logits=from_logits,
         integer_weights=spec.capabilities.integer_counts,
+        unit_weights=spec.capabilities.unit_weights,
     )
     sums = (
         selected.mapInArrow(counter, schema)
@@ -157,7 +161,7 @@ def count_buckets(
     bad = [(kind, number) for kind, number in problems.items() if number]
     if bad:
         kind, number = bad[0]
-        role = kind.removeprefix("null_").removeprefix("fractional_")
+        role = kind.removeprefix("null_").removeprefix("fractional_").removeprefix("unit_")
         columns = {"score": score_col, "label": label_col, "weight": weight_col}
         where = columns.get(role) or " or ".join(repr(c) for c in (slice_col, client_col) if c)
         raise ValueError(
