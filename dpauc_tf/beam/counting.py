@@ -57,6 +57,7 @@ class BucketCounts:
     neg: np.ndarray
     pending: list = dataclasses.field(default_factory=list)
     pending_size: int = 0
+    rows: int = 0  # examples counted, whatever their weights
 
     @classmethod
     def zeros(cls, num_thresholds: int) -> BucketCounts:
@@ -64,8 +65,9 @@ class BucketCounts:
 
     @property
     def num_examples(self) -> float:
-        """The (weighted) number of counted examples; independent of the labels."""
-        return float(self.pos.sum() + self.neg.sum())
+        """The number of counted examples (rows, not their weights: a weight may depend on
+        the label, so the weights' sum may not; issue 30)."""
+        return float(self.rows)
 
 
 def _as_batch(element: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -193,6 +195,7 @@ class CountBuckets(beam.CombineFn):
             raise ValueError(_one_line(error)) from None
         accumulator.pos = accumulator.pos + pos.numpy()
         accumulator.neg = accumulator.neg + neg.numpy()
+        accumulator.rows += int(scores.size)
         return accumulator
 
     def merge_accumulators(self, accumulators) -> BucketCounts:
@@ -201,6 +204,7 @@ class CountBuckets(beam.CombineFn):
             self._flush(accumulator)
             merged.pos = merged.pos + accumulator.pos
             merged.neg = merged.neg + accumulator.neg
+            merged.rows += accumulator.rows
         return merged
 
     def compact(self, accumulator: BucketCounts) -> BucketCounts:

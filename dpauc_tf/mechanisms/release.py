@@ -232,7 +232,8 @@ class AUCResult:
       epsilon_total: the whole output's: ``R * slices_per_example`` releases,
         composed with dp-accounting.
       delta_total: as ``epsilon_total``.
-      num_examples: the (weighted) number of counted examples (does not depend on labels).
+      num_examples: the number of counted examples (rows, not weights: a weight may depend
+        on the label).
       num_clients: clients asked to report (``None``: one data holder, central noise).
       num_reporting: clients whose reports were summed.
       noisy_counts: the (summed) release, e.g. ``{"pos": [R, T + 1], "neg": ...}``.
@@ -393,7 +394,7 @@ def finish_release(
     Args:
       spec: the release's description.
       summed: the release, or the sum of the clients' reports (arrays ``[R, ...]``).
-      num_examples: the (weighted) number of examples counted.
+      num_examples: the number of examples counted (rows, not weights).
       num_clients: clients whose shares the mechanism was built for (``None``: central).
       num_reporting: clients whose reports were summed (default: ``num_clients``); the
         statement is the guarantee that many reports achieve.

@@ -171,7 +171,8 @@ def count_buckets(
         )
     if not counts:
         raise ValueError("dpauc_tf.spark: the DataFrame has no rows: nothing to release")
-    return {key: (pos, neg, float(pos.sum() + neg.sum())) for key, (pos, neg, _) in counts.items()}
+    # num_examples: the rows, not the weights' sum (a weight may depend on the label)
+    return {key: (pos, neg, float(rows[0])) for key, (pos, neg, rows) in counts.items()}
 
 
 def _release(spec, pos, neg, seed, repeats, num_clients=None) -> dict[str, np.ndarray]:
