@@ -180,6 +180,12 @@ class CountMechanism(abc.ABC):
         if tf.executing_eagerly():
             for counts in (pos, neg):
                 values = counts.numpy()
+                if np.any(np.isnan(values)):
+                    raise ValueError(
+                        f"{self.name}: the counts are NaN, so nothing is released: a batch "
+                        "broke an input rule under XLA (jit_compile), which drops the "
+                        f"assertions that name it ({message}); run without XLA to see which"
+                    )
                 if not (np.all(np.isfinite(values)) and np.all(values == np.round(values))):
                     raise ValueError(message)
             return pos, neg
