@@ -189,7 +189,7 @@ def test_label_free_totals_refuse_weights_other_than_1(mechanism):
         run_and_collect(
             lambda p: (
                 p
-                | beam.Create(examples)
+                | beam.Create([("all", example) for example in examples])
                 | PrivateAUC(mechanism, epsilon=1.0, delta=delta, num_thresholds=T)
             )
         )

@@ -116,3 +116,54 @@ def test_multiclass_refuses_class_weight(mode):
 
 def test_keras_major_is_known():
     assert KERAS_MAJOR in (2, 3)
+
+
+JAX_SCRIPT = """
+import os, sys, json
+os.environ["KERAS_BACKEND"] = "jax"
+import keras, numpy as np
+from dpauc_tf import DPAUC
+out = {}
+for mode in ("jit", "eager"):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 3)).astype("float32")
+    y = (x[:, 0] > 0).astype("float32")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, activation="sigmoid")])
+    metric = DPAUC(epsilon=1.0, seed=1)
+    model.compile(keras.optimizers.SGD(0.0), "binary_crossentropy", weighted_metrics=[metric],
+                  jit_compile=mode == "jit", run_eagerly=mode == "eager")
+    try:
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0, class_weight={0: 1.0, 1: 0.5})
+        out[mode] = "no error"
+    except ValueError as error:
+        out[mode] = str(error)
+    out[mode + "_releases"] = metric.releases_drawn
+print(json.dumps(out))
+"""
+
+
+def test_jax_backend_refuses_class_weight():
+    """Keras 3's JAX backend: eagerly the batch's one-line refusal; jitted (no assertions)
+    the counts are NaN and the epoch-end release refuses them, naming class_weight."""
+    import importlib.util
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if KERAS_MAJOR < 3 or importlib.util.find_spec("jax") is None:
+        pytest.skip("the JAX backend needs Keras 3 and jax")
+    done = subprocess.run(
+        [sys.executable, "-c", JAX_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    for mode in ("jit", "eager"):
+        assert "class_weight" in out[mode] and "\n" not in out[mode], out
+        assert out[mode + "_releases"] == 0
+    assert "NaN" in out["jit"]
