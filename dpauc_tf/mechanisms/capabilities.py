@@ -54,8 +54,9 @@ class Capabilities:
     def weights(self) -> str:
         """The sample weights the mechanism takes with noise, as the docs table says it.
 
-        >>> Capabilities(unit_weights=True).weights, Capabilities().weights
-        ('1 only', '[0, max_weight]')
+        Examples:
+            >>> Capabilities(unit_weights=True).weights, Capabilities().weights
+            ('1 only', '[0, max_weight]')
         """
         if self.unit_weights:
             return "1 only"

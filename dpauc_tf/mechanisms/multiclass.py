@@ -80,7 +80,7 @@ from dpauc_tf.privacy.statement import PrivacyStatement, check_epsilon
 AVERAGES = ("macro", "weighted", "micro")
 NEIGHBOURING = (
     "label DP, multi-class: neighbouring test sets differ only in the class of one example "
-    "(its scores and weight <= 1 are the same)"
+    "(its scores are the same; with noise every sample weight is 1)"
 )
 SENSITIVITY = (
     "two classes' histograms change: weight moves pos -> neg in the old class, neg -> pos "
