@@ -165,7 +165,7 @@ class CountMechanism(abc.ABC):
     def _integer_counts_message(self) -> str:
         if self.capabilities.unit_weights:
             return (
-                f"{self.name} needs whole counts (sample weights of 1 only): it releases "
+                f"{self.name} needs integer counts (sample weights of 1 only): it releases "
                 "totals as label-free, which a weight that depends on the label (Keras "
                 "class_weight) would break; use mechanism='histogram' for weights"
             )

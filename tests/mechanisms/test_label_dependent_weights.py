@@ -164,7 +164,7 @@ def test_float_totals_are_refused_not_rounded_per_class():
     rank_sum = get_mechanism("rank-sum", epsilon=1.0, num_thresholds=3, resolution=3)
     pos = np.array([0.0, 0.0, 1.0, 0.0])
     neg = np.array([0.0, 0.0, 2 * tiny, 1.0])
-    with pytest.raises(ValueError, match="whole counts"):
+    with pytest.raises(ValueError, match="needs integer counts"):
         rank_sum.release(pos, neg, seed=0)
 
 
