@@ -33,12 +33,15 @@ def bench(
     mechanism: str | None = None,
 ) -> dict:
     rng = np.random.default_rng(0)
+    # weights of 1 for the mechanisms that take no others (rank-sum, the default: issue 30)
+    unit = DPAUC(epsilon=1.0, mechanism=mechanism).mechanism.capabilities.unit_weights
     num_batches = max(examples // batch_size, 4)
     batches = []
     for _ in range(num_batches):
         y = tf.constant((rng.uniform(size=batch_size) < 0.25).astype(np.float32))
         p = tf.constant(rng.beta(1.0, 3.0, size=batch_size).astype(np.float32))
-        w = tf.constant(rng.uniform(size=batch_size).astype(np.float32)) if weighted else None
+        w = rng.uniform(size=batch_size).astype(np.float32) if weighted else None
+        w = None if w is None else tf.constant(np.ones_like(w) if unit else w)
         batches.append((y, p, w))
     steps = {}
     for name, metric in (
@@ -79,7 +82,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=2_000_000, help="examples per round")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--weighted", action="store_true", help="sample weights in [0, 1]")
+    parser.add_argument(
+        "--weighted",
+        action="store_true",
+        help="sample weights in [0, 1] (1 for mechanisms that take no others)",
+    )
     parser.add_argument(
         "--batch-sizes", default="1000,64000", help="comma-separated batch sizes to time"
     )

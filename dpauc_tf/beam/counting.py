@@ -57,6 +57,7 @@ class BucketCounts:
     neg: np.ndarray
     pending: list = dataclasses.field(default_factory=list)
     pending_size: int = 0
+    rows: int = 0  # examples counted, whatever their weights
 
     @classmethod
     def zeros(cls, num_thresholds: int) -> BucketCounts:
@@ -64,8 +65,9 @@ class BucketCounts:
 
     @property
     def num_examples(self) -> float:
-        """The (weighted) number of counted examples; independent of the labels."""
-        return float(self.pos.sum() + self.neg.sum())
+        """The number of counted examples (rows, not their weights: a weight may depend on
+        the label, so the weights' sum may not; issue 30)."""
+        return float(self.rows)
 
 
 def _as_batch(element: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,6 +128,7 @@ class CountBuckets(beam.CombineFn):
       from_logits: the scores are logits (a sigmoid maps them, as in ``bucket_counts``).
       integer_weights: refuse fractional weights (integer-noise mechanisms).
       flush_size: examples buffered before one vectorised count.
+      unit_weights: refuse weights other than 1 (``Capabilities.unit_weights``).
 
     Examples:
         >>> from dpauc_tf.core.thresholds import Thresholds
@@ -143,12 +146,14 @@ class CountBuckets(beam.CombineFn):
         from_logits: bool = False,
         integer_weights: bool = False,
         flush_size: int = FLUSH_SIZE,
+        unit_weights: bool = False,
     ):
         if flush_size < 1:
             raise ValueError(f"flush_size must be >= 1, got {flush_size}")
         self.thresholds = thresholds
         self.from_logits = from_logits
         self.integer_weights = integer_weights
+        self.unit_weights = unit_weights
         self.flush_size = int(flush_size)
 
     def create_accumulator(self) -> BucketCounts:
@@ -183,12 +188,14 @@ class CountBuckets(beam.CombineFn):
                 sample_weight=weights,
                 from_logits=self.from_logits,
                 integer_weights=self.integer_weights,
+                unit_weights=self.unit_weights,
                 dtype=tf.float64,
             )
         except tf.errors.InvalidArgumentError as error:
             raise ValueError(_one_line(error)) from None
         accumulator.pos = accumulator.pos + pos.numpy()
         accumulator.neg = accumulator.neg + neg.numpy()
+        accumulator.rows += int(scores.size)
         return accumulator
 
     def merge_accumulators(self, accumulators) -> BucketCounts:
@@ -197,6 +204,7 @@ class CountBuckets(beam.CombineFn):
             self._flush(accumulator)
             merged.pos = merged.pos + accumulator.pos
             merged.neg = merged.neg + accumulator.neg
+            merged.rows += accumulator.rows
         return merged
 
     def compact(self, accumulator: BucketCounts) -> BucketCounts:

@@ -249,7 +249,10 @@ class PrivateAUC(beam.PTransform):
                 _slice_columns, specs=self.slicing, columns=self.columns
             )
         counter = CountBuckets(
-            self.count_grid, from_logits=self.from_logits, integer_weights=self.integer_weights
+            self.count_grid,
+            from_logits=self.from_logits,
+            integer_weights=self.integer_weights,
+            unit_weights=spec.capabilities.unit_weights,
         )
         if self.per_client:
             keyed = examples | "KeyBySliceAndClient" >> beam.FlatMap(

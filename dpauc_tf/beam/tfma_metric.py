@@ -295,7 +295,9 @@ class _DPAUCCombiner(beam.CombineFn):
         self._example_weighted = example_weighted
         # the mechanism's own grid where it has one (auc-only counts on a fine grid)
         self._counter = CountBuckets(
-            spec.count_grid(), integer_weights=spec.capabilities.integer_counts
+            spec.count_grid(),
+            integer_weights=spec.capabilities.integer_counts,
+            unit_weights=spec.capabilities.unit_weights,
         )
 
     def create_accumulator(self):

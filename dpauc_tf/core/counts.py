@@ -8,7 +8,9 @@ weight would silently break the sensitivity bound that every mechanism relies on
 * labels must be 0 or 1 (booleans are accepted);
 * scores must be finite and in [0, 1] (with ``from_logits=True``: not NaN, then a sigmoid);
 * sample weights must be finite and in [0, 1] (with ``integer_weights=True``, for the
-  integer-noise mechanisms: 0 or 1, since a fraction would show through integer noise);
+  integer-noise mechanisms: 0 or 1, since a fraction would show through integer noise;
+  with ``unit_weights=True``, for the mechanisms that release label-free totals: 1, since
+  a weight that depends on the label, such as Keras' ``class_weight``, would show in them);
 * one score and one label per example: shapes ``[N]``, ``[N, 1]`` or scalars. One-hot labels
   or several outputs per example (``[N, 2]``) are refused: they would count every example
   several times and multiply the sensitivity.
@@ -63,6 +65,15 @@ INTEGER_WEIGHT_MESSAGE = (
 )
 
 
+UNIT_WEIGHT_MESSAGE = (
+    "DPAUC: this release takes sample weights of 1 only: it publishes totals as label-free "
+    "(or, one-vs-rest, bounds a class change's effect on the assumption that the weight "
+    "stays), and a weight that depends on the label, such as Keras' class_weight, breaks "
+    "that; leave the weights out (Keras: pass the metric in metrics=, not "
+    "weighted_metrics=) or use mechanism='histogram' (binary), which takes them."
+)
+
+
 def shape_error(what: str, shape) -> ValueError:
     """The error for inputs that hold more than one value per example."""
     return ValueError(
@@ -81,11 +92,13 @@ def validate_batch(
     from_logits: bool = False,
     integer_weights: bool = False,
     max_weight: float | None = 1.0,
+    unit_weights: bool = False,
 ) -> tf.Tensor:
     """Asserts that a batch is valid and returns a scalar bool ``bad`` (for the XLA path).
 
     All arguments must already be flat float tensors of equal length (weights may be None).
-    Weights must lie in ``[0, max_weight]`` (``max_weight=None``: finite and >= 0).
+    Weights must lie in ``[0, max_weight]`` (``max_weight=None``: finite and >= 0), and be 1
+    with ``unit_weights``.
     """
     label_ok = tf.logical_or(tf.equal(y_true, 0.0), tf.equal(y_true, 1.0))
     if from_logits:
@@ -105,6 +118,8 @@ def validate_batch(
         if max_weight is None:
             weight_ok = tf.logical_and(weight_ok, tf.math.is_finite(sample_weight))
         checks.append((weight_ok, weight_message(max_weight)))
+        if unit_weights:
+            checks.append((tf.equal(sample_weight, 1.0), UNIT_WEIGHT_MESSAGE))
         if integer_weights:
             checks.append(
                 (tf.equal(sample_weight, tf.round(sample_weight)), INTEGER_WEIGHT_MESSAGE)
@@ -192,6 +207,7 @@ def bucket_counts(
     num_groups: int | None = None,
     max_weight: float | None = 1.0,
     sparse: bool = False,
+    unit_weights: bool = False,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Counts (weighted) positives and negatives per score bucket.
 
@@ -212,6 +228,8 @@ def bucket_counts(
       sparse: return the batch as a [`BucketUpdate`][] (one bucket and two weights per
         example) instead of dense counts: for grids far larger than a batch, whose state
         is updated in place (``scatter_add``) at O(batch) cost; without ``group_ids``.
+      unit_weights: also require weights of 1 (the mechanisms that release label-free
+        totals: ``Capabilities.unit_weights``).
 
     Returns:
       ``(pos, neg)``, each of shape ``[T + 1]`` (``[num_groups, T + 1]`` with ``group_ids``):
@@ -237,6 +255,7 @@ def bucket_counts(
             from_logits=from_logits,
             integer_weights=integer_weights,
             max_weight=max_weight,
+            unit_weights=unit_weights,
         )
         if validate
         else None

@@ -201,6 +201,9 @@ class DPAUC(tf.keras.metrics.Metric):
         self._mechanism = bound_weights(self._mechanism, max_weight)
         # The weights a batch may carry: any (noise off) or [0, max_weight] (the guarantee's).
         self._weight_bound = None if epsilon is None else max_weight
+        # Weights of 1 only where the release calls totals label-free (class_weight would
+        # move them with the label): Capabilities.unit_weights, docs/mechanisms.md.
+        self._unit_weights = bool(epsilon is not None and self._mechanism.capabilities.unit_weights)
         if self._mechanism.capabilities.releases != "curve" and (
             curve != "ROC" or summation_method != "interpolation"
         ):
@@ -398,6 +401,7 @@ class DPAUC(tf.keras.metrics.Metric):
                 max_weight=self._weight_bound,
                 keras_shapes=self.epsilon is None,
                 label_weights=self._label_weights,
+                unit_weights=self._unit_weights,
             )
             high, low = ops_counts.add_exactly(self.counts_high.value, self.counts_low.value, batch)
             self.counts_high.assign(high)

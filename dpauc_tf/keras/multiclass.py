@@ -134,6 +134,10 @@ class DPMultiClassAUC(DPAUC):
             dtype=dtype,
         )
         object.__setattr__(self, "_ovr", ovr)
+        # L1 = 4 whatever C holds for weights that stay when the class changes: with a weight
+        # that depends on the class (class_weight) every class's counts would move. Weights
+        # of 1 only, with noise (docs/multiclass.md).
+        self._unit_weights = epsilon is not None
         object.__setattr__(
             self,
             "_multiclass_config",

@@ -156,7 +156,7 @@ def _flatten(
     return y_true, y_pred, weights, groups
 
 
-def _bad(y_true, y_pred, weights, from_logits: bool, integer_weights: bool, max_weight):
+def _bad(y_true, y_pred, weights, from_logits: bool, integer_weights: bool, max_weight, unit=False):
     """A scalar bool (some rule broken); eagerly, a ``ValueError`` naming the first rule."""
     label_ok = ops.logical_or(ops.equal(y_true, 0.0), ops.equal(y_true, 1.0))
     if from_logits:
@@ -171,6 +171,8 @@ def _bad(y_true, y_pred, weights, from_logits: bool, integer_weights: bool, max_
         if max_weight is None:
             weight_ok = ops.logical_and(weight_ok, ops.isfinite(weights))
         checks.append((weight_ok, core_counts.weight_message(max_weight)))
+        if unit:
+            checks.append((ops.equal(weights, 1.0), core_counts.UNIT_WEIGHT_MESSAGE))
         if integer_weights:
             whole = ops.equal(weights, ops.round(weights))
             checks.append((whole, core_counts.INTEGER_WEIGHT_MESSAGE))
@@ -198,17 +200,18 @@ def batch_counts(
     max_weight: float | None = 1.0,
     keras_shapes: bool = False,
     label_weights=None,
+    unit_weights: bool = False,
 ):
     """One batch's counts, float32 ``[2, T + 1]`` (``[2, num_labels, T + 1]`` with
     ``multi_label``): ``[0]`` the positives, ``[1]`` the negatives, per bucket.
 
     ``max_weight``: the weights' bound (``None``: any finite weight >= 0, noise off);
     ``keras_shapes``: count every shape as ``tf.keras.metrics.AUC`` does (noise off), with
-    ``label_weights`` along the last axis."""
+    ``label_weights`` along the last axis; ``unit_weights``: weights must be 1."""
     y_true, y_pred, weights, groups = _flatten(
         y_true, y_pred, sample_weight, num_labels, multi_label, keras_shapes, label_weights
     )
-    bad = _bad(y_true, y_pred, weights, from_logits, integer_weights, max_weight)
+    bad = _bad(y_true, y_pred, weights, from_logits, integer_weights, max_weight, unit_weights)
     if from_logits:
         y_pred = ops.sigmoid(y_pred)
     buckets = thresholds.num_buckets

@@ -6,7 +6,8 @@ positive and negative counts, with the input rules of [`dpauc_tf.keras.checks`][
   broadcast, ``label_weights`` along the last axis, any finite weight >= 0.
 * **With noise**: one score and one 0/1 label per example (``[N]``, ``[N, 1]``, ...), or
   ``[N, num_labels]`` with ``multi_label``; weights in ``[0, max_weight]`` (integers 0/1 for
-  the integer-noise mechanisms). Anything else is refused: it is outside the guarantee.
+  the integer-noise mechanisms; 1 only for the mechanisms that release label-free totals
+  and for one-vs-rest). Anything else is refused: it is outside the guarantee.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from dpauc_tf.core.counts import bucket_counts, weight_message
+from dpauc_tf.core.counts import UNIT_WEIGHT_MESSAGE, bucket_counts, weight_message
 from dpauc_tf.keras import checks, ops_counts
 
 # From this many buckets a batch updates the counts in place (``scatter_add``, O(batch))
@@ -87,6 +88,7 @@ def batch_counts(metric, y_true, y_pred, sample_weight, sparse: bool = False):
         "from_logits": metric._config["from_logits"],
         "integer_weights": metric._mechanism.capabilities.integer_counts,
         "max_weight": metric._weight_bound,
+        "unit_weights": metric._unit_weights,
         "dtype": tf.float64,
     }
     if sparse:
@@ -97,7 +99,7 @@ def batch_counts(metric, y_true, y_pred, sample_weight, sparse: bool = False):
     y_true, y_pred = tf.convert_to_tensor(y_true), tf.convert_to_tensor(y_pred)
     if sample_weight is not None:
         sample_weight = tf.cast(tf.convert_to_tensor(sample_weight), tf.float32)
-        check_known_weights(sample_weight, metric._weight_bound)
+        check_known_weights(sample_weight, metric._weight_bound, metric._unit_weights)
     if metric.epsilon is None:
         label_weights = metric._label_weights
         if label_weights is not None:
@@ -135,7 +137,7 @@ def _in_stateless_scope() -> bool:
     return bool(in_stateless_scope())
 
 
-def check_known_weights(weights, max_weight) -> None:
+def check_known_weights(weights, max_weight, unit_weights: bool = False) -> None:
     """Weights known when the step is built (eager calls; Keras 2 traces even those): a
     ``ValueError`` in one line, before the graph's assertion with its traceback."""
     values = tf.get_static_value(weights)
@@ -145,6 +147,8 @@ def check_known_weights(weights, max_weight) -> None:
     upper = np.inf if max_weight is None else max_weight
     if not (np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= upper))):
         raise ValueError(weight_message(max_weight))
+    if unit_weights and not np.all(values == 1.0):
+        raise ValueError(UNIT_WEIGHT_MESSAGE)
 
 
 def label_counts(metric, y_true, y_pred, sample_weight, options):
@@ -163,7 +167,7 @@ def label_counts(metric, y_true, y_pred, sample_weight, options):
     weights = None
     if sample_weight is not None:
         weights = tf.cast(tf.convert_to_tensor(sample_weight), tf.float64)
-        check_known_weights(weights, metric._weight_bound)
+        check_known_weights(weights, metric._weight_bound, metric._unit_weights)
         dims = weights.shape.as_list() if weights.shape.rank is not None else None
         ops_counts.check_label_weights_shape(dims, y_pred.shape[0], labels)
         if weights.shape.rank != 0:  # [N], [N, 1] or [N, labels]: one row per example

@@ -245,7 +245,10 @@ class AucOnly(CountMechanism):
     def release(self, pos, neg, seed=None, repeats=None):
         """Noisy release; the exact AUC and ``min(P, N)`` are computed once, before the
         ``repeats`` axis (only two scalars per repeat are drawn)."""
-        exact, smaller, total = self._exact(*float_counts(pos, neg))
+        pos, neg = float_counts(pos, neg)
+        if self._takes_integer_counts():  # weights of 1 only (CountMechanism.release)
+            pos, neg = self._require_integer_counts(pos, neg)
+        exact, smaller, total = self._exact(pos, neg)
         stats = with_repeats({"exact": exact, "smaller": smaller, "total": total}, repeats)
         return self._noisy_auc(stats["exact"], stats["smaller"], stats["total"], make_seed(seed))
 

@@ -138,7 +138,8 @@ class CountMechanism(abc.ABC):
     ) -> Release:
         """Noisy release of the counts; with ``repeats=R`` every tensor gets a leading ``R`` axis.
 
-        A mechanism with integer noise (``capabilities.integer_counts``) refuses counts that
+        A mechanism with integer noise (``capabilities.integer_counts``), or that takes
+        weights of 1 only (``capabilities.unit_weights``), refuses counts that
         are not integers, in every mode, before any noise is drawn (integer noise would not
         hide a fraction: ``2.5 + k`` reveals the ``.5``): eagerly ``ValueError``; inside
         ``tf.function`` (and TFF) ``tf.errors.InvalidArgumentError`` with the same message;
@@ -153,12 +154,21 @@ class CountMechanism(abc.ABC):
         return self._noisy_release(counts["pos"], counts["neg"], make_seed(seed))
 
     def _takes_integer_counts(self) -> bool:
+        """Integer noise, or weights of 1 only (whose counts are whole numbers: a fraction
+        means a weight other than 1, which could move the released totals with the label)."""
         try:
-            return bool(self.capabilities.integer_counts)
+            caps = self.capabilities
         except ValueError:  # a class that is not registered declares no capability
             return False
+        return bool(caps.integer_counts or caps.unit_weights)
 
     def _integer_counts_message(self) -> str:
+        if self.capabilities.unit_weights:
+            return (
+                f"{self.name} needs integer counts (sample weights of 1 only): it releases "
+                "totals as label-free, which a weight that depends on the label (Keras "
+                "class_weight) would break; use mechanism='histogram' for weights"
+            )
         return (
             f"{self.name} needs integer counts (unit sample weights): its integer noise "
             "would not hide a fraction"
@@ -170,6 +180,12 @@ class CountMechanism(abc.ABC):
         if tf.executing_eagerly():
             for counts in (pos, neg):
                 values = counts.numpy()
+                if np.any(np.isnan(values)):
+                    raise ValueError(
+                        f"{self.name}: the counts are NaN, so nothing is released: a batch "
+                        "broke an input rule under XLA (jit_compile), which drops the "
+                        f"assertions that name it ({message}); run without XLA to see which"
+                    )
                 if not (np.all(np.isfinite(values)) and np.all(values == np.round(values))):
                     raise ValueError(message)
             return pos, neg

@@ -23,6 +23,11 @@ class Capabilities:
         shares carries the stated noise (takes ``num_clients`` and ``family``).
       integer_counts: integer noise on integer counts: fractional sample weights are refused
         (the fraction would show through the noise).
+      unit_weights: every sample weight must be 1 (with noise): the release holds totals
+        it calls label-free (bucket totals, their sum, the number of examples), or a
+        guarantee that assumes a weight does not move with the label, and a weight that
+        depends on the label (Keras' ``class_weight``) would break either
+        (``docs/mechanisms.md``, "Sample weights").
       xla: the release runs under XLA (``jit_compile``).
       keras_metric: usable as ``DPAUC(mechanism=...)`` (the release needs only bucket counts).
       fed_eval: usable in ``build_fed_eval`` through
@@ -37,6 +42,7 @@ class Capabilities:
     protects: str = "labels"
     secure: bool = False
     integer_counts: bool = False
+    unit_weights: bool = False
     xla: bool = True
     keras_metric: bool = True
     fed_eval: bool = False
@@ -44,12 +50,28 @@ class Capabilities:
     transforms_data: bool = False
     releases: str = "curve"
 
+    @property
+    def weights(self) -> str:
+        """The sample weights the mechanism takes with noise, as the docs table says it.
+
+        Examples:
+            >>> Capabilities(unit_weights=True).weights, Capabilities().weights
+            ('1 only', '[0, max_weight]')
+        """
+        if self.unit_weights:
+            return "1 only"
+        if self.integer_counts:
+            return "0 or 1"
+        return "[0, max_weight]"
+
     def summary(self) -> str:
         """One line for help texts and the docs table."""
         parts = [f"protects {self.protects}", f"releases the {self.releases}"]
         if self.secure:
             parts.append("secure aggregation (noise shares)")
-        if self.integer_counts:
+        if self.unit_weights:
+            parts.append("weights of 1 only")
+        elif self.integer_counts:
             parts.append("integer weights only")
         if not self.xla:
             parts.append("no XLA")

@@ -105,6 +105,8 @@ class HistogramLaplace(CountMechanism):
         return tf.cast(draws, counts.dtype)
 
     def _integer_counts_message(self) -> str:
+        if self.capabilities.unit_weights:  # histogram-public-scores: weights of 1 only
+            return super()._integer_counts_message()
         return (
             f"{self.name} with noise='discrete' needs integer counts (unit sample weights); "
             "use noise='continuous' for fractional weights"

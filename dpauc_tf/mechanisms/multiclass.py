@@ -34,6 +34,15 @@ not depend on the labels, so a class change moves one unit in two positive count
 L2 = sqrt(2)); but this publishes every class's score histogram. The default keeps the
 scores' distribution hidden and pays a factor 2 in the noise scale.
 
+**Sample weights.** The bounds above hold for a weight that stays when the class
+changes. Keras' ``class_weight`` makes the weight depend on the class: a change from ``a`` to
+``a'`` then also moves ``|w(a) - w(a')|`` in the negatives of every other class, an L1 of
+``2 (w(a) + w(a')) + (C - 2) |w(a) - w(a')|`` that grows with ``C``, and the weights cannot
+tell whether they depend on the class. So a noisy one-vs-rest release takes weights of 1
+only ([`one_vs_rest_counts`][]'s ``unit_weights``, ``DPMultiClassAUC``); noise scaled to
+``(C + 2) max_weight`` would give up the point of one-vs-rest (noise that does not grow with
+``C``).
+
 **Averages** (post-processing, no extra budget), as scikit-learn defines them: ``macro`` the
 mean of the per-class AUCs, ``weighted`` their mean weighted by the classes' supports (the
 *released* positives of each class, as the true supports are private), ``micro`` the AUC of
@@ -71,7 +80,7 @@ from dpauc_tf.privacy.statement import PrivacyStatement, check_epsilon
 AVERAGES = ("macro", "weighted", "micro")
 NEIGHBOURING = (
     "label DP, multi-class: neighbouring test sets differ only in the class of one example "
-    "(its scores and weight <= 1 are the same)"
+    "(its scores are the same; with noise every sample weight is 1)"
 )
 SENSITIVITY = (
     "two classes' histograms change: weight moves pos -> neg in the old class, neg -> pos "
@@ -202,6 +211,7 @@ def one_vs_rest_counts(
     *,
     from_logits: bool = False,
     integer_weights: bool = False,
+    unit_weights: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-class bucket counts ``(pos, neg)``, float64 ``[C, T + 1]``.
 
@@ -214,6 +224,8 @@ def one_vs_rest_counts(
       sample_weight: optional weights ``[N]`` in [0, 1].
       from_logits: apply a softmax first.
       integer_weights: require weights of 0 or 1 (integer-noise mechanisms).
+      unit_weights: require weights of 1 (every noisy one-vs-rest release: see the module's
+        "Sample weights").
     """
     from dpauc_tf.core.counts import bucket_counts
 
@@ -251,6 +263,7 @@ def one_vs_rest_counts(
             thresholds,
             weights,
             integer_weights=integer_weights,
+            unit_weights=unit_weights,
             group_ids=groups,
             num_groups=num_classes,
         )

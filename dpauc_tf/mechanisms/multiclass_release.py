@@ -339,6 +339,7 @@ def evaluate_multiclass(
             sample_weight=sample_weight,
             from_logits=from_logits,
             integer_weights=integer,
+            unit_weights=built.epsilon is not None,
         )
         release = built.release(pos, neg, seed=spec.seed_for("central"), repeats=repeats)
         summed = {key: value.numpy() for key, value in release.items()}
@@ -358,6 +359,7 @@ def evaluate_multiclass(
                 sample_weight=None if weights is None else weights[rows],
                 from_logits=from_logits,
                 integer_weights=integer,
+                unit_weights=built.epsilon is not None,
             )
         else:  # a client with no examples still sends its share of the noise
             pos = neg = np.zeros((spec.num_classes, grid.num_buckets))

@@ -130,8 +130,9 @@ class RandomizedResponse(CountMechanism):
 
     def _integer_counts_message(self) -> str:
         return (
-            f"{self.name} flips whole labels: it needs integer counts (unit sample weights); "
-            "a fractional count would be released as it is"
+            f"{self.name} flips whole labels: it needs integer counts (sample weights of 1 "
+            "only); a fractional count would be released as it is, and a weight that depends "
+            "on the label (Keras class_weight) would show in the released totals"
         )
 
     def _noisy_release(self, pos, neg, seed):

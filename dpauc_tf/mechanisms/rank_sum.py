@@ -12,10 +12,15 @@ count 1/2, as TensorFlow's trapezoid does on the same grid):
 
     ``AUC = 1/2 + S / (P N)``,    ``P = sum_b pos[b]``, ``N = W - P``.
 
-**Sensitivity** (label DP, weights in [0, 1]). Changing the label of one example of weight
-``u`` in bucket ``b`` moves ``S`` by ``u r[b]`` and ``P`` by ``u``; ``r`` depends on the
-totals only, the same for both neighbours. So ``S`` has sensitivity
+**Sensitivity** (label DP, sample weights of 1). Changing the label of one example in
+bucket ``b`` moves ``S`` by ``r[b]`` and ``P`` by 1; ``r`` depends on the totals only, the
+same for both neighbours. So ``S`` has sensitivity
 ``D = max_{b: t[b] > 0} |r[b]| <= W / 2`` (from the public score histogram) and ``P`` has 1.
+**Weights of 1 only** (``Capabilities.unit_weights``; the counting refuses others, and
+[`RankSum.release`][] refuses fractional counts): a weight that depends on the label (Keras'
+``class_weight``) would make ``W`` and ``D`` label statistics (``class_weight={0: 1, 1:
+0.5}``: ``2 (n - W)`` is the number of positives), and a weighted AUC needs weighted ranks,
+which are then label-dependent too. Use ``histogram`` for weights.
 
 **Release**: ``S + Laplace(D / eps_S)`` and ``P + Laplace(1 / eps_P)``, ``eps_P = c eps``,
 ``eps_S = (1 - c) eps`` (``c = count_share``): pure ``eps``-label DP by basic composition;
@@ -175,7 +180,10 @@ class RankSum(CountMechanism):
     def release(self, pos, neg, seed=None, repeats=None):
         """Noisy release; the exact statistics are computed once, before the ``repeats`` axis
         (two scalars per repeat are drawn)."""
-        exact = rank_sum_statistics(*float_counts(pos, neg))
+        pos, neg = float_counts(pos, neg)
+        if self._takes_integer_counts():  # weights of 1 only (CountMechanism.release)
+            pos, neg = self._require_integer_counts(pos, neg)
+        exact = rank_sum_statistics(pos, neg)
         return self._add_noise(with_repeats(exact, repeats), make_seed(seed))
 
     def _noisy_release(self, pos, neg, seed):
@@ -230,7 +238,9 @@ class RankSum(CountMechanism):
             sensitivity="centred rank sum S = sum_b r[b] pos[b]: D = max |r[b]| <= n/2 over "
             "the occupied buckets (r from the label-free bucket totals); positives P: 1",
             noise=f"S + Laplace(D / {self.rank_epsilon:g}), P + Laplace({self.count_scale:g}); "
-            "AUC = 1/2 + S / (P (n - P)); the bucket totals' sum n and D are released",
+            "AUC = 1/2 + S / (P (n - P)); the bucket totals' sum n and D are released "
+            "(sample weights of 1 only: they are label-free then); where D = 0 (n <= 1 or "
+            f"every score tied) S = 0 is exact and the release spends only {self.count_epsilon:g}",
             epsilon=self.epsilon,
             delta=0.0,
         )

@@ -82,7 +82,7 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "histogram-public-scores",
         _M + "histogram:HistogramPublicScores",
         "Laplace(1/eps) on the positive counts; the score histogram is published",
-        Capabilities(fed_eval=True),
+        Capabilities(unit_weights=True, fed_eval=True),
     ),
     MechanismSpec(
         "tree-histogram",
@@ -115,7 +115,7 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "rr",
         _M + "randomized_response:RandomizedResponse",
         "randomized response on every label (flip with p = 1/(1+e^eps)), debiased AUC",
-        Capabilities(integer_counts=True, xla=False),
+        Capabilities(integer_counts=True, unit_weights=True, xla=False),
     ),
     MechanismSpec(
         "score-noise",
@@ -127,13 +127,13 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "auc-only",
         _M + "auc_only:AucOnly",
         "one holder's exact AUC + Laplace(1/(m eps)), m a noisy lower bound of min(P, N); no curve",
-        Capabilities(federated=False, releases="auc"),
+        Capabilities(unit_weights=True, federated=False, releases="auc"),
     ),
     MechanismSpec(
         "rank-sum",
         _M + "rank_sum:RankSum",
-        "centred rank sum + Laplace(n/(2 eps)), positive count + Laplace; pure eps; no curve",
-        Capabilities(federated=False, releases="auc"),
+        "centred rank sum + Laplace(D/((1-c) eps)), positive count + Laplace; pure eps; no curve",
+        Capabilities(unit_weights=True, federated=False, releases="auc"),
     ),
     MechanismSpec(
         "none",
@@ -439,7 +439,7 @@ def mechanisms_markdown() -> str:
     columns = [
         ("protects", "protects"),
         ("secure", "secure sum"),
-        ("integer_counts", "integer weights only"),
+        ("weights", "sample weights"),
         ("xla", "XLA"),
         ("keras_metric", "Keras metric"),
         ("fed_eval", "build_fed_eval"),
@@ -458,7 +458,10 @@ def mechanisms_markdown() -> str:
         f"| `{row['name']}` | {row['summary']} | "
         + " | ".join(cell(row[key]) for key, _ in columns)
         + " |"
-        for row in describe_mechanisms()
+        for row in (
+            {**row, "weights": MECHANISMS[row["name"]].capabilities.weights}
+            for row in describe_mechanisms()
+        )
     ]
     return "\n".join([header, rule, *rows])
 

@@ -171,8 +171,13 @@ class ReleaseSpec:
 
     @property
     def capabilities(self):
-        """The registry's [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] entry."""
-        return mechanism_spec(self.mechanism).capabilities
+        """The registry's [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] entry,
+        with the built mechanism's ``unit_weights`` (an option such as ``public_scores`` sets
+        it; no noise, no weight rule)."""
+        built = self.build().capabilities
+        return dataclasses.replace(
+            mechanism_spec(self.mechanism).capabilities, unit_weights=built.unit_weights
+        )
 
     def build(self, num_clients: int | None = None):
         """The mechanism for ``num_clients`` clients (the number of shares for secure
@@ -260,7 +265,8 @@ class AUCResult:
       epsilon_total: the whole output's: ``R * slices_per_example`` releases,
         composed with dp-accounting.
       delta_total: as ``epsilon_total``.
-      num_examples: the (weighted) number of counted examples (does not depend on labels).
+      num_examples: the number of counted examples (rows, not weights: a weight may depend
+        on the label).
       num_clients: clients asked to report (``None``: one data holder, central noise).
       num_reporting: clients whose reports were summed.
       noisy_counts: the (summed) release, e.g. ``{"pos": [R, T + 1], "neg": ...}``.
@@ -467,7 +473,7 @@ def finish_release(
     Args:
       spec: the release's description.
       summed: the release, or the sum of the clients' reports (arrays ``[R, ...]``).
-      num_examples: the (weighted) number of examples counted.
+      num_examples: the number of examples counted (rows, not weights).
       num_clients: clients whose shares the mechanism was built for (``None``: central).
       num_reporting: clients whose reports were summed (default: ``num_clients``); the
         statement is the guarantee that many reports achieve.

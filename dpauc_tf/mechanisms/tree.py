@@ -157,6 +157,15 @@ class TreeHistogram(CountMechanism):
         self.public_scores = bool(public_scores)
         if self.public_scores and (positive_share, positive_rate) != (None, None):
             raise ValueError("public_scores noises the positive tree only: no class split")
+        if self.public_scores:  # the exact bucket totals are label-free for unit weights only
+            from dpauc_tf.mechanisms.registry import capabilities_of
+
+            try:
+                base = capabilities_of(type(self))
+            except ValueError:  # a subclass that is not registered
+                base = None
+            if base is not None:
+                self._capabilities = dataclasses.replace(base, unit_weights=True)
         self.positive_rate = positive_rate
         family = "skellam" if getattr(self, "family", "") == "skellam" else "laplace"
         self.positive_share = resolve_positive_share(positive_share, positive_rate, family)

@@ -110,6 +110,12 @@ def bound_weights(mechanism, max_weight: float):
     max_weight = check_max_weight(max_weight)
     if max_weight == 1.0 or mechanism.epsilon is None:
         return mechanism
+    if mechanism.capabilities.unit_weights:
+        raise ValueError(
+            f"mechanism {mechanism.name!r} takes sample weights of 1 only (it releases "
+            f"totals as label-free), so max_weight must be 1 (got {max_weight:g}); use "
+            "mechanism='histogram' for weights"
+        )
     if mechanism.capabilities.integer_counts:
         raise ValueError(
             f"mechanism {mechanism.name!r} adds integer noise and takes sample weights of 0 "

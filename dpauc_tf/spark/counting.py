@@ -39,6 +39,7 @@ PROBLEMS = {
     -7: "score",
     -8: "weight",
     -9: "fractional_weight",
+    -10: "unit_weight",
 }
 _CODE = {kind: code for code, kind in PROBLEMS.items()}
 
@@ -81,7 +82,7 @@ class BucketRule:
         return np.searchsorted(values, scores, side=side).astype(np.int64, copy=False)
 
 
-def _problems(score, label, weight, nulls, *, from_logits, integer_weights):
+def _problems(score, label, weight, nulls, *, from_logits, integer_weights, unit_weights=False):
     """Per row: the code of its first problem (0: none); ``nulls``: the null masks of
     score, label, weight and the keys."""
     code = np.zeros(score.size, np.int64)
@@ -92,6 +93,8 @@ def _problems(score, label, weight, nulls, *, from_logits, integer_weights):
         (np.isnan(score) if from_logits else ~((score >= 0.0) & (score <= 1.0)), "score"),
         (~((weight >= 0.0) & (weight <= 1.0)), "weight"),
     ]
+    if unit_weights:
+        checks.append((weight != 1.0, "unit_weight"))
     if integer_weights:
         checks.append((weight != np.round(weight), "fractional_weight"))
     for bad, kind in reversed(checks):  # the first violated rule wins
@@ -144,6 +147,7 @@ def count_partition(
     key_names: tuple[str, ...] = (),
     from_logits: bool = False,
     integer_weights: bool = False,
+    unit_weights: bool = False,
 ) -> Iterator:
     """``mapInArrow``'s function: record batches -> count batches (see the module docstring).
 
@@ -171,6 +175,7 @@ def count_partition(
             (score_null, label_null, weight_null, key_null),
             from_logits=from_logits,
             integer_weights=integer_weights,
+            unit_weights=unit_weights,
         )
         good = problem == 0
         if from_logits:

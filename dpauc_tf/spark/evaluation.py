@@ -70,6 +70,9 @@ _MESSAGES = {
     "weight": "weights outside [0, 1] (larger weights break the sensitivity bound)",
     "fractional_weight": "fractional weights; this mechanism adds integer noise and needs "
     "weights of 0 or 1",
+    "unit_weight": "weights other than 1; this mechanism publishes totals as label-free and "
+    "takes weights of 1 only (a weight that depends on the label would show in them); use "
+    "mechanism='histogram' for weights",
 }
 
 
@@ -140,6 +143,7 @@ def count_buckets(
         key_names=key_names,
         from_logits=from_logits,
         integer_weights=spec.capabilities.integer_counts,
+        unit_weights=spec.capabilities.unit_weights,
     )
     sums = (
         selected.mapInArrow(counter, schema)
@@ -164,7 +168,7 @@ def count_buckets(
     bad = [(kind, number) for kind, number in problems.items() if number]
     if bad:
         kind, number = bad[0]
-        role = kind.removeprefix("null_").removeprefix("fractional_")
+        role = kind.removeprefix("null_").removeprefix("fractional_").removeprefix("unit_")
         columns = {"score": score_col, "label": label_col, "weight": weight_col}
         where = columns.get(role) or " or ".join(repr(c) for c in (slice_col, client_col) if c)
         raise ValueError(
@@ -174,7 +178,8 @@ def count_buckets(
         )
     if not counts:
         raise ValueError("dpauc_tf.spark: the DataFrame has no rows: nothing to release")
-    return {key: (pos, neg, float(pos.sum() + neg.sum())) for key, (pos, neg, _) in counts.items()}
+    # num_examples: the rows, not the weights' sum (a weight may depend on the label)
+    return {key: (pos, neg, float(rows[0])) for key, (pos, neg, rows) in counts.items()}
 
 
 def _release(spec, pos, neg, seed, repeats, num_clients=None) -> dict[str, np.ndarray]:

@@ -178,6 +178,28 @@ def test_fractional_weight_refused_for_integer_noise():
         fn.extract_output(fn.add_input(fn.create_accumulator(), (0.5, 1, 0.5)))
 
 
+@pytest.mark.parametrize("mechanism", ["rank-sum", "auc-only", "histogram-public-scores"])
+def test_label_free_totals_refuse_weights_other_than_1(mechanism):
+    """Issue 30: a weight that depends on the label (class weights) would show in the totals
+    these mechanisms release as label-free: refused in one line naming class_weight. Every
+    result's num_examples counts rows (the weights' sum would give the positives here)."""
+    delta = 1e-6 if mechanism == "auc-only" else None
+    examples = [(0.9, 1, 0.5), (0.2, 0, 1.0), (0.6, 1, 0.5)]
+    with pytest.raises(Exception, match="class_weight"):
+        run_and_collect(
+            lambda p: (
+                p
+                | beam.Create([("all", example) for example in examples])
+                | PrivateAUC(mechanism, epsilon=1.0, delta=delta, num_thresholds=T)
+            )
+        )
+    fn = CountBuckets(Thresholds.make(T))
+    acc = fn.create_accumulator()
+    for example in examples:
+        acc = fn.add_input(acc, example)
+    assert fn.extract_output(acc).num_examples == 3
+
+
 def test_score_noise_is_refused():
     with pytest.raises(ValueError, match="changes every example before counting"):
         PrivateAUC("score-noise", epsilon=1.0, num_thresholds=T)

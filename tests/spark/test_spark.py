@@ -177,11 +177,28 @@ def test_integer_noise_refuses_fractional_weights(spark):
 
     frame = _frame(spark, [(0.5, 1.0, 0.5, "a"), (0.2, 0.0, 1.0, "a")])
     with pytest.raises(ValueError, match="fractional weights"):
-        private_auc(frame, weight_col="weight", mechanism="rr", epsilon=1.0, num_thresholds=10)
+        private_auc(
+            frame, weight_col="weight", mechanism="secure-histogram", epsilon=1.0, num_thresholds=10
+        )
     weighted = private_auc(
         frame, weight_col="weight", mechanism="none", epsilon=None, num_thresholds=10
     )
-    assert weighted.num_examples == 1.5
+    assert weighted.num_examples == 2  # rows, not the weights' sum (issue 30)
+
+
+@pytest.mark.parametrize("mechanism", ["rank-sum", "histogram-public-scores", "rr"])
+def test_label_free_totals_refuse_weights_other_than_1(spark, mechanism):
+    """Issue 30: a weight that depends on the label would show in the totals these release
+    as label-free; the weight column must hold 1s. num_examples counts rows: with
+    class-weight-like weights (positives 0.5) the weights' sum would give the positives."""
+    from dpauc_tf.spark import private_auc
+
+    rows = [(0.9, 1.0, 0.5, "a"), (0.2, 0.0, 1.0, "a"), (0.6, 1.0, 0.5, "a")]
+    frame = _frame(spark, rows)
+    with pytest.raises(ValueError, match="weights other than 1"):
+        private_auc(frame, weight_col="weight", mechanism=mechanism, epsilon=1.0)
+    hist = private_auc(frame, weight_col="weight", mechanism="histogram", epsilon=1.0, seed=0)
+    assert hist.num_examples == 3
 
 
 def test_empty_partitions_one_class_and_empty_frames(spark):
