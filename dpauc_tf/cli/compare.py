@@ -168,14 +168,18 @@ def run_compare(args) -> int:
         seed=args.seed,
     )
     out = result.to_dict()
+    # One release: what the command spent in all (every format states it).
+    out["epsilon_total"], out["delta_total"] = out["epsilon"], out["delta"]
     if args.format == "json":
         print(json.dumps(out, indent=2))
     else:
         keys = ("auc_a", "auc_b", "difference", "ci_low", "ci_high", "p_value", "privacy_share")
-        rows = [{key: out[key] for key in keys} | {"epsilon": out["epsilon"]}]
+        totals = {"epsilon_total": out["epsilon_total"], "delta_total": out["delta_total"]}
+        rows = [{key: out[key] for key in keys} | totals]
         print(format_rows(rows, args.format), end="")
-        if args.format == "table":
-            print(f"\nprivacy: {out['privacy']}", file=sys.stdout)
+        if args.format in ("table", "markdown"):  # Markdown: a paragraph after the table
+            gap = "\n\n" if args.format == "markdown" else "\n"
+            print(f"{gap}privacy: {out['privacy']}", file=sys.stdout)
     if result.warning is not None:
         print(f"dpauc: warning: {result.warning}", file=sys.stderr)
     if math.isnan(result.difference):
