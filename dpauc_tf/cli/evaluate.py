@@ -54,14 +54,21 @@ def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
     return None, counted.num_clients
 
 
+def require_epsilon(mechanism: str, epsilon: float | None) -> None:
+    """The command line's one rule for ``--epsilon``: a private mechanism needs it, and the
+    exact (no noise) result is asked for explicitly with ``--mechanism none`` (no epsilon);
+    a missing epsilon never means "no noise"."""
+    private = mechanism_spec(mechanism).capabilities.protects != "nothing"
+    if not private and epsilon is not None:
+        raise CommandError(f"mechanism {mechanism!r} adds no noise: leave --epsilon unset")
+    if private and epsilon is None:
+        raise CommandError(f"mechanism {mechanism!r} needs --epsilon")
+
+
 def _mechanism(args, num_clients: int):
     from dpauc_tf.mechanisms import get_mechanism
 
-    private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
-    if not private and args.epsilon is not None:
-        raise CommandError(f"mechanism {args.mechanism!r} adds no noise: leave --epsilon unset")
-    if private and args.epsilon is None:
-        raise CommandError(f"mechanism {args.mechanism!r} needs --epsilon")
+    require_epsilon(args.mechanism, args.epsilon)
     options = mechanism_options(args)
     try:
         return get_mechanism(
@@ -367,11 +374,17 @@ def _read_text(path: str) -> str:
     is dropped), or UTF-16 where its byte-order mark says so."""
     import codecs
 
+    from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
+    from dpauc_tf.io.paths import read_regular_bytes
+    from dpauc_tf.io.scores import ScoreFileError
+
+    # Room for every allowed threshold written out in full (a float64 repr is at most 24
+    # characters, UTF-16 doubles it): a bound, so that /dev/zero or a huge file is refused.
+    limit = 64 * MAX_NUM_THRESHOLDS
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as error:
-        raise CommandError(f"--thresholds {path}: cannot read it ({error})") from None
+        raw = read_regular_bytes(path, limit, "--thresholds")
+    except ScoreFileError as error:  # a pipe, a device, a directory, too large, missing
+        raise CommandError(str(error)) from None
     utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
     try:
         return raw.decode("utf-16" if utf16 else "utf-8-sig")
