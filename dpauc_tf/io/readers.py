@@ -113,8 +113,9 @@ def iter_score_chunks(
     """Validated chunks of the score file(s) at ``path`` (see the module docstring).
 
     Column arguments as in [`dpauc_tf.io.scores.read_score_file`][];
-    ``from_logits``: a sigmoid (``scipy.special.expit``, as the whole-file reader) maps the
-    scores. Empty chunks are skipped; a file of zero bytes is an error.
+    ``from_logits``: [`dpauc_tf.core.logit_scale.logit_scores`][] maps the scores (a
+    strictly increasing map onto [0, 1] that, unlike the sigmoid, does not saturate the
+    grid's end buckets). Empty chunks are skipped; a file of zero bytes is an error.
     """
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
@@ -536,7 +537,7 @@ def _where(source: str, first_row: int | None, at: int | None, size: int = 0) ->
 
 def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -> ScoreChunk:
     """The one validation of examples (every reader and [`ScoreSet.checked`][dpauc_tf.io.scores.ScoreSet.checked]): labels
-    0/1, scores in [0, 1] (after a sigmoid with ``from_logits``), client ids present and of
+    0/1, scores in [0, 1] (after [`dpauc_tf.core.logit_scale.logit_scores`][] with ``from_logits``), client ids present and of
     one type; a [`ScoreFileError`][] naming ``source`` and the row otherwise
     (``first_row=None``: arrays, no row numbers)."""
     labels = _as_float(np.asarray(labels).ravel(), "labels", source, first_row)
@@ -548,10 +549,10 @@ def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -
         raise ScoreFileError(
             f"{_where(source, first_row, at)}: {what} (got {labels[at]:g}; NaN means missing)"
         )
-    if from_logits:
-        from scipy.special import expit
+    if from_logits:  # onto [0, 1] without saturating the grid's end buckets
+        from dpauc_tf.core.logit_scale import logit_scores
 
-        scores = expit(scores)
+        scores = logit_scores(scores)
     score_ok = (scores >= 0) & (scores <= 1)  # NaN fails both
     if not score_ok.all():
         at = _first_bad(score_ok)
