@@ -419,62 +419,6 @@ def _direction_seed(sequence: np.random.SeedSequence) -> int:
     return int(sequence.generate_state(1, dtype=np.uint64)[0]) % (2**63 - 1)
 
 
-def estimate_audit_seconds(
-    mechanism: str | CountMechanism,
-    epsilon: float | None = None,
-    *,
-    delta: float | None = None,
-    num_thresholds: int = DEFAULT_AUDIT_NUM_THRESHOLDS,
-    samples: int = DEFAULT_AUDIT_SAMPLES,
-    flip_weight: float = 1.0,
-    **mechanism_kwargs,
-) -> float:
-    """The seconds [`run_audit`][] with these arguments would take on this machine, from a
-    timed pilot: one chunk of releases ([`chunk_rows`][], at most 1,000 releases, after one
-    release that warms the mechanism up) times the releases the audit draws (both neighbours'
-    ``samples``, and the direction's repeats for label DP). An estimate, to warn or refuse
-    before a run of days; the pilot takes about two chunks' time."""
-    import time
-
-    if isinstance(mechanism, str):
-        mechanism = get_mechanism(
-            mechanism,
-            epsilon=epsilon,
-            num_thresholds=num_thresholds,
-            delta=delta,
-            **mechanism_kwargs,
-        )
-    if mechanism.epsilon is None:
-        return 0.0  # run_audit refuses it at once
-    if mechanism.capabilities.protects == "scores":
-        audit = _ScoreAudit(mechanism, flip_weight, _NoBar())
-        rows = 1_000
-
-        def draw(seed, size):
-            for _ in audit._statistic(0, [(seed, size)]):
-                pass
-
-        direction = 0
-    else:
-        pair = pair_for(mechanism, flip_weight)
-        rows = min(chunk_rows(_num_coordinates(mechanism, pair)), 1_000)  # and a warm-up
-
-        def draw(seed, size):
-            _release_matrix(mechanism, pair.pos, pair.neg, seed, size)
-
-        direction = 2 * _DIRECTION_REPEATS
-    draw(0, 1)
-    start = time.perf_counter()
-    draw(1, rows)
-    per_release = (time.perf_counter() - start) / rows
-    return per_release * (direction + 2 * samples)
-
-
-class _NoBar:
-    def update(self, size: int) -> None:
-        pass
-
-
 def run_audit(
     mechanism: str | CountMechanism,
     epsilon: float | None = None,

@@ -108,12 +108,8 @@ def run_cli(args: argparse.Namespace) -> int:
     ``--mechanism all``, ``--delta`` applies to those only.
     """
     try:
-        from dpauc_tf.analysis.audit import (
-            auditable_mechanisms,
-            estimate_audit_seconds,
-            format_table,
-            run_audit,
-        )
+        from dpauc_tf.analysis.audit import auditable_mechanisms, format_table, run_audit
+        from dpauc_tf.analysis.audit_time import estimate_audit_seconds
         from dpauc_tf.mechanisms.registry import mechanism_class
 
         names = auditable_mechanisms() if args.mechanism == "all" else [args.mechanism]

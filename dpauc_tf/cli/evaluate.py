@@ -54,18 +54,8 @@ def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
     return None, counted.num_clients
 
 
-def require_epsilon(mechanism: str, epsilon: float | None) -> None:
-    """The command line's one rule for ``--epsilon``: a private mechanism needs it, and the
-    exact (no noise) result is asked for explicitly with ``--mechanism none`` (no epsilon);
-    a missing epsilon never means "no noise"."""
-    private = mechanism_spec(mechanism).capabilities.protects != "nothing"
-    if not private and epsilon is not None:
-        raise CommandError(f"mechanism {mechanism!r} adds no noise: leave --epsilon unset")
-    if private and epsilon is None:
-        raise CommandError(f"mechanism {mechanism!r} needs --epsilon")
-
-
 def _mechanism(args, num_clients: int):
+    from dpauc_tf.cli.default_mechanism import require_epsilon
     from dpauc_tf.mechanisms import get_mechanism
 
     require_epsilon(args.mechanism, args.epsilon)
@@ -378,11 +368,8 @@ def _read_text(path: str) -> str:
     from dpauc_tf.io.paths import read_regular_bytes
     from dpauc_tf.io.scores import ScoreFileError
 
-    # Room for every allowed threshold written out in full (a float64 repr is at most 24
-    # characters, UTF-16 doubles it): a bound, so that /dev/zero or a huge file is refused.
-    limit = 64 * MAX_NUM_THRESHOLDS
-    try:
-        raw = read_regular_bytes(path, limit, "--thresholds")
+    try:  # room for every allowed threshold in full (24 characters, twice in UTF-16)
+        raw = read_regular_bytes(path, 64 * MAX_NUM_THRESHOLDS, "--thresholds")
     except ScoreFileError as error:  # a pipe, a device, a directory, too large, missing
         raise CommandError(str(error)) from None
     utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))

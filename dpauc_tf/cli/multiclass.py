@@ -169,7 +169,7 @@ def run_multiclass(args: argparse.Namespace) -> int:
     """Runs ``dpauc multiclass``; prints the result in ``--format``."""
     import numpy as np
 
-    from dpauc_tf.cli.evaluate import require_epsilon
+    from dpauc_tf.cli.default_mechanism import require_epsilon
     from dpauc_tf.cli.formats import format_rows, json_safe
     from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from dpauc_tf.analysis.audit import estimate_audit_seconds
+from dpauc_tf.analysis.audit_time import estimate_audit_seconds
 from dpauc_tf.cli.audit import format_duration
 from dpauc_tf.cli.main import main
 
@@ -34,7 +34,7 @@ def test_a_run_of_weeks_is_refused_at_once_with_its_estimate():
 
 
 def test_the_estimate_is_said_before_a_long_run(capsys, monkeypatch):
-    import dpauc_tf.analysis.audit as audit
+    import dpauc_tf.analysis.audit_time as audit
 
     monkeypatch.setattr(audit, "estimate_audit_seconds", lambda *a, **k: 95.0)
     argv = ["audit", "--mechanism", "histogram", "--epsilon", "1", "--samples", "2000"]
