@@ -98,7 +98,7 @@ def test_a_format_spark_cannot_read_is_refused(files, tmp_path):
     with pytest.raises(CommandError, match=r"a tfrecord file; --backend spark reads csv and"):
         spark_format(str(tmp_path / "s.tfrecord"))
     (tmp_path / "s.csv.xz").write_bytes(b"x")
-    with pytest.raises(CommandError, match=r"xz-compressed csv .* gzip, bz2 only"):
+    with pytest.raises(CommandError, match=r"xz-compressed csv .* bz2, gzip only"):
         spark_format(str(tmp_path / "s.csv.xz"))
     assert spark_format(str(files["parquet"])) == "parquet"
     assert spark_format(str(files["tsv"])) == "csv"
