@@ -32,8 +32,8 @@ def estimate_audit_seconds(
     flip_weight: float = 1.0,
     **mechanism_kwargs,
 ) -> float:
-    """The seconds [`run_audit`][] with these arguments would take on this machine, from a
-    timed pilot: one chunk of releases ([`chunk_rows`][], at most 1,000 releases, after one
+    """The seconds [`run_audit`][dpauc_tf.analysis.audit.run_audit] with these arguments would take on this machine, from a
+    timed pilot: one chunk of releases ([`chunk_rows`][dpauc_tf.analysis.audit.chunk_rows], at most 1,000 releases, after one
     release that warms the mechanism up) times the releases the audit draws (both neighbours'
     ``samples``, and the direction's repeats for label DP). An estimate, to warn or refuse
     before a run of days; the pilot takes about two chunks' time."""

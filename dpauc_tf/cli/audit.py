@@ -163,8 +163,9 @@ def run_cli(args: argparse.Namespace) -> int:
 def format_duration(seconds: float) -> str:
     """``"42 s"``, ``"3.5 min"``, ``"2.1 h"``, ``"6.1 days"``, ``"3.2 years"``.
 
-    >>> format_duration(42), format_duration(210), format_duration(7560), format_duration(5.3e5)
-    ('42 s', '3.5 min', '2.1 h', '6.1 days')
+    Examples:
+        >>> format_duration(42), format_duration(210), format_duration(7560), format_duration(5.3e5)
+        ('42 s', '3.5 min', '2.1 h', '6.1 days')
     """
     for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
         if seconds >= (2 if unit in ("years", "days") else 1) * size:
