@@ -13,9 +13,12 @@ Spark reads exactly the files ``--backend simulate`` reads.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import re
 import sys
+import tempfile
 
 from dpauc_tf.cli.main import CommandError
 from dpauc_tf.core.extras import install_hint
@@ -52,22 +55,56 @@ def _session(master: str):
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
+    if _MASTER.match(master) is None:  # before a JVM starts (it prints a Java stack trace)
+        raise CommandError(f"--spark-master {master!r}: not a Spark master URL; {_MASTERS}")
     if master.startswith("local"):  # the local workers run this interpreter
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    log = tempfile.TemporaryFile()  # the JVM's start-up output, shown only in one line
     try:
-        session = (
-            SparkSession.builder.master(master)
-            .appName("dpauc evaluate")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
-        )
+        with _stderr_to(log):  # the JVM launched here inherits this stderr
+            session = (
+                SparkSession.builder.master(master)
+                .appName("dpauc evaluate")
+                .config("spark.ui.showConsoleProgress", "false")
+                .getOrCreate()
+            )
     except Exception as error:  # py4j / Java errors: one line, never a Java traceback
+        reason = _java_exception_line(log) or _java_message(error)
         raise CommandError(
-            f"--spark-master {master!r}: cannot start a Spark session ({_java_message(error)}); "
-            "a master is local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL"
+            f"--spark-master {master!r}: cannot start a Spark session ({reason}); {_MASTERS}"
         ) from None
     session.sparkContext.setLogLevel("ERROR")
     return session, True
+
+
+_MASTER = re.compile(
+    r"^(local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[.+\]|yarn|(spark|k8s|mesos)://.+)$"
+)
+_MASTERS = "a master is local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL"
+
+
+@contextlib.contextmanager
+def _stderr_to(file):
+    """File descriptor 2 is ``file`` inside the block (a child process started there keeps it)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(file.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _java_exception_line(log) -> str | None:
+    """The message of the first Java exception the JVM printed, e.g. ``SparkException:
+    Master must either be yarn or start with spark, k8s, or local``."""
+    log.seek(0)
+    text = log.read(1 << 20).decode("utf-8", "replace")
+    causes = re.findall(r"Caused by: [\w.$]+: ([^\n]+)", text)  # the root cause, if told
+    found = causes[-1:] or re.findall(r"(?:Exception|Error)[^\n:]*: ([^\n]+)", text)[:1]
+    return found[0].strip() if found else None
 
 
 def _java_message(error: BaseException) -> str:

@@ -242,13 +242,23 @@ def test_spark_refuses_tfrecord_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pyspark") is None, reason="needs PySpark")
-def test_a_bad_spark_master_is_one_line(tmp_path, capsys):
-    """Before: a py4j/Java traceback."""
+@pytest.mark.parametrize(
+    ("master", "expected"),
+    [
+        ("nonsense://nowhere:1", "not a Spark master URL"),
+        ("spark://127.0.0.1:1", "cannot start a Spark session"),  # nothing listens there
+    ],
+)
+def test_a_bad_spark_master_is_one_line(tmp_path, master, expected):
+    """Before: a py4j/Java traceback. In a child process, so that the JVM's own output to
+    file descriptor 2 is seen too: stderr is one line."""
     path = tmp_path / "s.csv"
     _frame().to_csv(path, index=False)
-    err = _error(
-        capsys,
-        *("evaluate", "--scores", path, "--mechanism", "none", "--backend", "spark"),
-        *("--spark-master", "nonsense://nowhere:1"),
+    argv = ["evaluate", "--scores", str(path), "--mechanism", "none", "--backend", "spark"]
+    argv += ["--spark-master", master]
+    done = subprocess.run(
+        [sys.executable, "-m", "dpauc_tf", *argv], capture_output=True, text=True, timeout=300
     )
-    assert "--spark-master 'nonsense://nowhere:1': cannot start a Spark session" in err
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(err) == 1, done.stderr
+    assert f"--spark-master {master!r}: {expected}" in err[0]
