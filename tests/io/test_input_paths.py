@@ -262,3 +262,19 @@ def test_a_bad_spark_master_is_one_line(tmp_path, master, expected):
     err = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(err) == 1, done.stderr
     assert f"--spark-master {master!r}: {expected}" in err[0]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("apache_beam") is None, reason="needs Apache Beam")
+def test_beams_read_scores_takes_a_directory_by_the_same_rule(tmp_path):
+    """The library transform itself: a directory (before: 'Is a directory' from Beam's
+    source) is its visible files, the format comes from them."""
+    from dpauc_tf.beam import PrivateAUC, ReadScores
+    from dpauc_tf.beam.pipeline import pipeline_options, run_and_collect
+
+    out = hive_parquet(tmp_path, _frame())
+    read = ReadScores(str(out), ["score", "label"])
+    assert read.format == "parquet"
+    releases, _ = run_and_collect(
+        lambda p: p | read | PrivateAUC(epsilon=None, slicing=[()]), pipeline_options(None)
+    )
+    assert releases[0].num_examples == N
