@@ -278,3 +278,24 @@ def test_beams_read_scores_takes_a_directory_by_the_same_rule(tmp_path):
         lambda p: p | read | PrivateAUC(epsilon=None, slicing=[()]), pipeline_options(None)
     )
     assert releases[0].num_examples == N
+
+
+FEDERATED = [
+    pytest.param("tff", marks=pytest.mark.skipif(
+        importlib.util.find_spec("tensorflow_federated") is None, reason="needs TFF")),
+    pytest.param("flower", marks=pytest.mark.skipif(
+        importlib.util.find_spec("flwr") is None, reason="needs Flower")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", FEDERATED)
+def test_the_federated_backends_read_the_same_files(tmp_path, capsys, monkeypatch, backend):
+    """TFF and Flower start from the command's own reader: the same n as simulate."""
+    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+    out = spark_output(tmp_path, _frame())
+    argv = ["evaluate", "--scores", str(out), "--mechanism", "histogram", "--epsilon", "1"]
+    argv += ["--num-thresholds", "20", "--seed", "0", "--backend", backend, "--format", "json"]
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert json.loads(captured.out)["num_examples"] == N
