@@ -125,7 +125,8 @@ class CountBuckets(beam.CombineFn):
 
     Args:
       thresholds: the grid whose ``T + 1`` buckets are counted.
-      from_logits: the scores are logits (a sigmoid maps them, as in ``bucket_counts``).
+      from_logits: the scores are logits, mapped onto [0, 1] by
+        [`dpauc_tf.core.logit_scale.logit_scores`][] (no saturated end buckets; NaN refused).
       integer_weights: refuse fractional weights (integer-noise mechanisms).
       flush_size: examples buffered before one vectorised count.
       unit_weights: refuse weights other than 1 (``Capabilities.unit_weights``).
@@ -180,13 +181,20 @@ class CountBuckets(beam.CombineFn):
         accumulator.pending, accumulator.pending_size = [], 0
         if scores.size == 0:
             return accumulator
+        if self.from_logits:  # the one map of logits onto [0, 1] (no saturated end buckets)
+            from dpauc_tf.core.counts import LOGIT_MESSAGE
+            from dpauc_tf.core.logit_scale import logit_scores
+
+            if np.isnan(np.asarray(scores, np.float64)).any():
+                raise ValueError(LOGIT_MESSAGE)
+            scores = logit_scores(scores)
         try:
             pos, neg = bucket_counts(
                 labels,
                 scores,
                 self.thresholds,
                 sample_weight=weights,
-                from_logits=self.from_logits,
+                from_logits=False,
                 integer_weights=self.integer_weights,
                 unit_weights=self.unit_weights,
                 dtype=tf.float64,

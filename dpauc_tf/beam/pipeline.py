@@ -194,7 +194,7 @@ def evaluate_with_beam(
 
 
 def evaluate_files_with_beam(
-    file_pattern: str,
+    file_pattern: str | Sequence[str],
     spec: ReleaseSpec | None = None,
     *,
     seed: int | None = None,
@@ -251,5 +251,6 @@ def evaluate_files_with_beam(
 
     releases, _ = run_and_collect(build, pipeline_options(beam_options))
     if len(releases) != 1:
-        raise ValueError(f"{file_pattern}: no example to evaluate (the files hold no rows)")
+        where = file_pattern if isinstance(file_pattern, str) else ", ".join(file_pattern)
+        raise ValueError(f"{where}: no example to evaluate (the files hold no rows)")
     return releases[0]

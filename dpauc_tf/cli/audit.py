@@ -24,6 +24,10 @@ from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_S
 # The audit's defaults live in dpauc_tf.core.defaults; these names stay for 0.2 callers.
 DEFAULT_SAMPLES = DEFAULT_AUDIT_SAMPLES
 DEFAULT_NUM_THRESHOLDS = DEFAULT_AUDIT_NUM_THRESHOLDS
+# An audit estimated to take longer is refused unless --time-limit is raised; the estimate is
+# printed (stderr) from this many seconds on.
+DEFAULT_TIME_LIMIT_S = 3600.0
+ANNOUNCE_FROM_S = 10.0
 
 
 def _positive_float(text: str) -> float:
@@ -44,7 +48,8 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     """Adds ``audit`` to an ``argparse`` sub-command set; the handler is ``args.func(args)``.
 
     ``dpauc audit --mechanism NAME|all --epsilon E [--delta D] [--samples N] [--seed S]
-    [--num-thresholds T] [--flip-weight W] [--confidence C] [--format table|json|markdown|csv]
+    [--num-thresholds T] [--flip-weight W] [--confidence C] [--time-limit SECONDS]
+    [--format table|json|markdown|csv]
     [--progress auto|on|off] [--no-progress] [--debug]``; ``common(parser)`` adds ``--format``/``--debug`` the way the rest of ``dpauc``
     does (plain ``--format`` and ``--debug`` otherwise); the exit
     status is 0, or 3 when a bound exceeds its claim. ``--confidence`` is family-wise: with
@@ -78,6 +83,14 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         default=0.95,
         help="family-wise confidence of all the bounds together (Bonferroni over the audits)",
     )
+    parser.add_argument(
+        "--time-limit",
+        type=_positive_float,
+        default=DEFAULT_TIME_LIMIT_S,
+        metavar="SECONDS",
+        help="refuse an audit whose time, estimated from a short timed pilot before it "
+        f"starts, exceeds this (default {DEFAULT_TIME_LIMIT_S:g} s); raise it to run a longer one",
+    )
     add_progress_flags(parser)
     if common is not None:
         common(parser)
@@ -96,10 +109,11 @@ def run_cli(args: argparse.Namespace) -> int:
     """
     try:
         from dpauc_tf.analysis.audit import auditable_mechanisms, format_table, run_audit
+        from dpauc_tf.analysis.audit_time import estimate_audit_seconds
         from dpauc_tf.mechanisms.registry import mechanism_class
 
         names = auditable_mechanisms() if args.mechanism == "all" else [args.mechanism]
-        results = []
+        deltas = {}
         for name in names:
             needs_delta = mechanism_class(name).requires_delta
             delta = args.delta
@@ -107,18 +121,29 @@ def run_cli(args: argparse.Namespace) -> int:
                 delta = 1e-5
             elif not needs_delta and args.mechanism == "all":
                 delta = None
+            deltas[name] = delta
+        common = dict(
+            epsilon=args.epsilon,
+            num_thresholds=args.num_thresholds,
+            samples=args.samples,
+            flip_weight=args.flip_weight,
+        )
+        if isinstance(args.samples, int) and args.samples >= 200:  # else run_audit says why
+            estimate = sum(
+                estimate_audit_seconds(name, delta=deltas[name], **common) for name in names
+            )
+            _check_time(args, estimate, len(names))
+        results = []
+        for name in names:
             results.append(
                 run_audit(
                     name,
-                    epsilon=args.epsilon,
-                    delta=delta,
-                    num_thresholds=args.num_thresholds,
-                    samples=args.samples,
+                    delta=deltas[name],
                     seed=args.seed,
-                    flip_weight=args.flip_weight,
                     confidence=args.confidence,
                     family_size=len(names),
                     progress=show_progress(args),
+                    **common,
                 )
             )
     except (ValueError, TypeError) as error:
@@ -133,6 +158,40 @@ def run_cli(args: argparse.Namespace) -> int:
     else:
         print(format_rows([r.to_dict() for r in results], args.format))
     return 3 if any(r.violated for r in results) else 0
+
+
+def format_duration(seconds: float) -> str:
+    """``"42 s"``, ``"3.5 min"``, ``"2.1 h"``, ``"6.1 days"``, ``"3.2 years"``.
+
+    Examples:
+        >>> format_duration(42), format_duration(210), format_duration(7560), format_duration(5.3e5)
+        ('42 s', '3.5 min', '2.1 h', '6.1 days')
+    """
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= (2 if unit in ("years", "days") else 1) * size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _check_time(args: argparse.Namespace, estimate: float, num_audits: int) -> None:
+    """Says the estimated time on stderr (from `ANNOUNCE_FROM_S`), and refuses past
+    ``--time-limit``: a ``ValueError`` naming what to lower or raise."""
+    what = (
+        f"{num_audits} audit(s) of {args.samples:,} samples per neighbour at "
+        f"--num-thresholds {args.num_thresholds:,}"
+    )
+    if estimate > args.time_limit:
+        raise ValueError(
+            f"{what} would take about {format_duration(estimate)} on this machine (estimated "
+            f"from a timed pilot), over --time-limit {format_duration(args.time_limit)}; lower "
+            "--samples or --num-thresholds, or raise --time-limit to run it"
+        )
+    if estimate >= ANNOUNCE_FROM_S:
+        print(
+            f"dpauc audit: {what}: about {format_duration(estimate)} (estimated from a timed "
+            "pilot)",
+            file=sys.stderr,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -193,14 +193,18 @@ def _evaluate_files_with_beam(args):
     pipeline ([`dpauc_tf.beam.pipeline.evaluate_files_with_beam`][])."""
     if importlib.util.find_spec("apache_beam") is None:
         raise CommandError(f"--backend beam needs Apache Beam: {install_hint('beam')}")
-    from dpauc_tf.beam.io import available_columns
+    from dpauc_tf.beam.io import available_columns, input_files
     from dpauc_tf.beam.pipeline import evaluate_files_with_beam
     from dpauc_tf.io.scores import column_excerpt
 
-    try:
-        columns = available_columns(str(args.scores))
+    try:  # the one path rule (dpauc_tf.io.paths): the files every backend reads
+        files = [str(f.path) for f in input_files(str(args.scores))]
+        columns = available_columns(files)
     except (OSError, ValueError) as error:
-        raise CommandError(f"--scores {args.scores}: {error}") from None
+        text = str(error).removeprefix("ReadScores: ")
+        raise CommandError(
+            text if text.startswith(str(args.scores)) else f"--scores {text}"
+        ) from None
     for flag, name in (
         ("--score-column", args.score_column),
         ("--label-column", args.label_column),
@@ -214,7 +218,7 @@ def _evaluate_files_with_beam(args):
     if client is not None and client not in columns:
         raise CommandError(f"--scores {args.scores}: no client column {client!r}")
     return evaluate_files_with_beam(
-        str(args.scores),
+        files,
         release_spec(args),
         repeats=args.repeats,
         score_column=args.score_column,

@@ -11,7 +11,7 @@ Examples:
 from __future__ import annotations
 
 from dpauc_tf.cli.main import CommandError
-from dpauc_tf.mechanisms.registry import default_mechanism
+from dpauc_tf.mechanisms.registry import default_mechanism, mechanism_spec
 
 FEDERATED_BACKENDS = ("tff", "flower")
 
@@ -33,3 +33,14 @@ def resolve_mechanism(args) -> str:
     federated = getattr(args, "backend", None) in FEDERATED_BACKENDS
     needs_curve = clients or federated or bool(getattr(args, "plot", None))
     return default_mechanism(delta=args.delta, needs_curve=needs_curve)
+
+
+def require_epsilon(mechanism: str, epsilon: float | None) -> None:
+    """The command line's one rule for ``--epsilon`` (``evaluate`` and ``multiclass``): a
+    private mechanism needs it, and the exact (no noise) result is asked for explicitly with
+    ``--mechanism none`` (no epsilon); a missing epsilon never means "no noise"."""
+    private = mechanism_spec(mechanism).capabilities.protects != "nothing"
+    if not private and epsilon is not None:
+        raise CommandError(f"mechanism {mechanism!r} adds no noise: leave --epsilon unset")
+    if private and epsilon is None:
+        raise CommandError(f"mechanism {mechanism!r} needs --epsilon")

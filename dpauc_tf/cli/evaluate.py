@@ -56,13 +56,10 @@ def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
 
 
 def _mechanism(args, num_clients: int):
+    from dpauc_tf.cli.default_mechanism import require_epsilon
     from dpauc_tf.mechanisms import get_mechanism
 
-    private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
-    if not private and args.epsilon is not None:
-        raise CommandError(f"mechanism {args.mechanism!r} adds no noise: leave --epsilon unset")
-    if private and args.epsilon is None:
-        raise CommandError(f"mechanism {args.mechanism!r} needs --epsilon")
+    require_epsilon(args.mechanism, args.epsilon)
     options = mechanism_options(args)
     try:
         return get_mechanism(
@@ -368,11 +365,14 @@ def _read_text(path: str) -> str:
     is dropped), or UTF-16 where its byte-order mark says so."""
     import codecs
 
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as error:
-        raise CommandError(f"--thresholds {path}: cannot read it ({error})") from None
+    from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
+    from dpauc_tf.io.paths import read_regular_bytes
+    from dpauc_tf.io.scores import ScoreFileError
+
+    try:  # room for every allowed threshold in full (24 characters, twice in UTF-16)
+        raw = read_regular_bytes(path, 64 * MAX_NUM_THRESHOLDS, "--thresholds")
+    except ScoreFileError as error:  # a pipe, a device, a directory, too large, missing
+        raise CommandError(str(error)) from None
     utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
     try:
         return raw.decode("utf-16" if utf16 else "utf-8-sig")

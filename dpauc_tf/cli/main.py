@@ -242,7 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--score-column", default="score", help="column of scores")
     ev.add_argument("--label-column", default="label", help="column of 0/1 labels")
     ev.add_argument(
-        "--from-logits", action="store_true", help="the scores are logits (a sigmoid maps them)"
+        "--from-logits",
+        action="store_true",
+        help="the scores are logits (mapped onto [0, 1] by 1/2 + arctan(logit)/pi: the AUC is "
+        "unchanged and, unlike a sigmoid, the tails do not tie in the end buckets)",
     )
     ev.add_argument(
         "--client-column",

@@ -104,17 +104,48 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
 
 
 def read_table(path: str, columns: list[str]):
-    """The named columns of a CSV or Parquet file, as a pandas DataFrame."""
+    """The named columns of the file(s) at ``path`` as a pandas DataFrame, read by
+    [`dpauc_tf.io.readers.iter_column_chunks`][] (the readers and path rule of ``dpauc
+    evaluate``: CSV, compressed CSV, Parquet, TFRecord, a directory or a glob; one-line
+    errors naming the file for a missing, empty, truncated or corrupt file or a missing
+    column); an empty cell is an error naming the file and the row."""
+    import numpy as np
     import pandas as pd
 
-    if path.endswith((".parquet", ".pq")):
-        frame = pd.read_parquet(path)
-    else:
-        frame = pd.read_csv(path)
-    missing = [column for column in columns if column not in frame.columns]
-    if missing:
-        raise ValueError(f"{path}: no column(s) {missing}; columns are {list(frame.columns)}")
-    return frame[columns]
+    from dpauc_tf.io.readers import iter_column_chunks
+    from dpauc_tf.io.scores import ScoreFileError
+
+    parts = []
+    for source, first_row, values in iter_column_chunks(path, columns):
+        frame = pd.DataFrame(values, columns=columns)
+        empty = frame.isna().to_numpy().any(axis=1)
+        if empty.any():
+            at = int(np.argmax(empty))
+            missing = [c for c in columns if pd.isna(frame[c].iloc[at])]
+            raise ScoreFileError(
+                f"{source}: row {first_row + at}: empty cell in {', '.join(map(repr, missing))}"
+            )
+        parts.append(frame)
+    if not parts:
+        raise ScoreFileError(f"{path}: no examples")
+    return pd.concat(parts, ignore_index=True)
+
+
+def score_column_names(text: str) -> list[str]:
+    """The ``--score-columns`` list: at least two names, none twice (a repeated name would
+    give two classes the same scores and shift every later class's name)."""
+    from dpauc_tf.cli.main import CommandError
+
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if len(names) < 2:
+        raise CommandError("--score-columns needs at least two columns (one per class)")
+    repeated = sorted({c for c in names if names.count(c) > 1}, key=names.index)
+    if repeated:
+        raise CommandError(
+            f"--score-columns names {', '.join(map(repr, repeated))} more than once; each "
+            "class needs its own score column, in class order"
+        )
+    return names
 
 
 def class_ids(values, score_columns: list[str]):
@@ -138,23 +169,21 @@ def run_multiclass(args: argparse.Namespace) -> int:
     """Runs ``dpauc multiclass``; prints the result in ``--format``."""
     import numpy as np
 
+    from dpauc_tf.cli.default_mechanism import require_epsilon
     from dpauc_tf.cli.formats import format_rows, json_safe
     from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
 
-    score_columns = [c.strip() for c in args.score_columns.split(",") if c.strip()]
-    if len(score_columns) < 2:
-        raise ValueError("--score-columns needs at least two columns (one per class)")
+    score_columns = score_column_names(args.score_columns)
+    require_epsilon(args.mechanism, args.epsilon)  # no epsilon is no result, as in evaluate
     if args.client_column and args.clients is None:
         raise ValueError("--client-column needs --clients K (the number of clients)")
-    columns = [args.class_column, *score_columns]
+    columns = list(dict.fromkeys([args.class_column, *score_columns]))
     if args.client_column:
-        columns.append(args.client_column)
+        columns = list(dict.fromkeys([*columns, args.client_column]))
     backend = getattr(args, "backend", "simulate")
     if backend != "simulate":
         _require_backend(backend)
     frame = read_table(args.scores, columns)
-    if frame[columns].isna().to_numpy().any():
-        raise ValueError(f"{args.scores}: empty cells in {columns}")
     labels = class_ids(frame[args.class_column].to_numpy(), score_columns)
     scores = frame[score_columns].to_numpy(np.float64)
     if backend != "simulate":

@@ -3,6 +3,9 @@
 * [`scores`][]: [`ScoreSet`][dpauc_tf.io.scores.ScoreSet] (validated examples),
   [`ScoreFileError`][dpauc_tf.io.scores.ScoreFileError] (one-line errors), the whole-file
   [`read_score_file`][dpauc_tf.io.scores.read_score_file] and the epoch files of a training run;
+* [`paths`][]: [`input_files`][dpauc_tf.io.paths.input_files], what a path means (file,
+  directory, glob; hidden names at every level; compression by suffix), the one rule of
+  every backend;
 * [`readers`][]: [`iter_score_chunks`][dpauc_tf.io.readers.iter_score_chunks], validated
   chunks of any number of files (the one reader every path goes through);
 * [`streaming`][]: per-client bucket counts in one chunked pass, bounded memory.
@@ -24,7 +27,10 @@ _NAMES = {
     "ScoreSet": "dpauc_tf.io.scores",
     "epoch_files": "dpauc_tf.io.scores",
     "read_score_file": "dpauc_tf.io.scores",
+    "InputFile": "dpauc_tf.io.paths",
+    "input_files": "dpauc_tf.io.paths",
     "ScoreChunk": "dpauc_tf.io.readers",
+    "iter_column_chunks": "dpauc_tf.io.readers",
     "iter_score_chunks": "dpauc_tf.io.readers",
     "score_files": "dpauc_tf.io.readers",
     "CountedScores": "dpauc_tf.io.streaming",

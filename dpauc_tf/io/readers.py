@@ -11,12 +11,13 @@ counted): a missing column, a missing value, a NaN or text score, a score outsid
 Formats, chosen by the file name's suffix:
 
 * ``.parquet`` / ``.pq``: ``pyarrow.parquet.ParquetFile.iter_batches`` (extra ``parquet``);
-* ``.tfrecord`` / ``.tfrecords`` / ``.tfr``: ``tf.train.Example`` records with one value
+* ``.tfrecord`` / ``.tfrecords`` / ``.tfr`` (``.gz``: gzip): ``tf.train.Example`` records with one value
   per feature (``score`` a float, ``label`` an int or a float, ``client`` an int or bytes);
 * anything else: CSV with a header row (``pandas.read_csv(chunksize=...)``).
 
-A directory means its files (not starting with ``.`` or ``_``, sorted, all of one format); a
-path with ``*``, ``?`` or ``[`` is a glob (sorted).
+What a path means (a file, a directory at any depth, a glob; names starting with ``.`` or
+``_`` skipped at every level; compression by suffix, ``.csv.gz``, ``.tfrecord.gz``) is the
+one rule of [`dpauc_tf.io.paths.input_files`][], which every backend reads by.
 
 Examples:
     >>> import tempfile, pathlib
@@ -29,7 +30,6 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
-import glob as globbing
 import io
 import os
 import re
@@ -41,11 +41,16 @@ from pathlib import Path
 import numpy as np
 
 from dpauc_tf.core.extras import install_hint
+from dpauc_tf.io.paths import (
+    PARQUET_SUFFIXES,  # noqa: F401 (a public name of this module)
+    TFRECORD_SUFFIXES,  # noqa: F401
+    check_readable,
+    describe,
+    input_files,
+)
 from dpauc_tf.io.scores import EXCERPT_CHARS, ScoreFileError, column_excerpt, excerpt
 
 DEFAULT_CHUNK_ROWS = 1 << 20
-PARQUET_SUFFIXES = (".parquet", ".pq")
-TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,37 +76,17 @@ class ScoreChunk:
 
 
 def file_format(path: Path) -> str:
-    """``"parquet"``, ``"tfrecord"`` or ``"csv"`` from the suffix."""
-    suffix = path.suffix.lower()
-    if suffix in PARQUET_SUFFIXES:
-        return "parquet"
-    if suffix in TFRECORD_SUFFIXES:
-        return "tfrecord"
-    return "csv"
+    """``"parquet"``, ``"tfrecord"`` or ``"csv"`` from the name, a compression suffix aside
+    ([`dpauc_tf.io.paths.describe`][])."""
+    return describe(path)[0]
 
 
 def score_files(path: str | os.PathLike) -> list[Path]:
-    """The files a ``--scores`` argument names: a file, a directory's files or a glob."""
-    text = str(path)
-    if any(c in text for c in "*?["):
-        files = [Path(p) for p in sorted(globbing.glob(text, recursive=True))]
-        files = [p for p in files if p.is_file()]
-        if not files:
-            raise ScoreFileError(f"{text}: no file matches")
-    elif Path(text).is_dir():
-        files = sorted(
-            p for p in Path(text).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))
-        )
-        if not files:
-            raise ScoreFileError(f"{text}: directory has no files")
-    else:
-        files = [Path(text)]
-        if not files[0].is_file():
-            raise ScoreFileError(f"{text}: no such file")
-    formats = {file_format(p) for p in files}
-    if len(formats) > 1:
-        raise ScoreFileError(f"{text}: files of several formats ({', '.join(sorted(formats))})")
-    return files
+    """The files a ``--scores`` argument names ([`dpauc_tf.io.paths.input_files`][], the one
+    rule), each one that this reader can decompress."""
+    files = input_files(path)
+    check_readable(files, "dpauc")
+    return [f.path for f in files]
 
 
 def count_rows(files: list[Path]) -> int | None:
@@ -128,8 +113,9 @@ def iter_score_chunks(
     """Validated chunks of the score file(s) at ``path`` (see the module docstring).
 
     Column arguments as in [`dpauc_tf.io.scores.read_score_file`][];
-    ``from_logits``: a sigmoid (``scipy.special.expit``, as the whole-file reader) maps the
-    scores. Empty chunks are skipped; a file of zero bytes is an error.
+    ``from_logits``: [`dpauc_tf.core.logit_scale.logit_scores`][] maps the scores (a
+    strictly increasing map onto [0, 1] that, unlike the sigmoid, does not saturate the
+    grid's end buckets). Empty chunks are skipped; a file of zero bytes is an error.
     """
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
@@ -137,14 +123,49 @@ def iter_score_chunks(
     for file in score_files(path):
         if file.stat().st_size == 0:
             raise ScoreFileError(f"{file}: empty file")
-        readers = {"parquet": _parquet_columns, "tfrecord": _tfrecord_columns, "csv": _csv_columns}
         row = 1
-        for labels, scores, clients in readers[file_format(file)](file, columns, chunk_rows):
+        for labels, scores, *clients in _READERS[file_format(file)](file, columns, chunk_rows):
+            clients = clients[0] if clients else None
             if len(labels) == 0:
                 continue
             chunk = check_chunk(labels, scores, clients, str(file), row, from_logits)
             yield chunk
             row += chunk.num_examples
+
+
+def iter_column_chunks(
+    path: str | os.PathLike, columns: list[str], *, chunk_rows: int = DEFAULT_CHUNK_ROWS
+) -> Iterator[tuple[str, int, dict[str, np.ndarray]]]:
+    """``(source, first_row, {column: values})`` chunks of the named columns of the file(s)
+    at ``path``, unvalidated (the caller checks the values), read by the same readers and
+    path rule as [`iter_score_chunks`][]: the same one-line errors for a missing file or
+    column, an empty, truncated or corrupt file."""
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    named = _Named(list(dict.fromkeys(columns)))
+    for file in score_files(path):
+        if file.stat().st_size == 0:
+            raise ScoreFileError(f"{file}: empty file")
+        row = 1
+        for values in _READERS[file_format(file)](file, named, chunk_rows):
+            size = len(values[0])
+            if size:
+                yield str(file), row, dict(zip(named.names, values, strict=True))
+            row += size
+
+
+@dataclasses.dataclass(frozen=True)
+class _Named:
+    names: list[str]
+
+    def wanted(self, source: str, names: list[str]) -> list[str]:
+        missing = [c for c in self.names if c not in names]
+        if missing:
+            raise ScoreFileError(
+                f"{source}: missing column(s) {excerpt(', '.join(map(repr, missing)))}; "
+                f"found {column_excerpt(names)}"
+            )
+        return self.names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +174,11 @@ class _Columns:
     label: str
     client: str | None
     client_optional: bool
+
+    def wanted(self, source: str, names: list[str]) -> list[str]:
+        """The columns to read, in order: label, score[, client] (checked present)."""
+        client = self.present(source, names)
+        return [self.label, self.score] + ([client] if client else [])
 
     def present(self, source: str, names: list[str]) -> str | None:
         """Checks the required columns; returns the client column to read (or None)."""
@@ -176,7 +202,7 @@ def _csv_columns(path: Path, columns: _Columns, chunk_rows: int):
     try:
         source = csv_source(path)
         reader = iter(pd.read_csv(source, chunksize=chunk_rows))
-        client = None
+        wanted: list[str] = []
         index = 0
         while True:
             with warnings.catch_warnings():
@@ -187,13 +213,9 @@ def _csv_columns(path: Path, columns: _Columns, chunk_rows: int):
             if frame is None:
                 return
             if index == 0:
-                client = columns.present(str(path), list(frame.columns))
+                wanted = columns.wanted(str(path), list(frame.columns))
             index += 1
-            yield (
-                frame[columns.label].to_numpy(),
-                frame[columns.score].to_numpy(),
-                None if client is None else frame[client].to_numpy(),
-            )
+            yield [frame[name].to_numpy() for name in wanted]
     except pd.errors.EmptyDataError:
         raise ScoreFileError(f"{path}: empty file") from None
     except ScoreFileError:
@@ -320,16 +342,15 @@ def _parquet_columns(path: Path, columns: _Columns, chunk_rows: int):
     pq = _pyarrow_parquet(path)
     try:
         parquet = pq.ParquetFile(path)
-        client = columns.present(str(path), list(parquet.schema_arrow.names))
-        wanted = [columns.label, columns.score] + ([client] if client else [])
+        wanted = columns.wanted(str(path), list(parquet.schema_arrow.names))
         row = 1
         for batch in parquet.iter_batches(batch_size=chunk_rows, columns=wanted):
             arrays = [batch.column(name) for name in wanted]
-            labels, scores, *clients = (
+            values = [
                 _arrow_to_numpy(a, str(path), n, row) for a, n in zip(arrays, wanted, strict=True)
-            )
+            ]
             row += batch.num_rows
-            yield labels, scores, clients[0] if clients else None
+            yield values
     except (OSError, ValueError) as error:
         if isinstance(error, ScoreFileError):
             raise
@@ -339,13 +360,12 @@ def _parquet_columns(path: Path, columns: _Columns, chunk_rows: int):
 def _tfrecord_kinds(path: Path, columns: _Columns) -> dict[str, str]:
     import tensorflow as tf
 
-    first = next(iter(tf.data.TFRecordDataset(str(path)).take(1)), None)
+    first = next(iter(_tfrecord_dataset(path).take(1)), None)
     if first is None:
         return {}
     example = tf.train.Example.FromString(first.numpy())
     names = sorted(example.features.feature)
-    client = columns.present(f"{path}: row 1", names)
-    wanted = [columns.label, columns.score] + ([client] if client else [])
+    wanted = columns.wanted(f"{path}: row 1", names)
     return {name: example.features.feature[name].WhichOneof("kind") for name in wanted}
 
 
@@ -359,19 +379,20 @@ def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
     import tensorflow as tf
 
     dtypes = {"float_list": tf.float32, "int64_list": tf.int64, "bytes_list": tf.string}
+    compression = describe(path)[1]
     row = 1
     consumed = 0
     try:
         kinds = _tfrecord_kinds(path, columns)
         spec = {name: tf.io.VarLenFeature(dtypes[kind]) for name, kind in kinds.items()}
-        for batch in tf.data.TFRecordDataset(str(path)).batch(chunk_rows):
+        for batch in _tfrecord_dataset(path).batch(chunk_rows):
             size = int(batch.shape[0])
             consumed += int(tf.reduce_sum(tf.strings.length(batch))) + size * (
                 _TFRECORD_FRAMING_BYTES
             )
             parsed = tf.io.parse_example(batch, spec)
             values = []
-            for name in kinds:  # labels, scores[, clients] (parse_example sorts its keys)
+            for name in kinds:  # in the order wanted (parse_example sorts its keys)
                 sparse = parsed[name]
                 lengths = np.bincount(sparse.indices[:, 0].numpy(), minlength=size)
                 bad = np.flatnonzero(lengths != 1)
@@ -385,10 +406,14 @@ def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
                     value = np.array([v.decode("utf-8", "replace") for v in value], dtype=object)
                 values.append(value)
             row += size
-            labels, scores, *clients = values
-            yield labels, scores, clients[0] if clients else None
+            yield values
     except tf.errors.OpError as error:
         text = _one_line(error)
+        if compression is not None:
+            raise ScoreFileError(
+                f"{path}: truncated or corrupt {compression} TFRecord file ({text}); no result "
+                "from a damaged file"
+            ) from None
         if _starts_with(path, _COMPRESSED_MAGICS):
             raise _compressed_tfrecord(path) from None
         where = re.search(r"(corrupted|truncated) record at (\d+)", text)
@@ -403,6 +428,16 @@ def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
                 "checksum; no result from a damaged file"
             ) from None
         raise ScoreFileError(f"{path}: cannot read ({text})") from None
+    if compression is not None:
+        # TensorFlow's gzip reader also ends quietly where the file is cut: the stream must
+        # reach its end marker, and the records' bytes add up to its decompressed size.
+        size_on_disk = _gzip_size(path)
+        if consumed != size_on_disk:
+            raise ScoreFileError(
+                f"{path}: truncated gzip TFRecord file: the record at byte {consumed} of the "
+                f"decompressed stream is cut off; no result from a partial file"
+            )
+        return
     size_on_disk = path.stat().st_size
     if consumed != size_on_disk and _starts_with(path, _COMPRESSED_MAGICS):
         raise _compressed_tfrecord(path)
@@ -415,6 +450,39 @@ def _tfrecord_columns(path: Path, columns: _Columns, chunk_rows: int):
 
 
 _COMPRESSED_MAGICS = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip, zstd
+_READERS = {"parquet": _parquet_columns, "tfrecord": _tfrecord_columns, "csv": _csv_columns}
+
+
+def _gzip_size(path: Path) -> int:
+    """The decompressed size of a gzip file, read in bounded memory; a one-line
+    [`ScoreFileError`][] where the stream is cut or corrupt."""
+    import gzip
+    import zlib
+
+    size = 0
+    try:
+        with gzip.open(path, "rb") as stream:
+            while block := stream.read(1 << 20):
+                size += len(block)
+    except EOFError:
+        raise ScoreFileError(
+            f"{path}: truncated gzip TFRecord file: it ends before its end-of-stream marker "
+            "(a copy or write that did not finish?); no result from a partial file"
+        ) from None
+    except (OSError, zlib.error) as error:
+        raise ScoreFileError(
+            f"{path}: corrupt gzip TFRecord file ({_one_line(error)}); no result from a damaged "
+            "file"
+        ) from None
+    return size
+
+
+def _tfrecord_dataset(path: Path):
+    """TensorFlow's reader of ``path``, gzip-decompressed for ``.gz`` (the path rule)."""
+    import tensorflow as tf
+
+    gzip = describe(path)[1] == "gzip"
+    return tf.data.TFRecordDataset(str(path), compression_type="GZIP" if gzip else "")
 
 
 def _compressed_tfrecord(path: Path) -> ScoreFileError:
@@ -470,7 +538,7 @@ def _where(source: str, first_row: int | None, at: int | None, size: int = 0) ->
 
 def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -> ScoreChunk:
     """The one validation of examples (every reader and [`ScoreSet.checked`][dpauc_tf.io.scores.ScoreSet.checked]): labels
-    0/1, scores in [0, 1] (after a sigmoid with ``from_logits``), client ids present and of
+    0/1, scores in [0, 1] (after [`dpauc_tf.core.logit_scale.logit_scores`][] with ``from_logits``), client ids present and of
     one type; a [`ScoreFileError`][] naming ``source`` and the row otherwise
     (``first_row=None``: arrays, no row numbers)."""
     labels = _as_float(np.asarray(labels).ravel(), "labels", source, first_row)
@@ -482,10 +550,10 @@ def check_chunk(labels, scores, clients, source, first_row, from_logits=False) -
         raise ScoreFileError(
             f"{_where(source, first_row, at)}: {what} (got {labels[at]:g}; NaN means missing)"
         )
-    if from_logits:
-        from scipy.special import expit
+    if from_logits:  # onto [0, 1] without saturating the grid's end buckets
+        from dpauc_tf.core.logit_scale import logit_scores
 
-        scores = expit(scores)
+        scores = logit_scores(scores)
     score_ok = (scores >= 0) & (scores <= 1)  # NaN fails both
     if not score_ok.all():
         at = _first_bad(score_ok)

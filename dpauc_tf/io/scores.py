@@ -141,7 +141,8 @@ def read_score_file(
     ``client_column``: the column of client ids; ``None`` reads no client ids. A given column
     that is absent is an error, unless ``client_column_optional`` (the command line's
     default ``"client"``, used only when present). ``from_logits``: the score column holds
-    logits; a sigmoid maps them to [0, 1] (NaN stays NaN and is refused).
+    logits; [`dpauc_tf.core.logit_scale.logit_scores`][] maps them to [0, 1] (strictly
+    increasing, no saturation; NaN stays NaN and is refused).
     """
     from dpauc_tf.io.readers import iter_score_chunks
 

@@ -178,9 +178,10 @@ def count_partition(
             unit_weights=unit_weights,
         )
         good = problem == 0
-        if from_logits:
-            with np.errstate(over="ignore"):
-                score = 1.0 / (1.0 + np.exp(-score))
+        if from_logits:  # the one map of logits onto [0, 1] (no saturated end buckets)
+            from dpauc_tf.core.logit_scale import logit_scores
+
+            score = logit_scores(score)
         # every row's place in its group's [2, width] block: its bucket (negatives in the
         # second row), or for a row with a problem that problem's column of the first row
         column = num_buckets - 1 - problem  # PROBLEMS: -2 -> num_buckets + 1, ...

@@ -281,7 +281,8 @@ def private_auc_by_slice(
       threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
       delta: for the mechanisms that take one.
       mechanism_options: extra constructor options (e.g. ``{"family": "skellam"}``).
-      from_logits: the scores are logits.
+      from_logits: the scores are logits, mapped onto [0, 1] by
+        [`dpauc_tf.core.logit_scale.logit_scores`][] (the map of ``dpauc --from-logits``).
       seed: ``None`` (fresh noise, the only mode for real releases) or an int (reproducible).
       repeats: independent releases per slice from one counting pass (each is accounted).
       max_slices_per_example: a bound on the slices one example is in; ``None``: the

@@ -129,14 +129,26 @@ def test_audit_speaks_every_format(capsys, fmt):
         assert json.loads(out)[0]["mechanism"] == "histogram"
 
 
-def test_from_logits_equals_the_sigmoid_scores(capsys, scores_csv):
+def test_from_logits_counts_the_one_map_of_logits(capsys, scores_csv, tmp_path):
+    """--from-logits counts logit_scores(logit) (1/2 + arctan/pi, no saturated end buckets):
+    the release equals that of a file of those scores, and the exact AUC is the sigmoid
+    scores' (both maps keep the ranks)."""
+    import pandas as pd
+
+    from dpauc_tf.core.logit_scale import logit_scores
+
     common = ["--mechanism", "none", "--num-thresholds", "50", "--format", "json"]
-    assert main(["evaluate", "--scores", str(scores_csv), *common]) == 0
+    assert main(["evaluate", "--scores", str(scores_csv), *common, "--show-exact"]) == 0
     plain = json.loads(capsys.readouterr().out)
     args = ["--score-column", "logit", "--from-logits"]
-    assert main(["evaluate", "--scores", str(scores_csv), *args, *common]) == 0
+    assert main(["evaluate", "--scores", str(scores_csv), *args, *common, "--show-exact"]) == 0
     logits = json.loads(capsys.readouterr().out)
-    assert logits["aucs"][0] == pytest.approx(plain["aucs"][0], abs=1e-9)
+    assert logits["exact_auc"] == pytest.approx(plain["exact_auc"], abs=1e-12)
+    frame = pd.read_csv(scores_csv)
+    mapped = tmp_path / "mapped.csv"
+    frame.assign(score=logit_scores(frame["logit"].to_numpy())).to_csv(mapped, index=False)
+    assert main(["evaluate", "--scores", str(mapped), *common]) == 0
+    assert logits["aucs"][0] == json.loads(capsys.readouterr().out)["aucs"][0]
     # without --from-logits the logits are refused as scores outside [0, 1]
     assert main(["evaluate", "--scores", str(scores_csv), "--score-column", "logit", *common]) == 2
 

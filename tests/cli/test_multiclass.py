@@ -51,6 +51,8 @@ def test_noise_off_gives_scikit_learns_averages(capsys, csv_path, frame):
         "p0,p1,p2",
         "--num-thresholds",
         "2000",
+        "--mechanism",
+        "none",
     )
     scores, labels = frame[["p0", "p1", "p2"]].to_numpy(), frame["y"].to_numpy()
     for average in ("macro", "weighted", "micro"):
@@ -118,6 +120,8 @@ def test_class_names_parquet_and_the_table(capsys, frame, tmp_path):
         "y",
         "--score-columns",
         "p0,p1,p2",
+        "--mechanism",
+        "none",
     ]
     assert main([*base, "--format", "json"]) == 0
     by_name = json.loads(capsys.readouterr().out)
@@ -133,7 +137,7 @@ def test_class_names_parquet_and_the_table(capsys, frame, tmp_path):
     ("extra", "message"),
     [
         (["--score-columns", "p0"], "at least two columns"),
-        (["--score-columns", "p0,p1,nope"], "no column"),
+        (["--score-columns", "p0,p1,nope"], "missing column"),  # as evaluate says it
         (["--score-columns", "p0,p1"], r"class ids must be integers in \[0, 2\)"),
         (["--score-columns", "p0,p1,p2", "--client-column", "client"], "needs --clients"),
         (["--score-columns", "p0,p1,p2", "--mechanism", "rr", "--epsilon", "1"], "one-vs-rest"),
@@ -141,7 +145,8 @@ def test_class_names_parquet_and_the_table(capsys, frame, tmp_path):
     ],
 )
 def test_errors_are_one_line(capsys, csv_path, extra, message):
-    assert main(["multiclass", "--scores", str(csv_path), "--class-column", "y", *extra]) == 2
+    argv = ["multiclass", "--scores", str(csv_path), "--class-column", "y", "--mechanism", "none"]
+    assert main([*argv, *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dpauc: error:") and len(err.splitlines()) == 1
     assert re.search(message, err), err
@@ -162,7 +167,7 @@ def test_a_backend_whose_world_is_not_installed_is_one_line(
 ):
     if _has(module):
         pytest.skip(f"{module} is installed in this world")
-    argv = ["multiclass", "--scores", str(csv_path), "--class-column", "y"]
+    argv = ["multiclass", "--scores", str(csv_path), "--class-column", "y", "--mechanism", "none"]
     assert main([*argv, "--score-columns", "p0,p1,p2", "--backend", backend]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dpauc: error:") and len(err.splitlines()) == 1 and message in err
@@ -177,6 +182,7 @@ def test_federated_backends_equal_the_simulation(capsys, monkeypatch, csv_path, 
     monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
     base = ["--scores", csv_path, "--class-column", "y", "--score-columns", "p0,p1,p2"]
     base += ["--num-thresholds", "50", "--clients", "4", "--client-column", "client"]
+    base += ["--mechanism", "none"]  # noise off, asked for explicitly
     simulated = _json(capsys, *base)
     federated = _json(capsys, *base, "--backend", backend)
     assert federated["backend"] == backend and federated["num_clients"] == 4
@@ -187,3 +193,85 @@ def test_federated_backends_equal_the_simulation(capsys, monkeypatch, csv_path, 
     )
     assert noisy["epsilon"] == 1.0 and noisy["num_reporting"] == 4
     assert "4 client shares" in noisy["privacy"]
+
+
+# -- issue 30: read through dpauc_tf.io, duplicated columns, a missing epsilon --------------------
+def _error(capsys, *argv) -> str:
+    assert main(["multiclass", *map(str, argv)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dpauc: error:") and len(err.splitlines()) == 1, err
+    return err
+
+
+def test_a_truncated_gzip_file_is_one_line_naming_it(capsys, frame, tmp_path):
+    """Before: a raw EOFError traceback (multiclass read with its own pd.read_csv)."""
+    path = tmp_path / "scores.csv.gz"
+    frame.to_csv(path, index=False)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    err = _error(capsys, "--scores", path, "--class-column", "y", "--score-columns", "p0,p1,p2",
+                 "--mechanism", "none")  # fmt: skip
+    assert f"{path}: truncated compressed file" in err
+
+
+def test_an_empty_file_is_named(capsys, tmp_path):
+    """Before: 'No columns to parse from file', without the file's name."""
+    path = tmp_path / "empty.csv"
+    path.write_bytes(b"")
+    err = _error(capsys, "--scores", path, "--class-column", "y", "--score-columns", "p0,p1",
+                 "--mechanism", "none")  # fmt: skip
+    assert f"{path}: empty file" in err
+
+
+def test_an_empty_cell_names_the_row(capsys, frame, tmp_path):
+    path = tmp_path / "holes.csv"
+    holed = frame.copy()
+    holed.loc[6, "p1"] = np.nan
+    holed.to_csv(path, index=False)
+    err = _error(capsys, "--scores", path, "--class-column", "y", "--score-columns", "p0,p1,p2",
+                 "--mechanism", "none")  # fmt: skip
+    assert f"{path}: row 7: empty cell in 'p1'" in err
+
+
+def test_a_repeated_score_column_is_refused(capsys, csv_path):
+    """Before: p0,p1,p2,p0 ran, and class p1's AUC came from p0's scores."""
+    err = _error(capsys, "--scores", csv_path, "--class-column", "y",
+                 "--score-columns", "p0,p1,p2,p0", "--mechanism", "none")  # fmt: skip
+    assert "--score-columns names 'p0' more than once" in err
+
+
+def test_a_missing_epsilon_is_refused_as_evaluate_refuses_it(capsys, csv_path, tmp_path):
+    """Before: no --epsilon meant no noise (an exact result printed as the default).
+    Now the same one-line refusal as ``dpauc evaluate``; the exact result needs the
+    explicit ``--mechanism none``."""
+    err = _error(capsys, "--scores", csv_path, "--class-column", "y", "--score-columns",
+                 "p0,p1,p2")  # fmt: skip
+    binary = tmp_path / "binary.csv"
+    binary.write_text("score,label\n0.2,0\n0.7,1\n")
+    assert main(["evaluate", "--scores", str(binary), "--mechanism", "histogram"]) == 2
+    evaluate_err = capsys.readouterr().err.strip()
+    assert err == evaluate_err == "dpauc: error: mechanism 'histogram' needs --epsilon"
+    err = _error(capsys, "--scores", csv_path, "--class-column", "y", "--score-columns",
+                 "p0,p1,p2", "--mechanism", "none", "--epsilon", "1")  # fmt: skip
+    assert "adds no noise: leave --epsilon unset" in err
+
+
+def test_a_directory_is_read_by_the_one_path_rule(capsys, frame, tmp_path):
+    """multiclass reads what evaluate reads: a directory's files, hidden ones skipped at
+    every level."""
+    (tmp_path / "out" / "_temporary").mkdir(parents=True)
+    frame.iloc[:700].to_csv(tmp_path / "out" / "part-0.csv", index=False)
+    frame.iloc[700:].to_parquet(tmp_path / "out" / "part-1.parquet", index=False)
+    err = _error(capsys, "--scores", tmp_path / "out", "--class-column", "y",
+                 "--score-columns", "p0,p1,p2", "--mechanism", "none")  # fmt: skip
+    assert "files of several formats" in err
+    (tmp_path / "out" / "part-1.parquet").unlink()
+    frame.iloc[700:].to_csv(tmp_path / "out" / "part-1.csv", index=False)
+    frame.to_csv(tmp_path / "out" / "_temporary" / "part-0.csv", index=False)
+    base = ["--class-column", "y", "--score-columns", "p0,p1,p2", "--mechanism", "none"]
+    whole = _json(capsys, "--scores", tmp_path / "out", *base, "--num-thresholds", "100")
+    single = tmp_path / "all.csv"
+    frame.to_csv(single, index=False)
+    assert whole["class_aucs"] == _json(capsys, "--scores", single, *base,
+                                        "--num-thresholds", "100")["class_aucs"]  # fmt: skip
+    assert sum(whole["class_support"]) == len(frame)

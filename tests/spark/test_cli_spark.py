@@ -88,13 +88,20 @@ def test_one_line_errors(spark, capsys, files, argv, match):
     assert code != 0 and match in err and "Traceback" not in err
 
 
-def test_an_unknown_format_is_refused(files):
+def test_a_format_spark_cannot_read_is_refused(files, tmp_path):
+    """The one path rule names the format (a .tsv is CSV on every backend, as simulate reads
+    it); Spark refuses in one line what it cannot read: TFRecord, xz-compressed CSV."""
     from dpauc_tf.cli.main import CommandError
     from dpauc_tf.cli.spark import spark_format
 
-    with pytest.raises(CommandError, match=r"CSV .* and Parquet"):
-        spark_format(str(files["tsv"]))
+    (tmp_path / "s.tfrecord").write_bytes(b"x")
+    with pytest.raises(CommandError, match=r"a tfrecord file; --backend spark reads csv and"):
+        spark_format(str(tmp_path / "s.tfrecord"))
+    (tmp_path / "s.csv.xz").write_bytes(b"x")
+    with pytest.raises(CommandError, match=r"xz-compressed csv .* bz2, gzip only"):
+        spark_format(str(tmp_path / "s.csv.xz"))
     assert spark_format(str(files["parquet"])) == "parquet"
+    assert spark_format(str(files["tsv"])) == "csv"
 
 
 def test_the_driver_reads_no_row(spark, capsys, files, monkeypatch):

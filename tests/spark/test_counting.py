@@ -79,13 +79,17 @@ def test_counts_equal_bucket_counts_over_batches_and_groups(grid):
 
 
 def test_logits_are_counted_as_bucket_counts_counts_them():
+    """Logits go through the one map of every backend's --from-logits (logit_scores), then
+    the grid's bucket rule, as bucket_counts counts the mapped scores."""
+    from dpauc_tf.core.logit_scale import logit_scores
+
     rng = np.random.default_rng(2)
     logits = rng.normal(0, 3, 20_000)
     labels = rng.integers(0, 2, logits.size).astype(np.float64)
     grid = Thresholds.make(101)
     batch = pa.RecordBatch.from_pydict({"score": logits, "label": labels})
     out = _counts([batch], rule=BucketRule.from_thresholds(grid), from_logits=True)
-    pos, _ = bucket_counts(labels, logits, grid, from_logits=True)
+    pos, _ = bucket_counts(labels, logit_scores(logits), grid)
     got = np.zeros(grid.num_buckets)
     for b, p in zip(out["bucket"], out["pos"], strict=True):
         if b >= 0:
