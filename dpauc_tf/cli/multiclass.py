@@ -217,13 +217,22 @@ def run_multiclass(args: argparse.Namespace) -> int:
         {"class": f"{avg} average", "auc": _value(getattr(result, avg)[0]), "support": None}
         for avg in AVERAGE_CHOICES
     ]
+    if args.format == "csv":  # one table: the total spent on every row
+        totals = {"epsilon_total": result.epsilon_total, "delta_total": result.delta_total}
+        rows = [row | totals for row in rows]
     print(format_rows(rows, args.format))
-    if args.format == "table":
+    if args.format in ("table", "markdown"):
         if result.epsilon is None:
             cost = "not private (no noise)"
         else:
-            cost = f"epsilon {result.epsilon:g} per release, {result.epsilon_total:g} for all {result.aucs.size}"
-        print(f"\ncost: {cost}\nguarantee: {result.statement}")
+            releases = result.aucs.shape[0]
+            cost = (
+                f"epsilon {result.epsilon_total:g}, delta {result.delta_total:g} in total, "
+                f"for {'its one release' if releases == 1 else f'all {releases} releases'} "
+                f"(epsilon {result.epsilon:g} each)"
+            )
+        gap = "\n\n" if args.format == "markdown" else "\n"  # Markdown: paragraphs
+        print(f"\nspent: {cost}{gap}guarantee: {result.statement}")
     return 0
 
 
