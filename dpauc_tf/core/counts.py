@@ -117,9 +117,11 @@ def validate_batch(
         )
         if max_weight is None:
             weight_ok = tf.logical_and(weight_ok, tf.math.is_finite(sample_weight))
-        checks.append((weight_ok, weight_message(max_weight)))
+        # With unit weights that rule comes first: it names class_weight, where the range
+        # rule would advise a max_weight that these releases do not take.
         if unit_weights:
             checks.append((tf.equal(sample_weight, 1.0), UNIT_WEIGHT_MESSAGE))
+        checks.append((weight_ok, weight_message(max_weight)))
         if integer_weights:
             checks.append(
                 (tf.equal(sample_weight, tf.round(sample_weight)), INTEGER_WEIGHT_MESSAGE)

@@ -170,9 +170,9 @@ def _bad(y_true, y_pred, weights, from_logits: bool, integer_weights: bool, max_
         weight_ok = ops.logical_and(ops.greater_equal(weights, 0.0), ops.less_equal(weights, upper))
         if max_weight is None:
             weight_ok = ops.logical_and(weight_ok, ops.isfinite(weights))
-        checks.append((weight_ok, core_counts.weight_message(max_weight)))
-        if unit:
+        if unit:  # first: it names class_weight (see core.counts)
             checks.append((ops.equal(weights, 1.0), core_counts.UNIT_WEIGHT_MESSAGE))
+        checks.append((weight_ok, core_counts.weight_message(max_weight)))
         if integer_weights:
             whole = ops.equal(weights, ops.round(weights))
             checks.append((whole, core_counts.INTEGER_WEIGHT_MESSAGE))

@@ -145,10 +145,10 @@ def check_known_weights(weights, max_weight, unit_weights: bool = False) -> None
         return
     values = np.asarray(values, np.float64)
     upper = np.inf if max_weight is None else max_weight
+    if unit_weights and not np.all(values == 1.0):  # first: see core.counts.validate_batch
+        raise ValueError(UNIT_WEIGHT_MESSAGE)
     if not (np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= upper))):
         raise ValueError(weight_message(max_weight))
-    if unit_weights and not np.all(values == 1.0):
-        raise ValueError(UNIT_WEIGHT_MESSAGE)
 
 
 def label_counts(metric, y_true, y_pred, sample_weight, options):

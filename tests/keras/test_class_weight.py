@@ -167,3 +167,25 @@ def test_jax_backend_refuses_class_weight():
         assert "class_weight" in out[mode] and "\n" not in out[mode], out
         assert out[mode + "_releases"] == 0
     assert "NaN" in out["jit"]
+
+
+@pytest.mark.parametrize("weight", [2.0, 0.5, 0.0])
+def test_multiclass_weight_refusal_names_class_weight(weight):
+    """``DPMultiClassAUC`` has no ``max_weight``; a weight of 2 was told to use
+    ``DPAUC(max_weight=...)`` (issue 35). The unit-weight rule comes first and names
+    ``class_weight``, eagerly and inside ``tf.function``."""
+    metric = DPMultiClassAUC(num_classes=3, epsilon=1.0, seed=0)
+    labels = np.array([0, 1, 2, 1])
+    scores = np.full((4, 3), 1 / 3, np.float32)
+    weights = np.array([1.0, weight, 1.0, 1.0], np.float32)
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)) as refused:
+        metric.update_state(labels, scores, sample_weight=weights)
+    assert "class_weight" in str(refused.value) and "DPAUC(max_weight" not in str(refused.value)
+
+    @tf.function
+    def step(w):
+        metric.update_state(labels, scores, sample_weight=w)
+
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)) as refused:
+        step(tf.constant(weights))
+    assert "class_weight" in str(refused.value) and "DPAUC(max_weight" not in str(refused.value)
