@@ -439,6 +439,11 @@ def infinite_reason(event: dp_accounting.DpEvent, delta: float) -> str | None:
     leaves = _leaves(event, 1)
     if any(isinstance(leaf, dp_accounting.NonPrivateDpEvent) for leaf, _ in leaves):
         return "a non-private release (no noise) costs infinite epsilon whatever the delta"
+    if any(isinstance(leaf, dp_accounting.UnsupportedDpEvent) for leaf, _ in leaves):
+        return (
+            "a release whose privacy no accountant can state (an UnsupportedDpEvent) costs "
+            "infinite epsilon whatever the delta: a larger delta does not help"
+        )
     own = sum(
         n * leaf.delta
         for leaf, n in leaves

@@ -493,3 +493,14 @@ def test_the_readmes_metric_with_delta_and_a_ledger_without_is_refused_naming_de
     ledger = PrivacyLedger(budget=10.0, delta=1e-5)
     ledger.record_release(metric_event, dataset="validation")  # what the message suggests
     assert ledger.releases("validation") == 1
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+def test_an_unsupported_event_is_not_told_to_add_a_delta(delta):
+    """The ledger advised a delta for an ``UnsupportedDpEvent``, which still fails with one
+    (issue 35): the refusal says that no delta helps."""
+    with pytest.raises(BudgetExceededError) as refused:
+        PrivacyLedger(budget=10.0, delta=delta).record(dp_accounting.UnsupportedDpEvent())
+    message = str(refused.value)
+    assert "UnsupportedDpEvent" in message and "whatever the delta" in message
+    assert "give the ledger a delta" not in message
