@@ -34,6 +34,7 @@ noise"). The exact, NOT private AUC is asked for explicitly, with ``"epsilon": n
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -381,12 +382,13 @@ def run_model_analysis(
 
     fmt = file_format or format_of(data_location)
     if fmt == "tfrecord":
-        return model_eval_lib.run_model_analysis(
-            eval_config=eval_config,
-            data_location=data_location,
-            output_path=output_path,
-            pipeline_options=pipeline_options,
-        )
+        with _refusals_said_first():
+            return model_eval_lib.run_model_analysis(
+                eval_config=eval_config,
+                data_location=data_location,
+                output_path=output_path,
+                pipeline_options=pipeline_options,
+            )
     from tensorflow_model_analysis import constants
     from tfx_bsl.tfxio import tf_example_record
 
@@ -398,7 +400,7 @@ def run_model_analysis(
         raw_record_column_name=constants.ARROW_INPUT_COLUMN,
         telemetry_descriptors=["dpauc_tf"],
     )
-    with beam.Pipeline(options=pipeline_options) as pipeline:
+    with _refusals_said_first(), beam.Pipeline(options=pipeline_options) as pipeline:
         _ = (
             pipeline
             | "ReadScores" >> ReadScores(data_location, columns, format=fmt)
@@ -414,6 +416,23 @@ def run_model_analysis(
             )
         )
     return model_eval_lib.load_eval_result(output_path)
+
+
+@contextlib.contextmanager
+def _refusals_said_first():
+    """TFMA wraps a combiner's error in ``RuntimeError('add_input failed on ... with inputs:
+    [the example's labels and predictions]')``: the reason was only in the chained traceback,
+    under a message that prints an example's label. A ``DPAUCMetric`` refusal comes out as
+    its own one-line ``ValueError``, without that chain."""
+    try:
+        yield
+    except Exception as error:
+        cause: BaseException | None = error
+        while cause is not None:
+            if isinstance(cause, ValueError) and str(cause).startswith("DPAUCMetric:"):
+                raise ValueError(str(cause)) from None
+            cause = cause.__cause__ or cause.__context__
+        raise
 
 
 def _columns_of(eval_config) -> tuple[list[str], list[str]]:

@@ -179,6 +179,26 @@ def test_one_hot_examples_are_refused_not_counted_twice(tmp_path):
     assert any("one prediction and one label per example" in text for text in chain), chain
 
 
+def test_one_hot_refusal_is_the_top_level_message_and_prints_no_label(tmp_path):
+    """TFMA's wrapper said only 'add_input failed ... with inputs: [the labels and
+    predictions]' (issue 35): the library's ``run_model_analysis`` raises the refusal itself,
+    in one line, without the chain that prints an example's label."""
+    from dpauc_tf.beam.tfma_metric import run_model_analysis
+
+    rng = np.random.default_rng(1)
+    positive = rng.random(40)
+    predictions = np.stack([1 - positive, positive], axis=1)
+    labels = np.eye(2)[(rng.random(40) < positive).astype(int)]
+    path = _write_examples(str(tmp_path / "onehot.tfrecord"), predictions, labels)
+    with pytest.raises(ValueError) as info:
+        run_model_analysis(
+            _config({"epsilon": 1.0, "num_thresholds": T}), path, str(tmp_path / "out")
+        )
+    assert str(info.value).startswith("DPAUCMetric: one prediction and one label per example")
+    assert "array(" not in str(info.value) and "add_input failed" not in str(info.value)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
 def test_auc_only_counts_on_its_own_grid(tmp_path):
     """auc-only's release is the Mann-Whitney AUC of counts on its own 2^17 grid; on the
     metric's 200 thresholds it read visibly low."""
