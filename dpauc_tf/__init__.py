@@ -133,6 +133,10 @@ def _register_keras_objects(done: str | None = None) -> None:
         return
     if "tensorflow" in sys.modules and not _imported("tensorflow", done):
         return  # tensorflow imports keras: wait for tensorflow
+    if any(
+        name.startswith("dpauc_tf.") and not _imported(name, done) for name in list(sys.modules)
+    ):
+        return  # a module of ours is half imported (it imported tensorflow): wait for it
     _KERAS_STATE["registered"] = True
     try:
         importlib.import_module("dpauc_tf.keras")
@@ -147,10 +151,13 @@ def _register_keras_objects(done: str | None = None) -> None:
 
 
 class _KerasImportHook(importlib.abc.MetaPathFinder):
-    """After ``keras`` or ``tensorflow`` is imported, registers the Keras adapter."""
+    """After ``keras`` or ``tensorflow`` is imported, registers the Keras adapter; after
+    each module of ours, tries again (a module of ours that imports tensorflow is half
+    imported when tensorflow finishes, and the adapter imports it)."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in ("keras", "tensorflow") or _KERAS_STATE["registered"]:
+        ours = fullname.startswith("dpauc_tf.")
+        if _KERAS_STATE["registered"] or not (ours or fullname in ("keras", "tensorflow")):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         loader = getattr(spec, "loader", None)
