@@ -148,8 +148,9 @@ def predicted_noise_std(
 
     pos = bucket_counts(shift, num_pos)
     neg = bucket_counts(0.0, num_neg)
-    if mechanism.capabilities.integer_counts:
-        pos, neg = np.round(pos), np.round(neg)
+    capabilities = mechanism.capabilities
+    if capabilities.integer_counts or capabilities.unit_weights:
+        pos, neg = np.round(pos), np.round(neg)  # these releases take whole counts only
     base = mechanism.aggregate() if hasattr(mechanism, "aggregate") else mechanism
     released = base.release(tf.constant(pos), tf.constant(neg), seed=seed, repeats=repeats)
     drawn = np.asarray(base.estimate_auc(released))
