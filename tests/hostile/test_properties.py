@@ -139,7 +139,8 @@ def _check_pipeline(batch, num_thresholds, grid, name, epsilon, seed):
     try:
         out = private_auc(mechanism, pos, neg, seed=seed, repeats=2)
     except ValueError as error:
-        integer_only = mechanism.capabilities.integer_counts
+        # integer noise, or totals released as label-free (weights of 1 only): whole counts
+        integer_only = mechanism.capabilities.integer_counts or mechanism.capabilities.unit_weights
         fractional = not (
             np.all(pos.numpy() == np.round(pos.numpy()))
             and np.all(neg.numpy() == np.round(neg.numpy()))
