@@ -178,8 +178,11 @@ def test_multi_label_takes_one_weight_per_example_and_label(mode, label_weights)
 def test_multi_label_weights_keep_the_bound_the_guarantee_covers():
     y, p, _ = _data(n=200, labels=3)
     w = np.full(y.shape, 0.5, np.float32)
-    noisy = DPAUC(epsilon=1.0, num_thresholds=10, multi_label=True, num_labels=3, seed=0)
-    noisy.update_state(y, p, w)  # fractions in [0, 1]: fine for Laplace noise
+    noisy = DPAUC(
+        epsilon=1.0, num_thresholds=10, multi_label=True, num_labels=3, seed=0,
+        mechanism="histogram",  # the default (rank-sum) takes weights of 1 only
+    )  # fmt: skip
+    noisy.update_state(y, p, w)  # fractions in [0, 1]: fine for histogram's Laplace noise
     assert float(tf.reduce_sum(noisy.positives)) == pytest.approx(0.5 * y.sum())
     assert 0.0 <= float(noisy.result()) <= 1.0
     refused = (ValueError, tf.errors.InvalidArgumentError)  # the TensorFlow path asserts in ops

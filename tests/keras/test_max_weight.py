@@ -67,6 +67,11 @@ def test_weights_above_max_weight_are_refused_in_one_line():
     with pytest.raises(ValueError, match=r"\[0, max_weight\] = \[0, 4\].*declare a larger"):
         metric.update_state([0, 1], [0.2, 0.8], sample_weight=[1.0, 4.5])
     with pytest.raises(ValueError, match=r"max_weight=\.\.\."):  # the default bound says how
+        DPAUC(epsilon=1.0, mechanism="histogram").update_state(
+            [0, 1], [0.2, 0.8], sample_weight=[1.0, 2.0]
+        )
+    # the default (rank-sum) takes weights of 1 only: its refusal names class_weight
+    with pytest.raises(ValueError, match="class_weight"):
         DPAUC(epsilon=1.0).update_state([0, 1], [0.2, 0.8], sample_weight=[1.0, 2.0])
 
     @tf.function
@@ -144,7 +149,8 @@ def test_the_interval_of_a_weight_bound_covers_at_its_level():
 
 @pytest.mark.parametrize(
     "mechanism, options",
-    [("rank-sum", {}), ("tree-histogram", {}), ("auc-only", {"delta": 1e-6})],
+    # rank-sum and auc-only take weights of 1 only (max_weight 1: refused otherwise)
+    [("tree-histogram", {}), ("histogram", {})],
 )
 def test_every_float_mechanism_gives_an_interval_with_a_weight_bound(mechanism, options):
     metric, value = _released(2.0, mechanism=mechanism, **options)
@@ -158,7 +164,7 @@ def test_the_weight_bound_states_the_sensitivity_the_mechanism_carries():
     tree = DPAUC(epsilon=1.0, mechanism="tree-histogram", num_thresholds=8, max_weight=2)
     text = tree.privacy_statement().sensitivity
     assert "L1 = 4 in weighted counts" not in text and text.startswith("2 times")
-    only = DPAUC(epsilon=1.0, delta=1e-6, max_weight=2).privacy_statement().sensitivity
-    assert "L1 = 2e-06" not in only and only.startswith("2 times")
-    public = DPAUC(epsilon=1.0, mechanism="histogram-public-scores", max_weight=3)
-    assert public.privacy_statement().sensitivity.startswith("L1 = 3 in weighted counts")
+    # auc-only and histogram-public-scores release totals as label-free: weights of 1 only
+    for name, delta in (("auc-only", 1e-6), ("histogram-public-scores", None)):
+        with pytest.raises(ValueError, match="max_weight must be 1"):
+            DPAUC(epsilon=1.0, mechanism=name, delta=delta, max_weight=2)
