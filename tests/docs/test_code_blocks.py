@@ -4,9 +4,9 @@ empty folder.
 Five of the README's six blocks, and most of the docs' blocks, were fragments that raised
 ``NameError`` when copied (issue 34). One case per block, with an id like ``docs/beam.md#2``.
 Each block runs in the world that has what it imports: a block importing a package that this
-world lacks (TFF in the keras3 world; Beam, TFMA, Spark or Flower in the federated world; JAX,
-as ``KERAS_BACKEND = "jax"``, outside the Python 3.13 world) is skipped here and runs in
-another world, so that every block runs somewhere in CI (``test_every_block_runs_in_some_world``
+world lacks (TFF in the keras3 world; Beam, TFMA, Spark or Flower in the federated world;
+``KERAS_BACKEND = "jax"``, which needs JAX and Keras 3: the Python 3.13 world) is skipped here
+and runs in another world, so that every block runs somewhere in CI (``test_every_block_runs_in_some_world``
 names the worlds).
 
 A block that is an excerpt of a larger file and cannot run alone (a Flower ``ClientApp``
@@ -146,6 +146,12 @@ def test_the_excerpt_rule_catches_an_unmarked_block(tmp_path, monkeypatch):
         test_every_python_block_runs_or_names_its_test()
 
 
+def _keras_major() -> int:
+    from importlib.metadata import version
+
+    return int(version("keras").split(".")[0])
+
+
 def _other_world_runs(needed: set[str]) -> bool:
     return any(needed <= WORLD_PACKAGES[world] for world in ("federated", "keras3"))
 
@@ -157,6 +163,8 @@ def test_block_runs_as_written(block_id, code, tmp_path):
     missing = sorted(name for name in needed if importlib.util.find_spec(name) is None)
     if missing:
         pytest.skip(f"{block_id} needs {', '.join(missing)} (another world runs it)")
+    if BACKEND.search(code) and _keras_major() < 3:
+        pytest.skip(f"{block_id} sets KERAS_BACKEND, which Keras 2 ignores (Keras 3 runs it)")
     if sys.version_info >= (3, 13) and _other_world_runs(needed):
         pytest.skip(f"{block_id} runs in the federated or keras3 world")
     # As in an activated virtual environment: its python first on PATH (Spark's Python
