@@ -70,7 +70,7 @@ KERAS3_EXTRAS=(--extra beam --extra tfma --extra flower --extra spark)
 # paper's tables and the data preparation run on 3.11 above), in two halves of about equal
 # time: the Keras half after the federated world, the rest after the keras3 world.
 PY313_KERAS_TESTS=(tests/keras)
-PY313_OTHER_TESTS=(tests/core tests/noise tests/privacy tests/mechanisms tests/cli
+PY313_OTHER_TESTS=(tests/docs/test_code_blocks.py tests/core tests/noise tests/privacy tests/mechanisms tests/cli
   tests/hostile tests/packaging tests/test_docstrings.py)
 
 cmd=${1:-}
