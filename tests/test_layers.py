@@ -26,7 +26,9 @@ ADAPTERS = {
     "spark",
     "simulation",
 }
-MAX_LINES = 600
+# Modules hold one concept; a line cap only carved satellites off whole modules (issue 31:
+# "replace the line cap by one concept per module"). This bound flags a runaway module only.
+MAX_LINES = 1000
 
 
 def _layer(module: str) -> str | None:
@@ -127,7 +129,7 @@ def test_no_layer_imports_an_adapter():
             assert _layer(module) not in ADAPTERS - {"tf_startup"}, (path, module)
 
 
-def test_modules_stay_small():
+def test_no_module_runs_away():
     big = {
         str(p.relative_to(PACKAGE)): n
         for p in _modules()

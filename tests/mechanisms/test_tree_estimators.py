@@ -27,6 +27,14 @@ def _histogram(num_buckets=64, scale=40):
     return tf.constant(pos, tf.float64), tf.constant(neg, tf.float64)
 
 
+def _whole_split(counts, clients: int) -> tf.Tensor:
+    """``counts`` split into ``clients`` rows of whole counts that sum to it."""
+    counts = np.asarray(counts, np.int64)
+    parts = np.repeat((counts // clients)[None, :], clients, axis=0)
+    parts += np.arange(clients)[:, None] < (counts % clients)[None, :]
+    return tf.constant(parts.astype(np.float64))
+
+
 @pytest.mark.parametrize("public_scores", [False, True])
 def test_estimate_auc_is_unbiased_at_high_noise_where_the_monotone_curve_is_not(public_scores):
     pos, neg = _histogram()
@@ -38,7 +46,7 @@ def test_estimate_auc_is_unbiased_at_high_noise_where_the_monotone_curve_is_not(
     assert abs(float(m.estimate_auc(nodes)) - exact) < 1e-12
     # 300 local releases summed: per-leaf noise comparable to the counts.
     clients = 300
-    per_client = [tf.broadcast_to(c / clients, [clients, 64]) for c in (pos, neg)]
+    per_client = [_whole_split(c, clients) for c in (pos, neg)]  # public totals: whole counts
     release = m.release(*per_client, seed=2, repeats=REPEATS // 10)
     summed = {key: tf.reduce_sum(value, axis=1) for key, value in release.items()}
     direct = m.estimate_auc(summed).numpy()
