@@ -48,6 +48,7 @@ from dp_accounting.pld import privacy_loss_distribution
 
 from dpauc_tf.privacy.calibration import smallest_parameter
 from dpauc_tf.privacy.events import BoundFailureDpEvent, SkellamDpEvent, event_to_json
+from dpauc_tf.privacy.pld_reading import PLD_DELTA_MARGIN  # how PLDs are read
 from dpauc_tf.privacy.skellam import (
     RDP_ORDERS,
     skellam_event_pld,
@@ -162,10 +163,6 @@ PLD_INTERVAL = 1e-4
 # The most grid points a PLD may span (its losses' range / the interval): a wider range gets
 # a coarser grid (still pessimistic: a valid, looser figure), never gigabytes of memory.
 PLD_MAX_POINTS = 2**20
-# The PLD is read at delta (1 - PLD_DELTA_MARGIN): dp-accounting composes by FFT, whose
-# round-off can move a tail mass by about 1e-14 either way, enough to put the figure a
-# hair below the true epsilon (591.5657804 for an exact 591.5657806: docs/accounting.md).
-PLD_DELTA_MARGIN = 1e-3
 # dp-accounting reads a PLD through exp(loss), which overflows past about 709: a release
 # whose privacy loss can exceed this gets no PLD figure (the basic and Renyi figures stand).
 PLD_MAX_LOSS = 500.0

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpauc_tf.privacy.calibration import smallest_parameter
+from dpauc_tf.privacy.pld_reading import upper_epsilon
 
 RDP_ORDERS = tuple(range(2, 1025))
 # A label flip moves one unit between pos[b] and neg[b]: L1 = 2, L2^2 = 2 (flat histogram).
@@ -64,8 +65,6 @@ def skellam_pld_epsilon(mu: float, delta: float, releases: int = 1) -> float | N
     exact pmf's pessimistic PLD ([`skellam_event_pld`][]: losses rounded up, the tail
     counted as infinite loss), read at ``delta (1 - PLD_DELTA_MARGIN)`` past the FFT's
     round-off; ``None`` where it is not built (``delta <= 0``, a support too large)."""
-    from dpauc_tf.privacy.accounting import PLD_DELTA_MARGIN
-
     if not delta > 0:
         return None
     pld = skellam_event_pld([float(mu)], HISTOGRAM_L1, HISTOGRAM_L2_SQUARED)
@@ -74,7 +73,7 @@ def skellam_pld_epsilon(mu: float, delta: float, releases: int = 1) -> float | N
     if releases > 1:
         pld = pld.self_compose(int(releases))
     try:
-        return float(pld.get_epsilon_for_delta(delta * (1.0 - PLD_DELTA_MARGIN)))
+        return upper_epsilon(pld, delta)
     except (ValueError, OverflowError):
         return None
 
@@ -151,8 +150,6 @@ def skellam_tree_epsilon(
 
 @functools.lru_cache(maxsize=1024)
 def _tree_pld_epsilon(mus: tuple, l1: float, delta: float, releases: int) -> float | None:
-    from dpauc_tf.privacy.accounting import PLD_DELTA_MARGIN
-
     if not delta > 0:
         return None
     pld = skellam_event_pld(list(mus), l1, l1)
@@ -161,7 +158,7 @@ def _tree_pld_epsilon(mus: tuple, l1: float, delta: float, releases: int) -> flo
     if releases > 1:
         pld = pld.self_compose(releases)
     try:
-        return float(pld.get_epsilon_for_delta(delta * (1.0 - PLD_DELTA_MARGIN)))
+        return upper_epsilon(pld, delta)
     except (ValueError, OverflowError):
         return None
 
