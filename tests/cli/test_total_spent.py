@@ -28,7 +28,10 @@ def scores_csv(tmp_path_factory):
     a = 1 / (1 + np.exp(-z))
     b = 1 / (1 + np.exp(-(z + rng.normal(size=600))))
     path = tmp_path_factory.mktemp("spent") / "scores.csv"
-    rows = [f"{x!r},{y!r},{c},{1 - x!r},{x!r}" for x, y, c in zip(a, b, labels, strict=True)]
+    rows = [
+        f"{float(x)!r},{float(y)!r},{int(c)},{float(1 - x)!r},{float(x)!r}"  # NumPy 2: no np.float64(
+        for x, y, c in zip(a, b, labels, strict=True)
+    ]
     path.write_text("score,score_b,label,p0,p1\n" + "\n".join(rows) + "\n")
     return path
 
