@@ -210,16 +210,18 @@ def test_bad_constructor_arguments_raise(kwargs, error):
 
 
 @pytest.mark.parametrize(
-    "y_true, y_pred, weight, message",
+    "y_true, y_pred, weight, mechanism, message",
     [
-        ([0, 2], [0.1, 0.2], None, "labels must be 0 or 1"),
-        ([0, 1], [0.1, 1.2], None, "in \\[0, 1\\]"),
-        ([0, 1], [0.1, float("nan")], None, "in \\[0, 1\\]"),
-        ([0, 1], [0.1, 0.2], [1.0, 3.0], "weights must be in \\[0, 1\\]"),
+        ([0, 2], [0.1, 0.2], None, None, "labels must be 0 or 1"),
+        ([0, 1], [0.1, 1.2], None, None, "in \\[0, 1\\]"),
+        ([0, 1], [0.1, float("nan")], None, None, "in \\[0, 1\\]"),
+        ([0, 1], [0.1, 0.2], [1.0, 3.0], "histogram", "weights must be in \\[0, 1\\]"),
+        # the default (rank-sum) takes weights of 1 only: that rule comes first
+        ([0, 1], [0.1, 0.2], [1.0, 3.0], None, "sample weights of 1 only.*class_weight"),
     ],
 )
-def test_bad_batches_raise(y_true, y_pred, weight, message):
-    metric = DPAUC(epsilon=1.0, num_thresholds=10)
+def test_bad_batches_raise(y_true, y_pred, weight, mechanism, message):
+    metric = DPAUC(epsilon=1.0, num_thresholds=10, mechanism=mechanism)
     # weights known when the step is built are refused in one line (issue 23)
     refused = ValueError if weight is not None else tf.errors.InvalidArgumentError
     with pytest.raises(refused, match=message):
