@@ -259,10 +259,13 @@ def check_bad_input() -> dict:
         "score": ([0.0, 1.0], [0.1, 1.5], None),
         "nan": ([0.0, 1.0], [0.1, float("nan")], None),
         "weight": ([0.0, 1.0], [0.1, 0.2], [1.0, 3.0]),
+        "unit_weight": ([0.0, 1.0], [0.1, 0.2], [1.0, 3.0]),  # the default: weights of 1
         "one_hot": ([[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.4, 0.6]], None),
         "two_by_one": ([[[1.0], [0.0]]], [[[0.5], [0.5]]], None),
     }.items():
-        metric = DPAUC(epsilon=1.0, num_thresholds=10)
+        # the range rule on histogram, which takes weights in [0, 1]; the rest on the default
+        mechanism = "histogram" if name == "weight" else None
+        metric = DPAUC(epsilon=1.0, num_thresholds=10, mechanism=mechanism)
         try:
             metric.update_state(np.asarray(y, "float32"), np.asarray(p, "float32"), w)
             out[name] = "no error"

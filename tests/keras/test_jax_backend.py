@@ -131,6 +131,7 @@ def test_bad_batches_raise_eagerly_and_give_nan_under_jit(checks):
     assert bad["label"] == "DPAUC: labels must be 0 or 1."
     assert "in [0, 1]" in bad["score"] and "in [0, 1]" in bad["nan"]
     assert "sample weights must be in [0, 1]" in bad["weight"]
+    assert "sample weights of 1 only" in bad["unit_weight"] and "class_weight" in bad["unit_weight"]
     assert "more than one value per example" in bad["one_hot"]
     assert "more than one value per example" in bad["two_by_one"]
     assert "[N], [N, 1] or [N, 2]" in bad["label_weights"]
