@@ -170,7 +170,7 @@ def run_multiclass(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpauc_tf.cli.default_mechanism import require_epsilon
-    from dpauc_tf.cli.formats import format_rows, json_safe
+    from dpauc_tf.cli.formats import format_rows, json_safe, spent_text
     from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
 
     score_columns = score_column_names(args.score_columns)
@@ -225,12 +225,12 @@ def run_multiclass(args: argparse.Namespace) -> int:
         if result.epsilon is None:
             cost = "not private (no noise)"
         else:
-            releases = result.aucs.shape[0]
-            cost = (
-                f"epsilon {result.epsilon_total:g}, delta {result.delta_total:g} in total, "
-                f"for {'its one release' if releases == 1 else f'all {releases} releases'} "
-                f"(epsilon {result.epsilon:g} each)"
-            )
+            totals = {
+                "epsilon_total": result.epsilon_total,
+                "delta_total": result.delta_total,
+                "repeats": result.aucs.shape[0],
+            }
+            cost = f"{spent_text(totals)} (epsilon {result.epsilon:g} each)"
         gap = "\n\n" if args.format == "markdown" else "\n"  # Markdown: paragraphs
         print(f"\nspent: {cost}{gap}guarantee: {result.statement}")
     return 0
