@@ -40,6 +40,7 @@ Examples:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
 import numpy as np
@@ -49,7 +50,9 @@ from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.base import CountMechanism, float_counts, with_repeats
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
+from dpauc_tf.mechanisms.laws import GridRule
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.events import BoundFailureDpEvent
@@ -126,6 +129,10 @@ class AucOnly(CountMechanism):
     """
 
     name = "auc-only"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        unit_weights=True, federated=False, releases="auc"
+    )
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # counts on its own grid
     requires_delta = True
     roc_note = NO_CURVE
     undefined_note = f"the noisy lower bound of min(P, N) was below {MIN_BOUND:g}"

@@ -16,8 +16,10 @@ statement says so). Under add/remove-one-example DP it would not be; that mode h
 **The grid.** ``auto_num_thresholds`` rounds ``0.6 (eps n)^0.4`` (in log scale) to the ladder
 ``5, 9, 17, 33, 65, 129`` (TensorFlow grids with ``2^k`` buckets, so that a finer count
 merges exactly into a coarser one) and keeps TensorFlow's default (200) once the rule asks
-for more than 129, or for mechanisms whose noise does not grow with the grid (``auc-only``
-counts on its own grid; ``rr``, ``score-noise`` and ``none`` add no per-bucket noise).
+for more than 129, or for mechanisms whose noise does not grow with the grid: each family
+states its ``grid_rule`` ([`GridRule`][dpauc_tf.mechanisms.laws.GridRule];
+``auc-only`` and ``rank-sum`` count on their own grid; ``rr``, ``score-noise`` and ``none``
+add no per-bucket noise).
 
 Examples:
     >>> auto_num_thresholds(500, 1.0), auto_num_thresholds(20_000, 1.0)
@@ -29,25 +31,40 @@ Examples:
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.laws import GridRule
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpauc_tf.mechanisms.base import CountMechanism
 
 AUTO = "auto"
 AUTO_LADDER = (5, 9, 17, 33, 65, 129)
 AUTO_COEFFICIENT = 0.6
 AUTO_EXPONENT = 0.4
-# mechanisms whose release noise does not grow with the number of buckets
-GRID_FREE = frozenset({"auc-only", "rank-sum", "rr", "score-noise", "none"})
 GUESS_AUC = 0.75  # the typical test set behind the warning (public guesses, no data)
 GUESS_POSITIVE_RATE = 0.3
 
 
+def grid_rule(mechanism: str | CountMechanism | type[CountMechanism]) -> GridRule:
+    """The ``grid_rule`` a mechanism (a registered name, a class or an instance) states."""
+    if isinstance(mechanism, str):
+        from dpauc_tf.mechanisms.registry import mechanism_class
+
+        mechanism = mechanism_class(mechanism)
+    return mechanism.grid_rule
+
+
 def auto_num_thresholds(
-    num_examples: float, epsilon: float | None, mechanism: str = "histogram"
+    num_examples: float,
+    epsilon: float | None,
+    mechanism: str | CountMechanism | type[CountMechanism] = "histogram",
 ) -> int:
     """The number of thresholds ``"auto"`` picks for ``num_examples`` (public under label DP)
-    at ``epsilon`` for ``mechanism`` (see the module docstring)."""
-    if epsilon is None or mechanism in GRID_FREE:
+    at ``epsilon`` for ``mechanism`` (a registered name, a class or an instance; see the
+    module docstring)."""
+    if epsilon is None or not grid_rule(mechanism).grows_with_grid:
         return DEFAULT_NUM_THRESHOLDS
     if not (isinstance(num_examples, (int, float)) and num_examples >= 0):
         raise ValueError(f"num_examples must be a number >= 0, got {num_examples!r}")
@@ -62,7 +79,7 @@ def resolve_num_thresholds(
     *,
     num_examples: float | None,
     epsilon: float | None,
-    mechanism: str,
+    mechanism: str | CountMechanism | type[CountMechanism],
 ) -> int:
     """``num_thresholds`` as an int: itself, or [`auto_num_thresholds`][] for ``"auto"``
     (which needs ``num_examples``)."""

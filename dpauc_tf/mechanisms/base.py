@@ -10,9 +10,10 @@ except for ``score-noise``), counting on ``count_thresholds`` (the metric's grid
 ``score-noise``), then ``release``. Every mechanism is vectorised over a leading "repeat"
 axis: ``release(..., repeats=R)`` draws ``R`` independent releases of the same counts.
 
-What a mechanism can take is stated once, in its [`Capabilities`][]; callers (the Keras
-metric, the command line, the simulation, TFF, the audit) ask the registry
-([`dpauc_tf.mechanisms.registry`][]), which refuses what a mechanism cannot do.
+What a mechanism can take is stated once, on its class: its [`Capabilities`][], the
+estimators it accepts, its grid rule and its option types (class attributes); callers (the
+Keras metric, the command line, the simulation, TFF, the audit) find the class by name in the
+registry ([`dpauc_tf.mechanisms.registry`][]), which refuses what a mechanism cannot do.
 
 Examples:
     >>> from dpauc_tf.mechanisms import get_mechanism
@@ -29,6 +30,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import dp_accounting
@@ -40,6 +42,8 @@ from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.estimators import ESTIMATORS, AUCEstimator  # noqa: F401 (re-export)
+from dpauc_tf.mechanisms.laws import GridRule
+from dpauc_tf.mechanisms.option_types import OptionType
 from dpauc_tf.noise.seeds import make_seed
 from dpauc_tf.privacy.accounting import EpsilonSpent, composed_epsilon
 from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_delta, check_epsilon
@@ -51,11 +55,14 @@ class CountMechanism(abc.ABC):
     """A mechanism on bucket counts ``pos, neg`` of shape ``[..., T + 1]``.
 
     Subclasses set ``name`` and implement `_noisy_release`, [`to_confusion`][],
-    [`dp_event`][], [`statement`][] and [`noise_stddev`][]; their summary and
-    [`Capabilities`][] are stated once, in the registry entry that names them
-    ([`dpauc_tf.mechanisms.registry`][]). An option that changes a capability (for example
-    exact integer noise) sets ``self._capabilities``. Construction validates ``epsilon``,
-    ``delta`` and ``estimator``.
+    [`dp_event`][], [`statement`][] and [`noise_stddev`][]. What a family can take is a
+    class attribute: ``capabilities`` ([`Capabilities`][]), ``accepted_estimators``,
+    ``grid_rule`` ([`GridRule`][dpauc_tf.mechanisms.laws.GridRule]) and ``option_types``
+    (the declared types of options not in
+    [`OPTION_TYPES`][dpauc_tf.mechanisms.option_types.OPTION_TYPES]); the registry holds only
+    the name and a one-line summary ([`dpauc_tf.mechanisms.registry`][]). An option that
+    changes a capability (for example exact integer noise) sets ``self.capabilities`` on the
+    instance. Construction validates ``epsilon``, ``delta`` and ``estimator``.
 
     **Estimators** (``estimator=``): ``"mann-whitney"`` (default) is
     [`dpauc_tf.core.postprocessing.mann_whitney_auc`][] of [`released_confusion`][]:
@@ -73,24 +80,23 @@ class CountMechanism(abc.ABC):
     consistent where buckets hold one class.
     """
 
-    _capabilities: Capabilities | None = None
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What this mechanism can take (the registry's entry, or an option's override)."""
-        if self._capabilities is not None:
-            return self._capabilities
-        from dpauc_tf.mechanisms.registry import capabilities_of
-
-        return capabilities_of(type(self))
-
     name: ClassVar[str]
+    # What the family can take (an option that changes it sets ``self.capabilities``).
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    # The AUC estimators its releases support (others are refused at construction).
+    accepted_estimators: ClassVar[frozenset[AUCEstimator]] = frozenset(AUCEstimator)
+    # How ``num_thresholds="auto"`` sizes its grid (auto_grid).
+    grid_rule: ClassVar[GridRule] = GridRule.NOISE_PER_BUCKET
+    # The declared types of its constructor options that OPTION_TYPES does not declare.
+    option_types: ClassVar[Mapping[str, OptionType]] = {}
     neighbouring: ClassVar[str] = LABEL_DP
     requires_delta: ClassVar[bool] = False
     # False only for the mechanism that adds no noise (``none``): it refuses an epsilon.
     adds_noise: ClassVar[bool] = True
     # What the released ROC curve is, when it is not the curve of the true labels.
     roc_note: ClassVar[str] = ""
+    # Why some estimators are not accepted (the refusal's reason), when some are not.
+    estimator_note: ClassVar[str] = "does not support that estimator"
     # Why a release's AUC estimate can be undefined (NaN), as the CLI and reports say it.
     undefined_note: ClassVar[str] = "noise left no positive or negative"
 
@@ -102,6 +108,12 @@ class CountMechanism(abc.ABC):
         estimator: str = "mann-whitney",
     ):
         self.auc_estimator = AUCEstimator.from_str(estimator)
+        if self.auc_estimator not in self.accepted_estimators:
+            accepted = [e.value for e in AUCEstimator if e in self.accepted_estimators]
+            raise ValueError(
+                f"{self.name} {self.estimator_note}: estimator must be "
+                f"{' or '.join(map(repr, accepted))}, got {self.auc_estimator.value!r}"
+            )
         self.estimator = self.auc_estimator.value
         epsilon = check_epsilon(epsilon)
         if epsilon is None and self.adds_noise:
@@ -156,11 +168,7 @@ class CountMechanism(abc.ABC):
     def _takes_integer_counts(self) -> bool:
         """Integer noise, or weights of 1 only (whose counts are whole numbers: a fraction
         means a weight other than 1, which could move the released totals with the label)."""
-        try:
-            caps = self.capabilities
-        except ValueError:  # a class that is not registered declares no capability
-            return False
-        return bool(caps.integer_counts or caps.unit_weights)
+        return bool(self.capabilities.integer_counts or self.capabilities.unit_weights)
 
     def _integer_counts_message(self) -> str:
         if self.capabilities.unit_weights:

@@ -25,6 +25,7 @@ import tensorflow as tf
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import monotone_confusion
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
 from dpauc_tf.noise import exact, samplers
 from dpauc_tf.noise.seeds import split_seed
@@ -61,6 +62,7 @@ class HistogramLaplace(CountMechanism):
     """
 
     name = "histogram"
+    capabilities: ClassVar[Capabilities] = Capabilities(fed_eval=True)
     l1_sensitivity: ClassVar[float] = 2.0
 
     def __init__(
@@ -83,11 +85,9 @@ class HistogramLaplace(CountMechanism):
         if noise not in NOISE_KINDS:
             raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
         self.noise = noise
-        if noise == "discrete":
-            from dpauc_tf.mechanisms.registry import capabilities_of
-
-            self._capabilities = dataclasses.replace(
-                capabilities_of(type(self)), integer_counts=True, xla=False
+        if noise == "discrete":  # exact integer noise: integer counts, no XLA kernel
+            self.capabilities = dataclasses.replace(
+                type(self).capabilities, integer_counts=True, xla=False
             )
 
     def _laplace(self, counts: tf.Tensor, seed: tf.Tensor, scale: float) -> tf.Tensor:
@@ -210,6 +210,7 @@ class HistogramPublicScores(HistogramLaplace):
     """
 
     name = "histogram-public-scores"
+    capabilities: ClassVar[Capabilities] = Capabilities(unit_weights=True, fed_eval=True)
     l1_sensitivity: ClassVar[float] = 1.0
 
     def _noisy_release(self, pos, neg, seed):

@@ -8,11 +8,14 @@ Examples:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
 
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.mechanisms.laws import GridRule
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -20,6 +23,8 @@ class NoNoise(CountMechanism):
     """No noise at all: the exact counts. **Not private**; for ground truth and tests."""
 
     name = "none"
+    capabilities: ClassVar[Capabilities] = Capabilities(protects="nothing", fed_eval=True)
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # no noise at all
     adds_noise = False
 
     def __init__(self, epsilon: float | None = None, num_thresholds: int = 200, delta=None):

@@ -46,6 +46,7 @@ Where ``0 < pi < 1`` the debiased value is defined and is clipped to [0, 1].
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
 import tensorflow as tf
@@ -54,6 +55,8 @@ from dp_accounting import dp_event
 from dpauc_tf.core.curve import auc_from_confusion, confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.mechanisms.laws import GridRule
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_epsilon
 
@@ -116,6 +119,10 @@ class RandomizedResponse(CountMechanism):
     """
 
     name = "rr"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        integer_counts=True, unit_weights=True, xla=False
+    )
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # no per-bucket noise
     roc_note = "ROC of the flipped labels; only the AUC is debiased"
 
     @property

@@ -48,6 +48,8 @@ Examples:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import dp_accounting
 import numpy as np
 import tensorflow as tf
@@ -55,7 +57,9 @@ import tensorflow as tf
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.auc_only import COUNT_RESOLUTION
 from dpauc_tf.mechanisms.base import CountMechanism, float_counts, with_repeats
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
+from dpauc_tf.mechanisms.laws import GridRule
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.statement import PrivacyStatement
@@ -122,6 +126,10 @@ class RankSum(CountMechanism):
     """
 
     name = "rank-sum"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        unit_weights=True, federated=False, releases="auc"
+    )
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # counts on its own grid
     roc_note = NO_CURVE
 
     def __init__(

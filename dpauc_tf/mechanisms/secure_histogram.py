@@ -59,6 +59,7 @@ integer counts); the counts stay integers, as secure aggregation needs.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
 import tensorflow as tf
@@ -66,6 +67,7 @@ import tensorflow as tf
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import monotone_confusion
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import split_seed
@@ -115,6 +117,9 @@ class SecureHistogram(CountMechanism):
     """
 
     name = "secure-histogram"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        secure=True, integer_counts=True, xla=False, fed_eval=True
+    )
 
     def __init__(
         self,

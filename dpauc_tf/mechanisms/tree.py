@@ -50,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import dp_accounting
 import numpy as np
@@ -59,7 +60,9 @@ from dpauc_tf.core.curve import Confusion, confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc, monotone_confusion
 from dpauc_tf.core.tree import DEFAULT_BRANCHING, TreeLayout, least_squares_leaves, level_weights
 from dpauc_tf.mechanisms.base import CountMechanism, Release
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
+from dpauc_tf.mechanisms.estimators import AUCEstimator
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import split_seed
@@ -127,6 +130,11 @@ class TreeHistogram(CountMechanism):
     """
 
     name = "tree-histogram"
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    accepted_estimators: ClassVar[frozenset[AUCEstimator]] = frozenset(
+        {AUCEstimator.MANN_WHITNEY, AUCEstimator.MANN_WHITNEY_SMOOTH}
+    )
+    estimator_note: ClassVar[str] = "estimates the AUC from its least-squares leaves"
 
     def __init__(
         self,
@@ -140,11 +148,6 @@ class TreeHistogram(CountMechanism):
         positive_rate: float | None = None,
         estimator: str = "mann-whitney",
     ):
-        if estimator == "reference":
-            raise ValueError(
-                f"{self.name} estimates the AUC from its least-squares leaves: estimator must "
-                "be 'mann-whitney' or 'mann-whitney-smooth', got 'reference'"
-            )
         super().__init__(
             epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, estimator=estimator
         )
@@ -158,14 +161,7 @@ class TreeHistogram(CountMechanism):
         if self.public_scores and (positive_share, positive_rate) != (None, None):
             raise ValueError("public_scores noises the positive tree only: no class split")
         if self.public_scores:  # the exact bucket totals are label-free for unit weights only
-            from dpauc_tf.mechanisms.registry import capabilities_of
-
-            try:
-                base = capabilities_of(type(self))
-            except ValueError:  # a subclass that is not registered
-                base = None
-            if base is not None:
-                self._capabilities = dataclasses.replace(base, unit_weights=True)
+            self.capabilities = dataclasses.replace(type(self).capabilities, unit_weights=True)
         self.positive_rate = positive_rate
         family = "skellam" if getattr(self, "family", "") == "skellam" else "laplace"
         self.positive_share = resolve_positive_share(positive_share, positive_rate, family)
@@ -394,6 +390,9 @@ class SecureTreeHistogram(TreeHistogram):
     """
 
     name = "secure-tree-histogram"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        secure=True, integer_counts=True, xla=False, fed_eval=True
+    )
 
     def __init__(
         self,
