@@ -11,11 +11,12 @@ import math
 from typing import ClassVar
 
 import dp_accounting
+import numpy as np
 
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.mechanisms.base import CountMechanism
 from dpauc_tf.mechanisms.capabilities import Capabilities
-from dpauc_tf.mechanisms.laws import GridRule
+from dpauc_tf.mechanisms.laws import GridRule, IntervalLaw
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -25,6 +26,7 @@ class NoNoise(CountMechanism):
     name = "none"
     capabilities: ClassVar[Capabilities] = Capabilities(protects="nothing", fed_eval=True)
     grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # no noise at all
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.DELTA_METHOD  # of zero noise
     adds_noise = False
 
     def __init__(self, epsilon: float | None = None, num_thresholds: int = 200, delta=None):
@@ -40,6 +42,10 @@ class NoNoise(CountMechanism):
 
     def to_confusion(self, release):
         return confusion_from_histogram(release["pos"], release["neg"])
+
+    def noise_variances(self, release):
+        """No noise: zero variance on the exact counts."""
+        return {"pos": np.zeros(()), "neg": np.zeros(())}
 
     def dp_event(self):
         return dp_accounting.NonPrivateDpEvent()

@@ -59,10 +59,11 @@ import tensorflow as tf
 from dpauc_tf.core.curve import Confusion, confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc, monotone_confusion
 from dpauc_tf.core.tree import DEFAULT_BRANCHING, TreeLayout, least_squares_leaves, level_weights
-from dpauc_tf.mechanisms.base import CountMechanism, Release
+from dpauc_tf.mechanisms.base import CountMechanism, Release, area_over_pairs, histogram_of
 from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
 from dpauc_tf.mechanisms.estimators import AUCEstimator
+from dpauc_tf.mechanisms.laws import IntervalLaw
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import split_seed
@@ -135,6 +136,7 @@ class TreeHistogram(CountMechanism):
         {AUCEstimator.MANN_WHITNEY, AUCEstimator.MANN_WHITNEY_SMOOTH}
     )
     estimator_note: ClassVar[str] = "estimates the AUC from its least-squares leaves"
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.DELTA_METHOD
 
     def __init__(
         self,
@@ -251,6 +253,26 @@ class TreeHistogram(CountMechanism):
         if self.public_scores:
             out.append(tf.cast(release["total"], out[0].dtype) - out[0])
         return out[0], out[1]
+
+    # -- the noise law -------------------------------------------------------------------
+    def noise_variances(self, release):
+        """Independent noise on every real node, of its level's variance per class; the
+        public totals are exact."""
+        levels = self.layout.node_levels()
+        real = np.asarray(self.layout.real_nodes, np.float64)
+        per_class = [np.asarray(v, np.float64)[levels] * real for v in self.class_level_variances]
+        if self.public_scores:
+            return {"pos_tree": per_class[0], "total": np.zeros(())}
+        return {"pos_tree": per_class[0], "neg_tree": per_class[1]}
+
+    def unclipped_estimate(self, release):
+        """The Mann-Whitney area of the least-squares leaves (before the clip)."""
+        return area_over_pairs(confusion_from_histogram(*self.leaves(release)), self.within_bucket)
+
+    def projected_counts(self, release):
+        """The monotone projection of the least-squares leaves."""
+        tensors = {key: tf.constant(np.asarray(v, np.float64)) for key, v in release.items()}
+        return histogram_of(monotone_confusion(*self.leaves(tensors)))
 
     def to_confusion(self, release: Release) -> Confusion:
         """Least-squares leaves, then consistent totals and monotone cumulative counts."""

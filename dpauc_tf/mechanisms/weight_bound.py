@@ -66,6 +66,10 @@ class WeightBounded:
         neg = tf.cast(tf.convert_to_tensor(neg), tf.float64) / scale
         return self.inner.release(pos, neg, seed=seed, repeats=repeats)
 
+    def examples_in_release_units(self, num_examples: float | None) -> float | None:
+        """The number of examples in the released units (divided by ``max_weight``)."""
+        return None if num_examples is None else float(num_examples) / self.max_weight
+
     @property
     def weighted_noise_stddev(self) -> float:
         """The noise on one count, in weighted counts (``W`` times ``noise_stddev``)."""
