@@ -226,6 +226,8 @@ class HistogramLaplace(CountMechanism):
             noise=noise,
             epsilon=self.epsilon,
             delta=0.0,
+            sensitivity_value=self.l1_sensitivity,
+            noise_scale=max(self.class_scales),
         )
 
 
@@ -276,4 +278,6 @@ class HistogramPublicScores(HistogramLaplace):
             f"{self.num_buckets} positive bucket counts; bucket totals exact",
             epsilon=self.epsilon,
             delta=0.0,
+            sensitivity_value=self.l1_sensitivity,
+            noise_scale=self.noise_scale,
         )

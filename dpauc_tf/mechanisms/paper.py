@@ -116,6 +116,8 @@ class PaperLaplace(CountMechanism):
             epsilon=self.epsilon / 2.0,
             delta=0.0,
             claimed_epsilon=self.epsilon,
+            sensitivity_value=float(2 * self.num_thresholds),
+            noise_scale=self.noise_scale,
         )
 
 
@@ -172,4 +174,7 @@ class PaperGaussian(PaperLaplace):
             f"{4 * self.num_thresholds} cumulative counts",
             epsilon=self.epsilon,
             delta=self.delta,
+            sensitivity_value=self.l2_sensitivity,
+            sensitivity_norm="L2",
+            noise_scale=self.noise_stddev,
         )

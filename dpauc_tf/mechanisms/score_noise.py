@@ -128,6 +128,8 @@ class ScoreNoise(CountMechanism):
             noise=f"Laplace(scale={self.noise_scale:g}) on every score",
             epsilon=self.epsilon,
             delta=0.0,
+            sensitivity_value=float(self.l1_sensitivity),
+            noise_scale=self.noise_scale,
         )
 
     def options(self) -> dict:

@@ -292,6 +292,8 @@ class SecureHistogram(CountMechanism):
             noise=noise_text,
             epsilon=self.epsilon,
             delta=self.delta,
+            sensitivity_value=HISTOGRAM_L1,
+            noise_scale=None if self.family == "skellam" else max(self.class_scales),
         )
 
     def options(self) -> dict:

@@ -351,6 +351,8 @@ class TreeHistogram(CountMechanism):
                 noise=self._noise_text() + "; positive tree only, bucket totals exact",
                 epsilon=self.epsilon,
                 delta=0.0,
+                sensitivity_value=float(levels),
+                noise_scale=self._largest_scale(),
             )
         return PrivacyStatement(
             mechanism=self.name,
@@ -360,7 +362,13 @@ class TreeHistogram(CountMechanism):
             noise=self._noise_text(),
             epsilon=self.epsilon,
             delta=0.0,
+            sensitivity_value=float(2 * levels),
+            noise_scale=self._largest_scale(),
         )
+
+    def _largest_scale(self) -> float:
+        """The largest Laplace scale of any node (levels and classes differ)."""
+        return float(max(max(scales) for scales in self.class_level_scales))
 
     def options(self) -> dict:
         return {
@@ -593,6 +601,7 @@ class SecureTreeHistogram(TreeHistogram):
                 replaced,
                 sensitivity=replaced.sensitivity + f"; L2^2 = {l1:g} per level",
                 delta=self.delta,
+                noise_scale=None,  # Skellam: a variance per level, no Laplace scale
             )
         return replaced
 
