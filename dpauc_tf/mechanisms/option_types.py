@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
+from dpauc_tf.mechanisms.laws import NOISE_KINDS
 
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
@@ -182,7 +183,7 @@ FRACTION = OptionType(
 # (register_mechanism(options=...)); an undeclared one is typed by its default.
 OPTION_TYPES: dict[str, OptionType] = {
     "public_scores": BOOL,
-    "noise": OptionType("choice", ("continuous", "discrete")),
+    "noise": OptionType("choice", NOISE_KINDS),
     "estimator": OptionType("choice", ("mann-whitney", "mann-whitney-smooth", "reference")),
     "family": OptionType("choice", ("discrete-laplace", "skellam")),
     "positive_share": FRACTION,
