@@ -64,7 +64,7 @@ class CountMechanism(abc.ABC):
     class attribute: ``capabilities`` ([`Capabilities`][]), ``accepted_estimators``,
     ``grid_rule`` ([`GridRule`][dpauc_tf.mechanisms.laws.GridRule]) and ``option_types``
     (the declared types of options not in
-    [`OPTION_TYPES`][dpauc_tf.mechanisms.option_types.OPTION_TYPES]); the registry holds only
+    ``OPTION_TYPES`` of [`dpauc_tf.mechanisms.option_types`][]); the registry holds only
     the name and a one-line summary ([`dpauc_tf.mechanisms.registry`][]). An option that
     changes a capability (for example exact integer noise) sets ``self.capabilities`` on the
     instance. Construction validates ``epsilon``, ``delta`` and ``estimator``.
