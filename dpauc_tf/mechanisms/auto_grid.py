@@ -167,10 +167,21 @@ def predicted_noise_std(
     neg = bucket_counts(0.0, num_neg)
     capabilities = mechanism.capabilities
     if capabilities.integer_counts or capabilities.unit_weights:
-        pos, neg = np.round(pos), np.round(neg)  # these releases take whole counts only
+        # These releases take whole counts only. Rounding each bucket would empty a fine
+        # grid (rank-sum counts on 2^17 buckets, most expecting under one example); rounding
+        # the cumulative counts keeps every total and the shape of the distribution.
+        pos, neg = _whole_counts(pos), _whole_counts(neg)
     base = mechanism.aggregate() if hasattr(mechanism, "aggregate") else mechanism
     released = base.release(tf.constant(pos), tf.constant(neg), seed=seed, repeats=repeats)
     drawn = np.asarray(base.estimate_auc(released))
     drawn = drawn[np.isfinite(drawn)]
     privacy = float(drawn.std()) if drawn.size > 1 else math.inf
     return privacy, sampling_std(auc, num_pos, num_neg)
+
+
+def _whole_counts(expected):
+    """Whole bucket counts with the same total and cumulative shape as ``expected``."""
+    import numpy as np
+
+    cumulative = np.round(np.concatenate([[0.0], np.cumsum(expected)]))
+    return np.diff(cumulative)
