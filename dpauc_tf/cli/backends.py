@@ -14,21 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.cli.main import CommandError
+from dpauc_tf.cli.errors import CommandError
+from dpauc_tf.cli.release import release_settings, release_spec
 from dpauc_tf.core.extras import install_hint
 from dpauc_tf.mechanisms.registry import mechanism_spec
-
-
-def release_settings(args) -> dict[str, Any]:
-    from dpauc_tf.cli.evaluate import release_settings as settings
-
-    return settings(args)
-
-
-def release_spec(args):
-    from dpauc_tf.cli.evaluate import release_spec as spec
-
-    return spec(args)
 
 
 def _kept_examples(counted, what: str):

@@ -10,7 +10,7 @@ Examples:
 
 from __future__ import annotations
 
-from dpauc_tf.cli.main import CommandError
+from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.mechanisms.registry import default_mechanism, mechanism_spec
 
 FEDERATED_BACKENDS = ("tff", "flower")

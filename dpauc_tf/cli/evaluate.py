@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpauc_tf.cli.arguments import MAX_CURVE_VALUES, MAX_NUM_THRESHOLDS, PARTITION_NAMES
 from dpauc_tf.cli.backends import (
     BACKENDS,
     _evaluate_files_with_engine,
@@ -24,6 +25,7 @@ from dpauc_tf.cli.backends import (
 )
 from dpauc_tf.cli.client_column import hint_client_column
 from dpauc_tf.cli.default_mechanism import resolve_mechanism
+from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.cli.formats import (
     format_rows,
     format_with_notes,
@@ -34,9 +36,9 @@ from dpauc_tf.cli.formats import (
 )
 from dpauc_tf.cli.grids import resolve_auto_thresholds, warn_if_noise_dominates
 from dpauc_tf.cli.intervals import check_confidence, interval_fields, interval_lines
-from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
 from dpauc_tf.cli.progress import show_progress
-from dpauc_tf.mechanisms.registry import mechanism_spec, parse_options
+from dpauc_tf.cli.release import mechanism_options
+from dpauc_tf.mechanisms.registry import mechanism_spec
 
 
 def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
@@ -69,56 +71,6 @@ def _mechanism(args, num_clients: int):
             delta=args.delta,
             num_clients=num_clients,
             **options,
-        )
-    except (TypeError, ValueError) as error:
-        if not options:
-            raise
-        raise CommandError(f"--mechanism-option: {error}") from None
-
-
-def mechanism_options(args) -> dict[str, Any]:
-    """The ``--mechanism-option KEY=VALUE`` pairs as the options of ``get_mechanism``, each
-    parsed by its declared type (``public_scores=no`` is ``False``; registry.parse_options)."""
-    pairs = getattr(args, "mechanism_options", None) or []
-    options = dict(pairs)
-    if len(options) != len(pairs):
-        raise CommandError("--mechanism-option: an option is given twice")
-    if not options:
-        return options
-    try:
-        return parse_options(args.mechanism, options)
-    except ValueError as error:
-        raise CommandError(f"--mechanism-option: {error}") from None
-
-
-def release_settings(args) -> dict[str, Any]:
-    """What every backend's evaluation function (TFF, Beam, Flower) takes from the
-    command line to build the release: the mechanism, its budget, grid and options."""
-    return {
-        "mechanism": args.mechanism,
-        "epsilon": args.epsilon,
-        "delta": args.delta,
-        "num_thresholds": args.num_thresholds,
-        "threshold_grid": args.threshold_grid,
-        "mechanism_options": mechanism_options(args),
-    }
-
-
-def release_spec(args):
-    """The command's release as the protocol's [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec]
-    (mechanism, budget, grid, options and ``--seed``)."""
-    from dpauc_tf.mechanisms.release import ReleaseSpec
-
-    options = mechanism_options(args)
-    try:
-        return ReleaseSpec.make(
-            args.mechanism,
-            epsilon=args.epsilon,
-            num_thresholds=args.num_thresholds,
-            threshold_grid=args.threshold_grid,
-            delta=args.delta,
-            options=options,
-            seed=args.seed,
         )
     except (TypeError, ValueError) as error:
         if not options:
@@ -337,8 +289,6 @@ RELEASE_FIELDS = ("auc_mean", "auc_std", "aucs", "num_undefined", "roc", "plot",
 def read_thresholds(path: str) -> list[float]:
     """The numbers in ``path`` (separated by newlines, commas or spaces): finite, at most
     `MAX_NUM_THRESHOLDS` of them, at least one."""
-    from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
-
     text = _read_text(path)
     values = []
     for token in text.replace(",", " ").split():
@@ -365,7 +315,6 @@ def _read_text(path: str) -> str:
     is dropped), or UTF-16 where its byte-order mark says so."""
     import codecs
 
-    from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
     from dpauc_tf.io.paths import read_regular_bytes
     from dpauc_tf.io.scores import ScoreFileError
 

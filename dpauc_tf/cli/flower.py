@@ -27,8 +27,8 @@ def evaluate_with_flower(args, data, client_ids, num_clients):
     the AUC then covers only the other clients' examples, and the stated epsilon is the one
     the arrived reports achieve."""
     import dpauc_tf.flower.evaluate  # noqa: F401 - the module, not the function
-    from dpauc_tf.cli.evaluate import release_settings
-    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.cli.errors import CommandError
+    from dpauc_tf.cli.release import release_settings
     from dpauc_tf.core.partitions import client_data_from_partition
 
     flower_evaluate = sys.modules["dpauc_tf.flower.evaluate"]

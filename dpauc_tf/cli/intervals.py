@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.cli.main import CommandError
+from dpauc_tf.cli.errors import CommandError
 
 
 def check_confidence(args, mechanism) -> None:

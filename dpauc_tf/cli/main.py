@@ -44,159 +44,35 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import math
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-from dpauc_tf.cli.formats import FORMATS
+from dpauc_tf.cli.arguments import (
+    DEFAULT_CHUNK_ROWS,
+    DEFAULT_FLOWER_ROUND_TIMEOUT,
+    DEFAULT_MAX_ROWS_IN_MEMORY,
+    MAX_NUM_THRESHOLDS,
+    MIN_CHUNK_ROWS,
+    PARTITION_NAMES,
+    OneLineParser,
+    add_common_flags,
+    chunk_rows,
+    confidence,
+    finite_float,
+    int_at_least,
+    mechanism_option,
+    num_thresholds_or_auto,
+    positive_int,
+    positive_seconds,
+    seed_int,
+)
+from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.cli.progress import add_progress_flags
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.extras import install_hint
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms
 
-# Mirrors of dpauc_tf.io.streaming's defaults (help imports no numpy; a test checks).
-DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
-DEFAULT_CHUNK_ROWS = 1 << 20
-# Mirror of dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT (help imports no Flower; a test checks).
-DEFAULT_FLOWER_ROUND_TIMEOUT = 600.0
-MIN_CHUNK_ROWS = 1000
-PARTITION_NAMES = {"iid": "iid", "noniid": "non-iid", "non-iid": "non-iid"}
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
-MAX_NUM_THRESHOLDS = 10**6
-MAX_CURVE_VALUES = 5 * 10**7  # repeats x thresholds kept in memory (two float64 arrays)
-MAX_SEED = 2**64 - 1
-
-
-class CommandError(Exception):
-    """A user error: printed as one line, exit status 2."""
-
-
-# -- argument parsing -------------------------------------------------------------------------
-def _int_at_least(minimum: int, maximum: int | None = None):
-    """An argparse type: an integer in ``[minimum, maximum]``, with a one-line error otherwise."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"expected an integer <= {maximum}, got {value}")
-        return value
-
-    return parse
-
-
-_positive_int = _int_at_least(1)
-
-
-def _chunk_rows(text: str) -> int:
-    value = _positive_int(text)
-    if value < MIN_CHUNK_ROWS:
-        raise argparse.ArgumentTypeError(
-            f"expected at least {MIN_CHUNK_ROWS} examples per chunk, got {value}: each chunk "
-            "costs milliseconds whatever its size (a 10-million-row file in chunks of 1 would "
-            f"take hours), and {MIN_CHUNK_ROWS} examples take well under 1 MB"
-        )
-    return value
-
-
-_seed_int = _int_at_least(0, MAX_SEED)
-_num_thresholds_int = _int_at_least(1, MAX_NUM_THRESHOLDS)
-
-
-def _num_thresholds_or_auto(text: str):
-    """``--num-thresholds``: an integer, or ``auto`` (a grid that suits the number of
-    examples: dpauc_tf.mechanisms.auto_grid)."""
-    return "auto" if text.strip().lower() == "auto" else _num_thresholds_int(text)
-
-
-def _positive_seconds(text: str) -> float:
-    value = _finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def _finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
-# options that have their own flags
-_RESERVED_OPTIONS = {
-    "epsilon": "--epsilon",
-    "delta": "--delta",
-    "num_thresholds": "--num-thresholds or --thresholds",
-    "num_clients": "--clients",
-}
-
-
-def _mechanism_option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE``: VALUE as JSON where it parses (numbers, lists, true/false), else text."""
-    key, sep, raw = text.partition("=")
-    key = key.strip().replace("-", "_")
-    if not sep or not key.isidentifier():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    if key in _RESERVED_OPTIONS:
-        raise argparse.ArgumentTypeError(f"{key} is set by {_RESERVED_OPTIONS[key]}")
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = raw
-    if isinstance(value, float) and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number for {key}, got {raw!r}")
-    return key, value
-
-
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Help that shows every meaningful default and keeps the epilog's lines."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        default = action.default
-        if "%(default)" in text or default in (None, False) or default is argparse.SUPPRESS:
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage dump), exit status 2."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", _HelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str):  # type: ignore[override]
-        raise CommandError(message)
-
-
-def _confidence(text: str) -> float:
-    """A confidence level strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), e.g. 0.95, got {text!r}")
-    return value
-
-
-def _common(parser: argparse.ArgumentParser, default_format: str = "table") -> None:
-    """``--format`` and ``--debug``, the same for every subcommand."""
-    parser.add_argument("--format", choices=FORMATS, default=default_format, help="output format")
-    parser.add_argument(
-        "--debug", action="store_true", help="show a traceback instead of the one-line error"
-    )
 
 
 def _mechanism_epilog() -> str:
@@ -219,10 +95,10 @@ def _lazy(module: str, function: str):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``dpauc`` argument parser (subcommands ``evaluate``, ``reproduce``, maybe ``audit``)."""
-    parser = _OneLineParser(
+    parser = OneLineParser(
         prog="dpauc", description="AUC and ROC curves with label differential privacy."
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
 
     ev = sub.add_parser(
@@ -265,20 +141,20 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--mechanism-option",
         dest="mechanism_options",
-        type=_mechanism_option,
+        type=mechanism_option,
         action="append",
         default=[],
         metavar="KEY=VALUE",
         help="an option of the mechanism, repeatable (VALUE is JSON where it parses), e.g. "
         "positive_rate=0.25, budget=uniform, estimator=mann-whitney-smooth (docs/mechanisms.md)",
     )
-    ev.add_argument("--epsilon", type=_finite_float, help="total epsilon of one release")
+    ev.add_argument("--epsilon", type=finite_float, help="total epsilon of one release")
     ev.add_argument(
-        "--delta", type=_finite_float, help="delta (paper-gaussian; Skellam for secure ones)"
+        "--delta", type=finite_float, help="delta (paper-gaussian; Skellam for secure ones)"
     )
     ev.add_argument(
         "--num-thresholds",
-        type=_num_thresholds_or_auto,
+        type=num_thresholds_or_auto,
         default=DEFAULT_NUM_THRESHOLDS,
         help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md)",
     )
@@ -293,15 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
         "them (both ends added); replaces --num-thresholds and --threshold-grid",
     )
     ev.add_argument(
-        "--clients", type=_positive_int, help="split the examples among K clients (--partition)"
+        "--clients", type=positive_int, help="split the examples among K clients (--partition)"
     )
     ev.add_argument(
         "--partition", choices=tuple(PARTITION_NAMES), default="iid", help="how to split"
     )
-    ev.add_argument("--repeats", type=_positive_int, default=1, help="independent releases")
+    ev.add_argument("--repeats", type=positive_int, default=1, help="independent releases")
     ev.add_argument(
         "--confidence",
-        type=_confidence,
+        type=confidence,
         help="e.g. 0.95: a confidence interval for every release, computed from the release "
         "alone (no privacy cost; docs/intervals.md): JSON gets a releases list with auc, "
         "ci_low, ci_high, ci_target, privacy_share",
@@ -315,10 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--seed",
-        type=_seed_int,
+        type=seed_int,
         help="integer seed in [0, 2^64 - 1] (reproducible); default: OS entropy",
     )
-    _common(ev)
+    add_common_flags(ev)
     ev.add_argument(
         "--show-exact",
         action="store_true",
@@ -346,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--round-timeout",
-        type=_positive_seconds,
+        type=positive_seconds,
         metavar="SECONDS",
         help="--backend flower: seconds the server waits for the clients' replies in each "
         "exchange of the round (the fit, each SecAgg+ stage); clients that do not answer in "
@@ -361,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_progress_flags(ev)
     ev.add_argument(
         "--max-rows-in-memory",
-        type=_int_at_least(0),
+        type=int_at_least(0),
         default=DEFAULT_MAX_ROWS_IN_MEMORY,
         help="keep up to this many examples for the exact AUC, --clients partitions and "
         "score-noise; past it only counts are kept and the reference AUC comes from a fine "
@@ -369,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--chunk-rows",
-        type=_chunk_rows,
+        type=chunk_rows,
         default=DEFAULT_CHUNK_ROWS,
         help=f"examples read per chunk (at least {MIN_CHUNK_ROWS}: every chunk has a fixed "
         "cost, and memory is a few tens of bytes per example)",
@@ -388,15 +264,15 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="'synthetic' or a directory with scores_epoch<N>.parquet|csv (models.train)",
     )
-    rp.add_argument("--seeds", type=_positive_int, default=100, help="repeats per setting")
-    rp.add_argument("--seed", type=_seed_int, default=0, help="base seed")
+    rp.add_argument("--seeds", type=positive_int, default=100, help="repeats per setting")
+    rp.add_argument("--seed", type=seed_int, default=0, help="base seed")
     rp.add_argument(
         "--threshold-grid",
         choices=("tf", "reference"),
         default="reference",
         help="grid of the paper's rows (default: the reference code's)",
     )
-    _common(rp, default_format="markdown")
+    add_common_flags(rp, default_format="markdown")
     rp.add_argument("--plot", help='directory for PNG plots (needs "dpauc-tf[plot]")')
     rp.add_argument(
         "--all-rows",
@@ -417,13 +293,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     from dpauc_tf.cli import audit as audit_cli
 
-    audit_cli.register_cli(sub, common=_common)
+    audit_cli.register_cli(sub, common=add_common_flags)
     from dpauc_tf.cli import multiclass as multiclass_cli
 
-    multiclass_cli.register_cli(sub, common=_common)
+    multiclass_cli.register_cli(sub, common=add_common_flags)
     from dpauc_tf.cli import compare as compare_cli
 
-    compare_cli.register_cli(sub, common=_common)
+    compare_cli.register_cli(sub, common=add_common_flags)
     return parser
 
 

@@ -20,7 +20,7 @@ import re
 import sys
 import tempfile
 
-from dpauc_tf.cli.main import CommandError
+from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.core.extras import install_hint
 from dpauc_tf.io.paths import PARQUET_SUFFIXES  # noqa: F401 (a public name)
 
@@ -139,7 +139,7 @@ def evaluate_file_with_spark(args, per_client: bool | None = None):
     driver: an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]. The driver holds no row.
     ``per_client=None`` sums every client's report when the file has the client column
     (``--client-column``; a column merely named ``client`` is not one)."""
-    from dpauc_tf.cli.evaluate import release_settings
+    from dpauc_tf.cli.release import release_settings
 
     if importlib.util.find_spec("pyspark") is None:
         raise CommandError(f"--backend spark needs PySpark: {install_hint('spark')}")
