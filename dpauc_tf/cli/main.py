@@ -250,7 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"examples read per chunk (at least {MIN_CHUNK_ROWS}: every chunk has a fixed "
         "cost, and memory is a few tens of bytes per example)",
     )
-    ev.set_defaults(func=_lazy("evaluate", "run_evaluate"))
+    ev.set_defaults(
+        func=_lazy("evaluate", "run_evaluate"), prepare=_lazy("evaluate", "prepare_evaluate")
+    )
 
     rp = sub.add_parser(
         "reproduce",
@@ -318,32 +320,30 @@ def _check_extras(args) -> None:
         raise CommandError(f"--plot needs matplotlib: {install_hint('plot')}")
 
 
-# Subcommands whose score files are checked before TensorFlow is imported, with the attributes
-# that name them.
+# Subcommands without a prepare step whose score files are checked before TensorFlow is
+# imported, with the attributes that name them.
 SCORE_FILE_ARGUMENTS = {
-    "evaluate": ("scores",),
     "compare": ("scores", "scores_b"),
     "multiclass": ("scores",),
 }
 
 
-def _check_before_tensorflow(args) -> None:
+def _check_before_tensorflow(args):
     """The refusals that need no TensorFlow, made before its import (seconds on a small
-    machine): a local score file that is not there, and ``dpauc evaluate`` without
-    ``--epsilon`` and ``--mechanism``."""
-    command = getattr(args, "command", None)
-    if command == "evaluate":
-        from dpauc_tf.cli.default_mechanism import resolve_mechanism
-
-        resolve_mechanism(args)
+    machine), once: the subcommand's own ``prepare`` step (``dpauc evaluate``: its checked
+    request, which its handler then runs), else a local score file that is not there."""
+    prepare = getattr(args, "prepare", None)
+    if prepare is not None:
+        return prepare(args)
     # A URI (hdfs://, gs://, s3a://) is read by the engine's own file systems (Beam, Spark).
-    paths = [getattr(args, name, None) for name in SCORE_FILE_ARGUMENTS.get(command, ())]
+    paths = [getattr(args, name, None) for name in SCORE_FILE_ARGUMENTS.get(args.command, ())]
     paths = [str(path) for path in paths if path and "://" not in str(path)]
     if paths:
         from dpauc_tf.io.readers import score_files
 
         for path in paths:
             score_files(path)
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -353,11 +353,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         _check_extras(args)
-        _check_before_tensorflow(args)
+        prepared = _check_before_tensorflow(args)
         from dpauc_tf.tf_startup import import_tensorflow_quietly
 
         import_tensorflow_quietly()
-        return int(args.func(args) or 0)
+        return int(args.func(prepared) or 0)
     except Exception:
         if args is not None and getattr(args, "debug", False):
             raise
