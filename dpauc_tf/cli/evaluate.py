@@ -9,15 +9,33 @@ private, next to the exact and TF AUCs).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import json
 import math
 import sys
 from typing import Any
 
 import numpy as np
 
-from dpauc_tf.cli.arguments import MAX_CURVE_VALUES, PARTITION_NAMES
+from dpauc_tf.cli.arguments import (
+    DEFAULT_CHUNK_ROWS,
+    DEFAULT_FLOWER_ROUND_TIMEOUT,
+    DEFAULT_MAX_ROWS_IN_MEMORY,
+    MAX_CURVE_VALUES,
+    MAX_NUM_THRESHOLDS,
+    MIN_CHUNK_ROWS,
+    PARTITION_NAMES,
+    add_common_flags,
+    chunk_rows,
+    confidence,
+    finite_float,
+    int_at_least,
+    mechanism_option,
+    num_thresholds_or_auto,
+    positive_int,
+    positive_seconds,
+    seed_int,
+)
 from dpauc_tf.cli.backends import (
     BACKENDS,
     ENGINE_BACKENDS,
@@ -29,19 +47,178 @@ from dpauc_tf.cli.backends import (
 from dpauc_tf.cli.client_column import hint_client_column
 from dpauc_tf.cli.default_mechanism import FEDERATED_BACKENDS
 from dpauc_tf.cli.errors import CommandError
-from dpauc_tf.cli.formats import (
-    format_rows,
-    format_with_notes,
-    json_safe,
-    setting_notes,
-    setting_row,
-    spent_text,
-)
+from dpauc_tf.cli.evaluate_output import format_evaluation
 from dpauc_tf.cli.grids import auto_rule, warn_if_noise_dominates
-from dpauc_tf.cli.intervals import check_confidence, interval_lines, with_confidence
-from dpauc_tf.cli.progress import show_progress
+from dpauc_tf.cli.intervals import check_confidence, with_confidence
+from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.cli.release import ReleaseRequest, release_request
-from dpauc_tf.mechanisms.registry import mechanism_spec
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms, mechanism_spec
+
+
+def mechanism_epilog() -> str:
+    """The registry's mechanisms, one line each, under ``dpauc evaluate --help``."""
+    width = max(len(row["name"]) for row in describe_mechanisms())
+    lines = ["mechanisms (docs/mechanisms.md; python -m dpauc_tf.mechanisms.registry):"]
+    lines += [f"  {row['name']:<{width}}  {row['summary']}" for row in describe_mechanisms()]
+    return "\n".join(lines)
+
+
+def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
+    """Adds ``evaluate`` to ``dpauc``'s sub-commands: the one place its arguments are
+    declared (``common`` adds ``--format``/``--debug``). Its handler runs on the
+    [`EvaluateRequest`][] that ``prepare`` checks before TensorFlow is imported."""
+    ev = sub.add_parser(
+        "evaluate",
+        help="private AUC of a file of scores",
+        description="The private AUC (and ROC) of a file of scores; with --show-exact (NOT "
+        "private) next to the exact and TensorFlow AUCs.",
+        epilog=mechanism_epilog(),
+    )
+    ev.add_argument(
+        "--scores",
+        required=True,
+        help="CSV, Parquet or TFRecord file (or a directory or glob of them), one row per "
+        "example: a score column (in [0, 1], or logits with --from-logits), a 0/1 label "
+        "column and optionally a client column; read in chunks",
+    )
+    ev.add_argument("--score-column", default="score", help="column of scores")
+    ev.add_argument("--label-column", default="label", help="column of 0/1 labels")
+    ev.add_argument(
+        "--from-logits",
+        action="store_true",
+        help="the scores are logits (mapped onto [0, 1] by 1/2 + arctan(logit)/pi: the AUC is "
+        "unchanged and, unlike a sigmoid, the tails do not tie in the end buckets)",
+    )
+    ev.add_argument(
+        "--client-column",
+        metavar="NAME",
+        help="column of client ids (each client releases its own noisy counts); must exist "
+        "when given. Without it the file is one data holder's, whatever its columns are "
+        "named (a column named 'client' is read only when named here)",
+    )
+    ev.add_argument(
+        "--mechanism",
+        choices=list_mechanisms(),
+        metavar="NAME",
+        help="a mechanism from the registry (listed below); default: rank-sum for one data "
+        "holder's AUC (auc-only with --delta), histogram where a curve or clients are asked "
+        "for (--plot, --clients, --client-column, --backend tff|flower; docs/rank_sum.md)",
+    )
+    ev.add_argument(
+        "--mechanism-option",
+        dest="mechanism_options",
+        type=mechanism_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the mechanism, repeatable (VALUE is JSON where it parses), e.g. "
+        "positive_rate=0.25, budget=uniform, estimator=mann-whitney-smooth (docs/mechanisms.md)",
+    )
+    ev.add_argument("--epsilon", type=finite_float, help="total epsilon of one release")
+    ev.add_argument(
+        "--delta", type=finite_float, help="delta (paper-gaussian; Skellam for secure ones)"
+    )
+    ev.add_argument(
+        "--num-thresholds",
+        type=num_thresholds_or_auto,
+        default=DEFAULT_NUM_THRESHOLDS,
+        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md)",
+    )
+    ev.add_argument(
+        "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
+    )
+    ev.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="explicit thresholds, numbers separated by newlines or commas (e.g. quantiles "
+        "of scores known in advance), taken as tf.keras.metrics.AUC(thresholds=...) takes "
+        "them (both ends added); replaces --num-thresholds and --threshold-grid",
+    )
+    ev.add_argument(
+        "--clients", type=positive_int, help="split the examples among K clients (--partition)"
+    )
+    ev.add_argument(
+        "--partition", choices=tuple(PARTITION_NAMES), default="iid", help="how to split"
+    )
+    ev.add_argument("--repeats", type=positive_int, default=1, help="independent releases")
+    ev.add_argument(
+        "--confidence",
+        type=confidence,
+        help="e.g. 0.95: a confidence interval for every release, computed from the release "
+        "alone (no privacy cost; docs/intervals.md): JSON gets a releases list with auc, "
+        "ci_low, ci_high, ci_target, privacy_share",
+    )
+    ev.add_argument(
+        "--ci-target",
+        choices=("sample", "population"),
+        default="population",
+        help="population (default: privacy noise and sampling error) or sample (the AUC of "
+        "this test set: privacy noise only)",
+    )
+    ev.add_argument(
+        "--seed",
+        type=seed_int,
+        help="integer seed in [0, 2^64 - 1] (reproducible); default: OS entropy",
+    )
+    common(ev)
+    ev.add_argument(
+        "--show-exact",
+        action="store_true",
+        help="also print the exact values: exact_auc (and how it was computed), tf_auc, "
+        "num_positives, a one-class warning, the exact curve in --plot. They are exact label "
+        "statistics, NOT private: for experiments, never for a release. Without it the "
+        "output holds the private release and public settings only; every format names "
+        "its private fields (private_fields) and its exact ones (exact_fields)",
+    )
+    ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
+    ev.add_argument(
+        "--backend",
+        choices=("simulate", "tff", "beam", "flower", "spark"),
+        default="simulate",
+        help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate), beam "
+        '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]") or flower '
+        '(dpauc_tf.flower.evaluate; needs "dpauc-tf[flower]") or spark (the file read by '
+        'Spark, dpauc_tf.spark; needs "dpauc-tf[spark]")',
+    )
+    ev.add_argument(
+        "--spark-master",
+        default="local[2]",
+        help="Spark master URL for --backend spark (docs/spark.md); an active SparkSession "
+        "is used as it is",
+    )
+    ev.add_argument(
+        "--round-timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="--backend flower: seconds the server waits for the clients' replies in each "
+        "exchange of the round (the fit, each SecAgg+ stage); clients that do not answer in "
+        "time are left out and named (default: "
+        f"{DEFAULT_FLOWER_ROUND_TIMEOUT:g})",
+    )
+    ev.add_argument(
+        "--beam-options",
+        help="Beam pipeline flags in one quoted string, e.g. '--runner=FlinkRunner "
+        "--flink_master=HOST:8081' (docs/beam.md); default: the local runner, 2 processes",
+    )
+    add_progress_flags(ev)
+    ev.add_argument(
+        "--max-rows-in-memory",
+        type=int_at_least(0),
+        default=DEFAULT_MAX_ROWS_IN_MEMORY,
+        help="keep up to this many examples for the exact AUC, --clients partitions and "
+        "score-noise; past it only counts are kept and the reference AUC comes from a fine "
+        "histogram with its error bound (docs/streaming.md)",
+    )
+    ev.add_argument(
+        "--chunk-rows",
+        type=chunk_rows,
+        default=DEFAULT_CHUNK_ROWS,
+        help=f"examples read per chunk (at least {MIN_CHUNK_ROWS}: every chunk has a fixed "
+        "cost, and memory is a few tens of bytes per example)",
+    )
+    ev.set_defaults(func=run_evaluate, prepare=prepare_evaluate)
+    return ev
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,7 +420,8 @@ def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
             f"{request.repeats * num_thresholds} ROC values per curve array; the limit is "
             f"{MAX_CURVE_VALUES}"
         )
-    spec = release.spec(num_examples=auto_examples)  # the one ReleaseSpec of the command
+    options = release.options()
+    spec = release.spec(options, num_examples=auto_examples)  # the command's one ReleaseSpec
     thresholds = spec.thresholds
     grid = spec.count_grid()
     check_confidence(request.confidence, spec.build())
@@ -288,7 +466,7 @@ def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
         **{key: released[key] for key in RESULT_FIELDS if key in released},
         **reference,
         "mechanism": release.mechanism,
-        "mechanism_options": release.option_values,
+        "mechanism_options": options,
         "epsilon": release.epsilon,
         "delta": release.delta,
         "guaranteed_epsilon": released["epsilon"]
@@ -421,132 +599,6 @@ def _exact_roc(pos, neg) -> tuple[np.ndarray, np.ndarray]:
     return roc.fpr.numpy(), roc.tpr.numpy()
 
 
-def _format_auc(value: float | None) -> str:
-    return "undefined" if value is None else f"{value:.6f}"
-
-
-def _format_pld(result: dict[str, Any]) -> str:
-    if result.get("pld_note"):
-        return result["pld_note"]
-    if result["pld_epsilon"] is None:
-        return "not available (no noise, or not covered by the PLD accountant)"
-    return f"{result['pld_epsilon']:.4g} at delta {result['pld_delta']:g} (one release)"
-
-
-def _exact_note(result: dict[str, Any]) -> str:
-    bound = result.get("exact_auc_max_error")
-    if not bound:
-        return "(scikit-learn)"
-    return f"+- {bound:.2g} at most (fine histogram: more examples than fit in memory)"
-
-
-def _format_thresholds(result: dict[str, Any]) -> str:
-    text = f"{result['num_thresholds']} ({result['threshold_grid']} grid"
-    text += f" from {result['thresholds_file']})" if result.get("thresholds_file") else ")"
-    if result["count_thresholds"] != result["num_thresholds"]:
-        text += f"; {result['mechanism']} counts on its own {result['count_thresholds']}"
-    return text
-
-
-def fields_note(result: dict[str, Any]) -> str:
-    """One line saying which fields are private and which hold exact label statistics."""
-    private = result["private_fields"]
-    exact = result["exact_fields"]
-    text = (
-        f"private (label DP): {', '.join(private)}"
-        if private
-        else "nothing is private (mechanism 'none')"
-    )
-    if exact:
-        return f"{text}; NOT private, exact label statistics: {', '.join(exact)}"
-    return f"{text}; exact values hidden (--show-exact adds them, NOT private)"
-
-
-def _format_evaluation(result: dict[str, Any]) -> str:
-    undefined = result.get("num_undefined") or 0
-    if undefined and undefined == result["repeats"]:
-        private = f"undefined in every release ({result['undefined_note']})"
-    elif result["auc_mean"] is None:
-        private = "undefined"
-    elif result["repeats"] == 1:  # one release: its value (a std over one is no error bar)
-        private = f"{result['auc_mean']:.6f}"
-    else:
-        private = (
-            f"{result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
-            f"(std over {result['repeats'] - undefined} repeats)"
-        )
-        if undefined:
-            private += f" ({undefined} release(s) undefined: {result['undefined_note']})"
-    positives = f" ({result['num_positives']} positive)" if "num_positives" in result else ""
-    lines = [
-        f"mechanism        {result['mechanism']}",
-        f"privacy          {result['privacy']}",
-        f"spent            {spent_text(result)}",
-        f"PLD epsilon      {_format_pld(result)}",
-        f"examples         {result['num_examples']}{positives}, {result['num_clients']} client(s)",
-        f"thresholds       {_format_thresholds(result)}",
-    ]
-    if "exact_auc" in result:
-        lines += [
-            f"exact AUC        {_format_auc(result['exact_auc'])} {_exact_note(result)} "
-            "NOT private",
-            f"TensorFlow AUC   {_format_auc(result['tf_auc'])} "
-            + (
-                f"(thresholds from {result['thresholds_file']})"
-                if result.get("thresholds_file")
-                else f"(num_thresholds={result['num_thresholds']})"
-            )
-            + " NOT private",
-        ]
-    lines.append(f"private AUC      {private}")
-    if result.get("releases"):
-        lines += interval_lines(result)
-    if result.get("roc_note"):
-        lines.append(f"ROC curve        {result['roc_note']}")
-    if result.get("plot"):
-        lines.append(f"plot             {result['plot']}")
-    lines.append(f"fields           {fields_note(result)}")
-    return "\n".join(lines)
-
-
-# the columns of a release's row that come from the release (label DP when private)
-_ROW_RELEASE_COLUMNS = (
-    "auc",
-    "auc_mean",
-    "auc_std",
-    "num_undefined",
-    "plot",
-    "ci_low",
-    "ci_high",
-    "privacy_share",
-)
-_ROW_INTERVAL_COLUMNS = ("ci_low", "ci_high", "ci_target", "privacy_share")
-
-
-def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per release (csv): the AUC and the setting's scalar fields, and
-    which of the row's columns are private and which exact."""
-    scalars = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
-    private = bool(result["private_fields"])
-    interval = ("ci_low", "ci_high", "privacy_share") if result.get("releases") else ()
-    release = [k for k in _ROW_RELEASE_COLUMNS if k in ("auc", *interval) or k in scalars]
-    marks = {
-        "private_fields": " ".join(release) if private else "",
-        "exact_fields": " ".join(
-            [k for k in result["exact_fields"] if k in scalars] + ([] if private else ["auc"])
-        ),
-    }
-    aucs = result["aucs"] or [None]
-    releases = result.get("releases") or [{}] * len(aucs)
-    intervals = [
-        {key: release[key] for key in _ROW_INTERVAL_COLUMNS if key in release}
-        for release in releases
-    ]
-    return [
-        {"repeat": i, "auc": auc, **intervals[i], **scalars, **marks} for i, auc in enumerate(aucs)
-    ]
-
-
 def run_evaluate(request: EvaluateRequest) -> int:
     """Runs ``dpauc evaluate`` on its checked arguments and prints the result."""
     result = evaluate_scores(request)
@@ -556,15 +608,7 @@ def run_evaluate(request: EvaluateRequest) -> int:
             "no private AUC was computed",
             file=sys.stderr,
         )
-    if request.format == "json":
-        print(json.dumps(json_safe(result), allow_nan=False))
-    elif request.format == "table":
-        print(_format_evaluation(result))
-    elif request.format == "markdown":
-        notes = setting_notes(result, _format_pld(result), fields_note(result))
-        print(format_with_notes([setting_row(result)], "markdown", notes))
-    else:  # csv: one row per release, for tools
-        print(format_rows(_evaluation_rows(result), request.format))
+    print(format_evaluation(result, request.format))
     source = request.source
     hint_client_column(source.path, source.client_column, request.clients)
     return 0

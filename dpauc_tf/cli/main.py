@@ -47,260 +47,29 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 
-from dpauc_tf.cli.arguments import (
-    DEFAULT_CHUNK_ROWS,
-    DEFAULT_FLOWER_ROUND_TIMEOUT,
-    DEFAULT_MAX_ROWS_IN_MEMORY,
-    MAX_NUM_THRESHOLDS,
-    MIN_CHUNK_ROWS,
-    PARTITION_NAMES,
-    OneLineParser,
-    add_common_flags,
-    chunk_rows,
-    confidence,
-    finite_float,
-    int_at_least,
-    mechanism_option,
-    num_thresholds_or_auto,
-    positive_int,
-    positive_seconds,
-    seed_int,
-)
+from dpauc_tf.cli import audit as audit_cli
+from dpauc_tf.cli import compare as compare_cli
+from dpauc_tf.cli import evaluate as evaluate_cli
+from dpauc_tf.cli import multiclass as multiclass_cli
+from dpauc_tf.cli import reproduce as reproduce_cli
+from dpauc_tf.cli.arguments import OneLineParser, add_common_flags
 from dpauc_tf.cli.errors import CommandError
-from dpauc_tf.cli.progress import add_progress_flags
-from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.extras import install_hint
-from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms
-
-REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
-
-
-def _mechanism_epilog() -> str:
-    width = max(len(row["name"]) for row in describe_mechanisms())
-    lines = ["mechanisms (docs/mechanisms.md; python -m dpauc_tf.mechanisms.registry):"]
-    lines += [f"  {row['name']:<{width}}  {row['summary']}" for row in describe_mechanisms()]
-    return "\n".join(lines)
-
-
-def _lazy(module: str, function: str):
-    """A handler imported when the command runs (so that ``--help`` imports nothing heavy)."""
-
-    def run(args):
-        import importlib
-
-        return getattr(importlib.import_module(f"dpauc_tf.cli.{module}"), function)(args)
-
-    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``dpauc`` argument parser (subcommands ``evaluate``, ``reproduce``, maybe ``audit``)."""
+    """The ``dpauc`` argument parser: every subcommand's module declares its own arguments
+    (``register_cli``); this function only wires them together."""
     parser = OneLineParser(
         prog="dpauc", description="AUC and ROC curves with label differential privacy."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
 
-    ev = sub.add_parser(
-        "evaluate",
-        help="private AUC of a file of scores",
-        description="The private AUC (and ROC) of a file of scores; with --show-exact (NOT "
-        "private) next to the exact and TensorFlow AUCs.",
-        epilog=_mechanism_epilog(),
-    )
-    ev.add_argument(
-        "--scores",
-        required=True,
-        help="CSV, Parquet or TFRecord file (or a directory or glob of them), one row per "
-        "example: a score column (in [0, 1], or logits with --from-logits), a 0/1 label "
-        "column and optionally a client column; read in chunks",
-    )
-    ev.add_argument("--score-column", default="score", help="column of scores")
-    ev.add_argument("--label-column", default="label", help="column of 0/1 labels")
-    ev.add_argument(
-        "--from-logits",
-        action="store_true",
-        help="the scores are logits (mapped onto [0, 1] by 1/2 + arctan(logit)/pi: the AUC is "
-        "unchanged and, unlike a sigmoid, the tails do not tie in the end buckets)",
-    )
-    ev.add_argument(
-        "--client-column",
-        metavar="NAME",
-        help="column of client ids (each client releases its own noisy counts); must exist "
-        "when given. Without it the file is one data holder's, whatever its columns are "
-        "named (a column named 'client' is read only when named here)",
-    )
-    ev.add_argument(
-        "--mechanism",
-        choices=list_mechanisms(),
-        metavar="NAME",
-        help="a mechanism from the registry (listed below); default: rank-sum for one data "
-        "holder's AUC (auc-only with --delta), histogram where a curve or clients are asked "
-        "for (--plot, --clients, --client-column, --backend tff|flower; docs/rank_sum.md)",
-    )
-    ev.add_argument(
-        "--mechanism-option",
-        dest="mechanism_options",
-        type=mechanism_option,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an option of the mechanism, repeatable (VALUE is JSON where it parses), e.g. "
-        "positive_rate=0.25, budget=uniform, estimator=mann-whitney-smooth (docs/mechanisms.md)",
-    )
-    ev.add_argument("--epsilon", type=finite_float, help="total epsilon of one release")
-    ev.add_argument(
-        "--delta", type=finite_float, help="delta (paper-gaussian; Skellam for secure ones)"
-    )
-    ev.add_argument(
-        "--num-thresholds",
-        type=num_thresholds_or_auto,
-        default=DEFAULT_NUM_THRESHOLDS,
-        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md)",
-    )
-    ev.add_argument(
-        "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
-    )
-    ev.add_argument(
-        "--thresholds",
-        metavar="FILE",
-        help="explicit thresholds, numbers separated by newlines or commas (e.g. quantiles "
-        "of scores known in advance), taken as tf.keras.metrics.AUC(thresholds=...) takes "
-        "them (both ends added); replaces --num-thresholds and --threshold-grid",
-    )
-    ev.add_argument(
-        "--clients", type=positive_int, help="split the examples among K clients (--partition)"
-    )
-    ev.add_argument(
-        "--partition", choices=tuple(PARTITION_NAMES), default="iid", help="how to split"
-    )
-    ev.add_argument("--repeats", type=positive_int, default=1, help="independent releases")
-    ev.add_argument(
-        "--confidence",
-        type=confidence,
-        help="e.g. 0.95: a confidence interval for every release, computed from the release "
-        "alone (no privacy cost; docs/intervals.md): JSON gets a releases list with auc, "
-        "ci_low, ci_high, ci_target, privacy_share",
-    )
-    ev.add_argument(
-        "--ci-target",
-        choices=("sample", "population"),
-        default="population",
-        help="population (default: privacy noise and sampling error) or sample (the AUC of "
-        "this test set: privacy noise only)",
-    )
-    ev.add_argument(
-        "--seed",
-        type=seed_int,
-        help="integer seed in [0, 2^64 - 1] (reproducible); default: OS entropy",
-    )
-    add_common_flags(ev)
-    ev.add_argument(
-        "--show-exact",
-        action="store_true",
-        help="also print the exact values: exact_auc (and how it was computed), tf_auc, "
-        "num_positives, a one-class warning, the exact curve in --plot. They are exact label "
-        "statistics, NOT private: for experiments, never for a release. Without it the "
-        "output holds the private release and public settings only; every format names "
-        "its private fields (private_fields) and its exact ones (exact_fields)",
-    )
-    ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
-    ev.add_argument(
-        "--backend",
-        choices=("simulate", "tff", "beam", "flower", "spark"),
-        default="simulate",
-        help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate), beam "
-        '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]") or flower '
-        '(dpauc_tf.flower.evaluate; needs "dpauc-tf[flower]") or spark (the file read by '
-        'Spark, dpauc_tf.spark; needs "dpauc-tf[spark]")',
-    )
-    ev.add_argument(
-        "--spark-master",
-        default="local[2]",
-        help="Spark master URL for --backend spark (docs/spark.md); an active SparkSession "
-        "is used as it is",
-    )
-    ev.add_argument(
-        "--round-timeout",
-        type=positive_seconds,
-        metavar="SECONDS",
-        help="--backend flower: seconds the server waits for the clients' replies in each "
-        "exchange of the round (the fit, each SecAgg+ stage); clients that do not answer in "
-        "time are left out and named (default: "
-        f"{DEFAULT_FLOWER_ROUND_TIMEOUT:g})",
-    )
-    ev.add_argument(
-        "--beam-options",
-        help="Beam pipeline flags in one quoted string, e.g. '--runner=FlinkRunner "
-        "--flink_master=HOST:8081' (docs/beam.md); default: the local runner, 2 processes",
-    )
-    add_progress_flags(ev)
-    ev.add_argument(
-        "--max-rows-in-memory",
-        type=int_at_least(0),
-        default=DEFAULT_MAX_ROWS_IN_MEMORY,
-        help="keep up to this many examples for the exact AUC, --clients partitions and "
-        "score-noise; past it only counts are kept and the reference AUC comes from a fine "
-        "histogram with its error bound (docs/streaming.md)",
-    )
-    ev.add_argument(
-        "--chunk-rows",
-        type=chunk_rows,
-        default=DEFAULT_CHUNK_ROWS,
-        help=f"examples read per chunk (at least {MIN_CHUNK_ROWS}: every chunk has a fixed "
-        "cost, and memory is a few tens of bytes per example)",
-    )
-    ev.set_defaults(
-        func=_lazy("evaluate", "run_evaluate"), prepare=_lazy("evaluate", "prepare_evaluate")
-    )
-
-    rp = sub.add_parser(
-        "reproduce",
-        help="the DPAUC paper's tables, next to the project's",
-        description="The DPAUC paper's tables 1-5 with the paper's settings, plus rows for the "
-        "project's mechanisms.",
-    )
-    rp.add_argument("target", choices=REPRODUCE_TARGETS, help="which table")
-    rp.add_argument(
-        "--scores",
-        required=True,
-        help="'synthetic' or a directory with scores_epoch<N>.parquet|csv (models.train)",
-    )
-    rp.add_argument("--seeds", type=positive_int, default=100, help="repeats per setting")
-    rp.add_argument("--seed", type=seed_int, default=0, help="base seed")
-    rp.add_argument(
-        "--threshold-grid",
-        choices=("tf", "reference"),
-        default="reference",
-        help="grid of the paper's rows (default: the reference code's)",
-    )
-    add_common_flags(rp, default_format="markdown")
-    rp.add_argument("--plot", help='directory for PNG plots (needs "dpauc-tf[plot]")')
-    rp.add_argument(
-        "--all-rows",
-        action="store_true",
-        help="markdown/table: every row (every epoch, setting and mechanism) instead of the "
-        "summary (the last epoch, one row per setting, one column per mechanism); json and "
-        "csv always hold every row",
-    )
-    rp.add_argument(
-        "--per-client-noise",
-        action="store_true",
-        help="draw every client's noise, as 0.2 did (slow at K = 1000); by default the "
-        "server's sum of the clients' Laplace noise is drawn at once: the same distribution, "
-        "other numbers for the same seed",
-    )
-    add_progress_flags(rp)
-    rp.set_defaults(func=_lazy("reproduce", "run_reproduce"))
-
-    from dpauc_tf.cli import audit as audit_cli
-
+    evaluate_cli.register_cli(sub, common=add_common_flags)
+    reproduce_cli.register_cli(sub, common=add_common_flags)
     audit_cli.register_cli(sub, common=add_common_flags)
-    from dpauc_tf.cli import multiclass as multiclass_cli
-
     multiclass_cli.register_cli(sub, common=add_common_flags)
-    from dpauc_tf.cli import compare as compare_cli
-
     compare_cli.register_cli(sub, common=add_common_flags)
     return parser
 

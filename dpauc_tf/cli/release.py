@@ -47,7 +47,9 @@ class ReleaseRequest:
       num_thresholds: ``T``, or ``"auto"`` until the number of examples is known.
       threshold_grid: ``"tf"``, ``"reference"`` or the inner thresholds of a file.
       thresholds_file: the ``--thresholds`` file the grid was read from, if any.
-      options: the ``--mechanism-option`` pairs, parsed, in the order given.
+      option_pairs: the ``--mechanism-option`` pairs as given (each key once; parsed by
+        their declared types in ``options()``, which needs the
+        mechanism classes, so TensorFlow).
       seed: ``--seed``.
 
     Examples:
@@ -62,7 +64,7 @@ class ReleaseRequest:
     num_thresholds: int | str
     threshold_grid: str | tuple[float, ...]
     thresholds_file: str | None
-    options: tuple[tuple[str, Any], ...]
+    option_pairs: tuple[tuple[str, Any], ...]
     seed: int | None
 
     @property
@@ -70,17 +72,26 @@ class ReleaseRequest:
         """``"tf"``, ``"reference"`` or ``"explicit"`` (a ``--thresholds`` file)."""
         return self.threshold_grid if isinstance(self.threshold_grid, str) else "explicit"
 
-    @property
-    def option_values(self) -> dict[str, Any]:
-        """The parsed options as a dict (the order given)."""
-        return dict(self.options)
+    def options(self) -> dict[str, Any]:
+        """The ``--mechanism-option`` pairs as the options of ``get_mechanism``, each parsed by
+        its declared type (``public_scores=no`` is ``False``; registry.parse_options), in the
+        order given; one line naming ``--mechanism-option`` otherwise."""
+        options = dict(self.option_pairs)
+        if not options:
+            return options
+        try:
+            return parse_options(self.mechanism, options)
+        except ValueError as error:
+            raise CommandError(f"--mechanism-option: {error}") from None
 
-    def spec(self, num_examples: float | None = None):
-        """The [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec]: the mechanism is
-        built once there, and refused in one line (an option's error names
+    def spec(self, options: dict[str, Any] | None = None, num_examples: float | None = None):
+        """The [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec] with ``options`` (the
+        parsed ``options()``, parsed here when not given): the
+        mechanism is built once there, and refused in one line (an option's error names
         ``--mechanism-option``). ``num_examples`` resolves ``--num-thresholds auto``."""
         from dpauc_tf.mechanisms.release import ReleaseSpec
 
+        options = self.options() if options is None else options
         grid = self.threshold_grid
         try:
             return ReleaseSpec.make(
@@ -89,12 +100,12 @@ class ReleaseRequest:
                 num_thresholds=self.num_thresholds,
                 threshold_grid=grid if isinstance(grid, str) else list(grid),
                 delta=self.delta,
-                options=self.option_values,
+                options=options,
                 seed=self.seed,
                 num_examples=num_examples,
             )
         except (TypeError, ValueError) as error:
-            if not self.options:
+            if not options:
                 raise
             raise CommandError(f"--mechanism-option: {error}") from None
 
@@ -106,7 +117,9 @@ def release_request(args, *, needs_curve: bool) -> ReleaseRequest:
     (the default mechanism's rule). Every check of these arguments is made here, once."""
     mechanism = resolve_mechanism(args.mechanism, args.epsilon, args.delta, needs_curve=needs_curve)
     require_epsilon(mechanism, args.epsilon)
-    options = parse_mechanism_options(mechanism, getattr(args, "mechanism_options", None))
+    pairs = list(getattr(args, "mechanism_options", None) or [])
+    if len(dict(pairs)) != len(pairs):
+        raise CommandError("--mechanism-option: an option is given twice")
     thresholds_file = getattr(args, "thresholds", None) or None
     num_thresholds, grid = args.num_thresholds, args.threshold_grid
     if thresholds_file:  # as tf.keras.metrics.AUC(thresholds=...) takes them: both ends added
@@ -119,24 +132,9 @@ def release_request(args, *, needs_curve: bool) -> ReleaseRequest:
         num_thresholds=num_thresholds,
         threshold_grid=grid,
         thresholds_file=thresholds_file,
-        options=tuple(options.items()),
+        option_pairs=tuple(pairs),
         seed=args.seed,
     )
-
-
-def parse_mechanism_options(mechanism: str, pairs) -> dict[str, Any]:
-    """The ``--mechanism-option KEY=VALUE`` pairs as the options of ``get_mechanism``, each
-    parsed by its declared type (``public_scores=no`` is ``False``; registry.parse_options)."""
-    pairs = list(pairs or [])
-    options = dict(pairs)
-    if len(options) != len(pairs):
-        raise CommandError("--mechanism-option: an option is given twice")
-    if not options:
-        return options
-    try:
-        return parse_options(mechanism, options)
-    except ValueError as error:
-        raise CommandError(f"--mechanism-option: {error}") from None
 
 
 def read_thresholds(path: str) -> list[float]:
