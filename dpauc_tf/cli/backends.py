@@ -66,7 +66,7 @@ class BackendRun:
         return self.spec.mechanism
 
 
-def _kept_examples(counted, what: str):
+def kept_examples(counted, what: str):
     """The examples, when they were kept in memory; a one-line error otherwise."""
     if counted.examples is None:
         raise CommandError(
@@ -90,7 +90,7 @@ def release_simulate(run: BackendRun, counted, client_ids, num_clients):
             if transforms
             else "--clients"
         )
-        data = _kept_examples(counted, what)
+        data = kept_examples(counted, what)
         return simulate_examples(
             spec,
             data.labels,
@@ -106,7 +106,7 @@ def release_simulate(run: BackendRun, counted, client_ids, num_clients):
 def _examples_by_client(counted, client_ids, what: str):
     """The kept examples and each one's client id (the file's, else one client) for a
     backend that starts from the examples rather than the counts."""
-    data = _kept_examples(counted, what)
+    data = kept_examples(counted, what)
     if client_ids is None:
         client_ids = (
             data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)

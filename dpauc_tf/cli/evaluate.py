@@ -41,8 +41,8 @@ from dpauc_tf.cli.backends import (
     ENGINE_BACKENDS,
     BackendRun,
     ScoreSource,
-    _kept_examples,
     evaluate_files_with_engine,
+    kept_examples,
 )
 from dpauc_tf.cli.client_column import hint_client_column
 from dpauc_tf.cli.default_mechanism import FEDERATED_BACKENDS
@@ -311,7 +311,7 @@ def _client_ids(counted, request: EvaluateRequest) -> tuple[np.ndarray | None, i
             raise CommandError(
                 f"--clients {clients} exceeds the number of examples ({counted.num_examples})"
             )
-        data = _kept_examples(counted, f"--clients {clients} (a partition)")
+        data = kept_examples(counted, f"--clients {clients} (a partition)")
         kind = PARTITION_NAMES[request.partition]
         seed = request.release.seed
         ids = partitions.partition(kind, data.scores, data.labels, clients, seed=seed)
@@ -388,18 +388,18 @@ def reference_aucs(counted, num_thresholds: int) -> dict[str, Any]:
     }
 
 
-def _resolve_grid(request: EvaluateRequest) -> tuple[int, int | None, str | None]:
-    """``T``, the number of examples counted for ``--num-thresholds auto`` and its rule."""
+def _resolve_grid(request: EvaluateRequest) -> tuple[int, str | None]:
+    """``T``, and the rule that chose it for ``--num-thresholds auto``."""
     from dpauc_tf.core.thresholds import Thresholds
     from dpauc_tf.mechanisms.auto_grid import auto_num_thresholds
 
     release = request.release
     if release.num_thresholds != "auto":
-        return release.num_thresholds, None, None
+        return release.num_thresholds, None
     two = Thresholds.make(2)
     n = count_scores(request, two, two, plot=False).num_examples
     num_thresholds = auto_num_thresholds(n, release.epsilon, release.mechanism)
-    return num_thresholds, n, auto_rule(num_thresholds, n, release.epsilon)
+    return num_thresholds, auto_rule(num_thresholds, n, release.epsilon)
 
 
 def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
@@ -413,7 +413,7 @@ def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
     from dpauc_tf.core.thresholds import Thresholds
 
     release = request.release
-    num_thresholds, auto_examples, rule = _resolve_grid(request)
+    num_thresholds, rule = _resolve_grid(request)
     if request.repeats * num_thresholds > MAX_CURVE_VALUES:
         raise CommandError(
             f"--repeats {request.repeats} x --num-thresholds {num_thresholds} keeps "
@@ -421,7 +421,8 @@ def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
             f"{MAX_CURVE_VALUES}"
         )
     options = release.options()
-    spec = release.spec(options, num_examples=auto_examples)  # the command's one ReleaseSpec
+    # the command's one ReleaseSpec (on the grid --num-thresholds auto chose)
+    spec = dataclasses.replace(release, num_thresholds=num_thresholds).spec(options)
     thresholds = spec.thresholds
     grid = spec.count_grid()
     check_confidence(request.confidence, spec.build())

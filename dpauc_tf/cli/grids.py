@@ -11,8 +11,8 @@ def auto_rule(num_thresholds: int, num_examples: int, epsilon: float | None) -> 
     the examples (public under label DP: the same for every labelling), then the grid that
     suits them ([`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`][]).
 
-        >>> auto_rule(50, 1000, 1.0)[:37]
-        'auto: 50 thresholds for n = 1000 exa'
+        >>> auto_rule(50, 1000, 1.0).split(" (")[0]
+        'auto: 50 thresholds for n = 1000 examples at epsilon 1.0'
     """
     return (
         f"auto: {num_thresholds} thresholds for n = {num_examples} examples at epsilon "
