@@ -126,7 +126,7 @@ def read_pair(args):
     """Labels and the two models' scores from the command line's files and columns."""
     import numpy as np
 
-    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.cli.errors import CommandError
 
     if args.scores_b is None and args.score_column_b is None:
         raise CommandError("give model B's scores: --scores-b FILE or --score-column-b COLUMN")
