@@ -605,8 +605,8 @@ def _strategy_class():
                 "dpauc-num-reporting": int(result.num_reporting or 0),
                 "dpauc-num-clients": int(result.num_clients or 0),
             }
-            for average in ("macro", "weighted", "micro"):  # a one-vs-rest release
-                if hasattr(result, average):
+            if result.num_classes is not None:  # a one-vs-rest release
+                for average in ("macro", "weighted", "micro"):
                     metrics[f"dpauc-{average}"] = float(getattr(result, average)[0])
             return MetricRecord(metrics)
 

@@ -33,7 +33,6 @@ from dpauc_tf.mechanisms.multiclass import (
     check_average,
     check_num_classes,
 )
-from dpauc_tf.mechanisms.release import ReleaseSpec
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -114,14 +113,14 @@ class DPMultiClassAUC(DPAUC):
         average = check_average(average)
         # The class budget, noise and L1 = 4 do not depend on C: without num_classes a
         # two-class probe gives them until the first update sets C.
-        ovr = ReleaseSpec.make(
+        ovr = OneVsRest(
             mechanism,
             epsilon=epsilon,
             num_classes=2 if num_classes is None else num_classes,
             num_thresholds=num_thresholds,
             delta=delta,
             options=mechanism_options,
-        ).build()
+        )
         super().__init__(
             epsilon=ovr.class_epsilon,
             num_thresholds=num_thresholds,
@@ -168,14 +167,14 @@ class DPMultiClassAUC(DPAUC):
             )
         classes = _check_classes(int(shape[-1]), "predictions' last dimension")
         config = self._multiclass_config
-        ovr = ReleaseSpec.make(
+        ovr = OneVsRest(
             config["mechanism"],
             epsilon=config["epsilon"],
             num_classes=classes,
             num_thresholds=config["num_thresholds"],
             delta=config["delta"],
             options=config["mechanism_options"],
-        ).build()
+        )
         object.__setattr__(self, "_ovr", ovr)
         config["num_classes"] = classes  # get_config then rebuilds the same state
         self._build_counts(classes, lift=True)
