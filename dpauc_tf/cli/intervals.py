@@ -6,7 +6,6 @@ The interval is post-processing of the release (no privacy cost):
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -44,11 +43,13 @@ def interval_fields(args, mechanism, result, num_examples, num_clients) -> dict[
             f"--confidence: --backend {args.backend} returns no release counts here yet; "
             "use --backend simulate, beam or spark"
         )
-    if result.num_examples is None:  # public under label DP: the counted file's
-        result = dataclasses.replace(result, num_examples=num_examples)
-    try:
+    try:  # num_examples: public under label DP, the counted file's
         interval = with_interval(
-            result, mechanism, confidence=confidence, ci_target=args.ci_target
+            result,
+            mechanism,
+            confidence=confidence,
+            ci_target=args.ci_target,
+            num_examples=num_examples,
         ).interval
     except ValueError as error:
         raise CommandError(f"--confidence: {error}") from None

@@ -32,13 +32,21 @@ import dataclasses
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.registry import mechanism_spec
+
+if TYPE_CHECKING:
+    from dpauc_tf.mechanisms.comparison import ComparisonResult
+
+
+# The paired comparison of two models' AUCs: a mechanism over the joint counts
+# ([`dpauc_tf.mechanisms.comparison.PairedComparison`][]), built and finished by the spec.
+PAIRED_COMPARISON = "paired-comparison"
 
 
 def check_repeats(repeats: int) -> int:
@@ -278,6 +286,10 @@ def _frozen(value: Any) -> Any:
 
 @functools.lru_cache(maxsize=128)
 def _build(spec: ReleaseSpec, num_clients: int):
+    if spec.mechanism == PAIRED_COMPARISON:
+        from dpauc_tf.mechanisms.comparison import PairedComparison
+
+        return PairedComparison(spec.epsilon, **dict(spec.options))
     if spec.one_vs_rest:
         from dpauc_tf.mechanisms.multiclass import OneVsRest
 
@@ -527,12 +539,18 @@ def _interval(mechanism, summed, aucs, confidence, target, num_examples, clients
 
 
 def with_interval(
-    result: AUCResult, mechanism, *, confidence: float, ci_target: str = "population"
+    result: AUCResult,
+    mechanism,
+    *,
+    confidence: float,
+    ci_target: str = "population",
+    num_examples: float | None = None,
 ) -> AUCResult:
     """``result`` with the interval of every release at ``confidence`` for ``ci_target``,
     computed as [`finish_release`][] computes it: from the release's own counts, number of
     examples and reports that arrived (a dropout's missing noise shares are not counted).
-    ``mechanism`` is the one the release was built with. Post-processing: no privacy cost."""
+    ``mechanism`` is the one the release was built with; ``num_examples`` (public under
+    label DP) is used where the result states none. Post-processing: no privacy cost."""
     from dpauc_tf.mechanisms.intervals import check_confidence, check_target
 
     if result.interval is not None and (result.interval.confidence, result.interval.target) == (
@@ -544,17 +562,23 @@ def with_interval(
         raise ValueError("the result carries no release counts to compute an interval from")
     check_confidence(confidence)
     check_target(ci_target)
+    if result.num_examples is not None or num_examples is None:
+        num_examples = result.num_examples
     interval = _interval(
         mechanism,
         result.noisy_counts,
         result.aucs,
         confidence,
         ci_target,
-        result.num_examples,
+        num_examples,
         result.num_clients,
         result.num_reporting,
     )
-    return dataclasses.replace(result, interval=interval)
+    return dataclasses.replace(
+        result,
+        interval=interval,
+        num_examples=None if num_examples is None else float(num_examples),
+    )
 
 
 def finish_release(
@@ -572,12 +596,14 @@ def finish_release(
     mechanism=None,
     confidence: float | None = None,
     ci_target: str = "population",
-) -> AUCResult:
+) -> AUCResult | ComparisonResult:
     """Post-processing of a (summed) release with a leading repeats axis, and its accounting.
 
     Args:
       spec: the release's description (binary, or one-vs-rest with ``num_classes``: the
-        result then has a class axis).
+        result then has a class axis; the paired comparison: a
+        [`ComparisonResult`][dpauc_tf.mechanisms.comparison.ComparisonResult] of one
+        release ``{"pos", "neg"}`` of joint counts, at ``confidence``, 0.95 by default).
       summed: the release, or the sum of the clients' reports (arrays ``[R, ...]``).
       num_examples: the number of examples counted (rows, not weights).
       num_clients: clients asked to report, as the result states it (``None``: one data
@@ -603,6 +629,15 @@ def finish_release(
     shares = num_clients if shares is None else int(shares)
     if mechanism is None:
         mechanism = spec.build(shares)
+    if mechanism.name == PAIRED_COMPARISON:
+        from dpauc_tf.mechanisms.comparison import DEFAULT_CONFIDENCE, comparison_result
+
+        return comparison_result(
+            mechanism,
+            summed,
+            DEFAULT_CONFIDENCE if confidence is None else confidence,
+            None if num_examples is None else int(num_examples),
+        )
     one_vs_rest = getattr(mechanism, "num_classes", None) is not None
     private = (mechanism.epsilon if spec is None else spec.epsilon) is not None
     if confidence is not None:  # refuse before any work, with the one-line reason
