@@ -42,8 +42,6 @@ Examples:
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import tensorflow as tf
 
@@ -145,16 +143,17 @@ def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int)
     is the one of the full noise."""
     joined = {key: np.concatenate([part[key].numpy() for part in summed]) for key in summed[0]}
     shares = getattr(mechanism, "num_clients", None) or num_clients
-    result = finish_release(
+    clients = None if num_clients == 1 else int(num_clients)
+    return finish_release(
         spec,
         joined,
         num_examples=num_examples,
-        num_clients=shares,
-        num_reporting=shares,
+        num_clients=clients,
+        num_reporting=clients,
+        shares=shares,
+        shares_arrived=shares,
         mechanism=mechanism,
     )
-    clients = None if num_clients == 1 else int(num_clients)
-    return dataclasses.replace(result, num_clients=clients, num_reporting=clients)
 
 
 def simulate(

@@ -6,7 +6,6 @@ The interval is post-processing of the release (no privacy cost):
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from dpauc_tf.cli.errors import CommandError
@@ -40,10 +39,14 @@ def with_confidence(run, result, mechanism, num_examples: int):
             f"--confidence: --backend {run.backend} returns no release counts here yet; "
             "use --backend simulate, beam or spark"
         )
-    if result.num_examples is None:  # public under label DP: the counted file's
-        result = dataclasses.replace(result, num_examples=num_examples)
-    try:
-        return with_interval(result, mechanism, confidence=run.confidence, ci_target=run.ci_target)
+    try:  # num_examples: public under label DP, the counted file's
+        return with_interval(
+            result,
+            mechanism,
+            confidence=run.confidence,
+            ci_target=run.ci_target,
+            num_examples=num_examples,
+        )
     except ValueError as error:
         raise CommandError(f"--confidence: {error}") from None
 

@@ -263,7 +263,7 @@ def _require_backend(backend: str) -> None:
 
 def _federated(args, backend: str, labels, scores, frame):
     """The release on TFF or Flower: one client per ``--client-column`` value (or ``--clients
-    K`` IID clients, else one); the ``MultiClassResult``."""
+    K`` IID clients, else one); the one-vs-rest ``AUCResult``."""
     import os
 
     import numpy as np

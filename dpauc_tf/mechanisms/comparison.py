@@ -56,6 +56,7 @@ import numpy as np
 from scipy import stats
 
 from dpauc_tf.mechanisms.class_split import resolve_positive_share, split_options
+from dpauc_tf.mechanisms.release import PAIRED_COMPARISON, ReleaseSpec, finish_release
 from dpauc_tf.privacy.events import class_pair_event
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -191,7 +192,7 @@ class PairedComparison:
         (['neg', 'pos'], (2, 2))
     """
 
-    name = "paired-comparison"
+    name = PAIRED_COMPARISON
     neighbouring = "label DP: one example's label differs (scores unchanged, unit weights)"
 
     def __init__(
@@ -385,15 +386,22 @@ def compare_models(
         raise ValueError(f"num_buckets must be in [2, {MAX_COMPARISON_BUCKETS}], got {num_buckets}")
     if not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    mechanism = PairedComparison(epsilon, positive_share, positive_rate)
+    given = {"positive_share": positive_share, "positive_rate": positive_rate}
+    spec = ReleaseSpec.make(
+        PAIRED_COMPARISON,
+        epsilon=epsilon,
+        options={key: value for key, value in given.items() if value is not None},
+        seed=seed,
+    )
+    mechanism = spec.build()
     cut_a = _edges(scores_a, edges_a, num_buckets, "edges_a")
     cut_b = _edges(scores_b, edges_b, num_buckets, "edges_b")
     shape = (cut_a.size + 1, cut_b.size + 1)
     bucket_a = np.searchsorted(cut_a, scores_a, side="left")
     bucket_b = np.searchsorted(cut_b, scores_b, side="left")
     pos, neg = joint_counts(labels, bucket_a, bucket_b, shape)
-    noisy = mechanism.release(pos, neg, seed=seed)
-    return _result(mechanism, noisy, confidence, int(labels.size), shape)
+    noisy = mechanism.release(pos, neg, seed=spec.seed)
+    return finish_release(spec, noisy, num_examples=int(labels.size), confidence=confidence)
 
 
 # The privacy noise's std of the difference past which it swamps any difference of two
@@ -430,7 +438,12 @@ def swamped_warning(raw: dict[str, float], privacy_variance: float) -> str | Non
     )
 
 
-def _result(mechanism, noisy, confidence, num_examples, shape) -> ComparisonResult:
+def comparison_result(mechanism, noisy, confidence, num_examples) -> ComparisonResult:
+    """The paired comparison's post-processing of one release of joint counts
+    ([`finish_release`][dpauc_tf.mechanisms.release.finish_release] calls it): difference,
+    interval and p-value at ``confidence``, no privacy cost."""
+    noisy = {key: np.asarray(value, np.float64) for key, value in noisy.items()}
+    shape = tuple(int(n) for n in noisy["pos"].shape)
     stats_ = paired_statistics(noisy["pos"], noisy["neg"])
     nan = math.nan
     privacy = nan

@@ -459,6 +459,13 @@ class OneVsRest:
             return float(self.statement().epsilon)
         return 2.0 * float(self.class_mechanism.achieved_epsilon(num_reporting))
 
+    def achieved(self, num_reporting: int | None) -> tuple[PrivacyStatement, bool]:
+        """The statement achieved by ``num_reporting`` reports, and whether fewer shares
+        arrived than the noise was sized for (the whole output then composes basically:
+        [`dpauc_tf.mechanisms.release.finish_release`][])."""
+        short = num_reporting is not None and num_reporting < self.num_clients
+        return self.statement(num_reporting if short else None), short
+
     def statement(self, num_reporting: int | None = None) -> PrivacyStatement:
         """The guarantee of one release of all classes (achieved by ``num_reporting``
         reports when given)."""
