@@ -160,8 +160,11 @@ MECHANISM_LAYERS: list[set[str]] = [
     {"weight_bound"},  # a decorator that scales a family's law
     {"registry"},  # names and summaries
     {"interval_flips", "interval_curvature", "intervals", "auto_grid"},  # generic law math
-    {"release"},  # the one release path
-    {"tensor_view", "multiclass", "comparison", "multiclass_release"},  # built on the path
+    # the estimands over a family's counts: one-vs-rest and the paired comparison
+    {"multiclass", "comparison"},
+    {"release"},  # the one release path (it builds and finishes every estimand)
+    # faces built on the path
+    {"tensor_view", "multiclass_release", "comparison_release", "secure_rank_sum_protocol"},
 ]
 
 

@@ -74,6 +74,7 @@ import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import get_mechanism, mechanism_spec
 from dpauc_tf.privacy.statement import PrivacyStatement, check_epsilon
 
@@ -376,8 +377,6 @@ class OneVsRest:
                 f"mechanism {mechanism!r} cannot release one-vs-rest counts ({why}); use a "
                 "curve mechanism such as 'histogram'"
             )
-        from dpauc_tf.mechanisms.release import frozen_options
-
         frozen = frozen_options(options)
         options = dict(frozen)
         self.base_name = mechanism

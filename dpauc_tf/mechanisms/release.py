@@ -38,15 +38,12 @@ import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.comparison import PAIRED_COMPARISON
+from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import mechanism_spec
 
 if TYPE_CHECKING:
     from dpauc_tf.mechanisms.comparison import ComparisonResult
-
-
-# The paired comparison of two models' AUCs: a mechanism over the joint counts
-# ([`dpauc_tf.mechanisms.comparison.PairedComparison`][]), built and finished by the spec.
-PAIRED_COMPARISON = "paired-comparison"
 
 
 def check_repeats(repeats: int) -> int:
@@ -262,26 +259,6 @@ class ReleaseSpec:
                 f"mechanism {self.mechanism!r} releases one AUC from one data holder's "
                 f"counts: {surface} cannot sum its releases over {num_clients} clients"
             )
-
-
-def frozen_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
-    """A mechanism's options as sorted, hashable ``(name, value)`` pairs (lists and arrays,
-    e.g. a tree's budget per level, as tuples): the one normalisation of every spec
-    ([`ReleaseSpec`][], binary or one-vs-rest, and the per-class budget).
-
-        >>> frozen_options({"budget": [1, 2, 3], "branching": 4})
-        (('branching', 4), ('budget', (1, 2, 3)))
-    """
-    return tuple(sorted((str(key), _frozen(value)) for key, value in (options or {}).items()))
-
-
-def _frozen(value: Any) -> Any:
-    """An option value as a hashable one (lists, e.g. a tree's budget per level, as tuples)."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(part) for part in value)
-    if isinstance(value, np.ndarray):
-        return tuple(value.tolist())
-    return value
 
 
 @functools.lru_cache(maxsize=128)

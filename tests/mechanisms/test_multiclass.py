@@ -377,7 +377,8 @@ def test_multiclass_spec_takes_list_options_like_release_spec():
     """``MultiClassSpec.make(..., options={"budget": [1, 2, 3]})`` raised ``TypeError:
     unhashable type: 'list'``; one-vs-rest is now a ``ReleaseSpec`` with a class count."""
     from dpauc_tf.mechanisms.multiclass import OneVsRest
-    from dpauc_tf.mechanisms.release import ReleaseSpec, frozen_options
+    from dpauc_tf.mechanisms.option_types import frozen_options
+    from dpauc_tf.mechanisms.release import ReleaseSpec
 
     options = {"budget": [1, 2, 3]}
     binary = ReleaseSpec.make("tree-histogram", epsilon=1.0, num_thresholds=15, options=options)

@@ -176,7 +176,8 @@ def test_finish_takes_what_backends_patched_shares_and_unmasked_groups(counts):
 
 def test_one_vs_rest_and_the_paired_comparison_finish_through_the_spec():
     """The class axis and the comparison come out of the one ``finish_release``."""
-    from dpauc_tf.mechanisms.comparison import ComparisonResult, compare_models, joint_counts
+    from dpauc_tf.mechanisms.comparison import ComparisonResult, joint_counts
+    from dpauc_tf.mechanisms.comparison_release import compare_models
 
     spec = ReleaseSpec.make(None, epsilon=None, num_classes=3, num_thresholds=4)
     pos = np.array([[0.0, 0, 2, 0, 0], [0, 1, 1, 0, 0], [0, 0, 0, 3, 0]])
