@@ -259,6 +259,14 @@ def simulate(
             f"{mechanism.name} transforms the examples before counting; "
             "simulate it from the examples (simulate_examples)"
         )
+    # -- issue 32 (secrank): rank sums over clients, secure or with local noise per client
+    from dpauc_tf.mechanisms.rank_sum import RankSum
+
+    if isinstance(mechanism, RankSum) and pos.shape[0] != 1:
+        from dpauc_tf.mechanisms.secure_rank_sum import simulate_clients
+
+        return simulate_clients(spec, mechanism, pos, neg, seed=seed, repeats=repeats)
+    # -- end of issue 32's hook
     if mechanism.capabilities.releases != "curve" and pos.shape[0] != 1:
         raise ValueError(
             f"{mechanism.name} releases one AUC from one data holder's counts; got "

@@ -13,7 +13,7 @@ Adding a mechanism means one new module and one [`MechanismSpec`][] line in
     >>> "histogram" in list_mechanisms()
     True
     >>> list_mechanisms(secure=True)
-    ['secure-histogram', 'secure-tree-histogram']
+    ['secure-histogram', 'secure-rank-sum', 'secure-tree-histogram']
     >>> get_mechanism("histogram", epsilon=1.0, num_thresholds=10).noise_scale
     2.0
     >>> require(get_mechanism("score-noise", epsilon=1.0, num_thresholds=10), "keras_metric")
@@ -134,6 +134,15 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         _M + "rank_sum:RankSum",
         "centred rank sum + Laplace(D/((1-c) eps)), positive count + Laplace; pure eps; no curve",
         Capabilities(unit_weights=True, federated=False, releases="auc"),
+    ),
+    MechanismSpec(  # issue 32 (secrank)
+        "secure-rank-sum",
+        _M + "secure_rank_sum:SecureRankSum",
+        "rank-sum in two secure sums (bucket totals; 2S and P + discrete Laplace shares); no curve",
+        Capabilities(
+            secure=True, integer_counts=True, unit_weights=True, xla=False, federated=False,
+            releases="auc",
+        ),
     ),
     MechanismSpec(
         "none",
@@ -285,7 +294,8 @@ def get_mechanism(
     from dpauc_tf.privacy.statement import check_epsilon
 
     spec = mechanism_spec(name)
-    if spec.capabilities.releases == "auc" and num_clients is not None and num_clients != 1:
+    summable = spec.capabilities.secure  # secure-rank-sum sums its shares (issue 32)
+    if spec.capabilities.releases == "auc" and num_clients not in (None, 1) and not summable:
         raise ValueError(
             f"mechanism {name!r} releases one AUC from one data holder's counts, "
             f"got num_clients={num_clients}: its releases cannot be summed over clients; "
