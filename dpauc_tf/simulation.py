@@ -265,7 +265,9 @@ def simulate(
     if isinstance(mechanism, RankSum) and pos.shape[0] != 1:
         from dpauc_tf.mechanisms.secure_rank_sum import simulate_clients
 
-        return simulate_clients(spec, mechanism, pos, neg, seed=seed, repeats=repeats)
+        clients = int(pos.shape[0])
+        pos, neg = tf.reduce_sum(pos, 0), tf.reduce_sum(neg, 0)
+        return simulate_clients(spec, mechanism, pos, neg, clients, seed=seed, repeats=repeats)
     # -- end of issue 32's hook
     if mechanism.capabilities.releases != "curve" and pos.shape[0] != 1:
         raise ValueError(
@@ -370,6 +372,17 @@ def simulate_examples(
     if client_ids is None:
         client_ids = np.zeros(labels.size, np.int64)
     client_ids = np.asarray(client_ids, np.int64).ravel()
+    # -- issue 32 (secrank): rank sums over clients need the summed counts only
+    from dpauc_tf.mechanisms.rank_sum import RankSum
+
+    if isinstance(mechanism, RankSum) and num_clients > 1:
+        from dpauc_tf.mechanisms.secure_rank_sum import simulate_clients
+
+        pos, neg = client_histograms(labels, scores, grid)
+        return simulate_clients(
+            spec, mechanism, pos[0], neg[0], num_clients, seed=seed, repeats=repeats
+        )
+    # -- end of issue 32's hook
     if not mechanism.capabilities.transforms_data:
         pos, neg = client_histograms(labels, scores, grid, client_ids, num_clients)
         return simulate(spec or mechanism, pos, neg, seed=seed, repeats=repeats)

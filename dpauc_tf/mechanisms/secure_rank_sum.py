@@ -569,18 +569,17 @@ def _polya_share(shape, scale: tf.Tensor, num_shares: int, seed) -> tf.Tensor:
 
 # -- rank-sum over clients without secure aggregation ---------------------------------------
 def local_rank_sum_release(
-    mechanism: RankSum, pos, neg, seed, repeats: int | None = None
+    mechanism: RankSum, pos, neg, num_clients: int, seed, repeats: int | None = None
 ) -> dict[str, tf.Tensor]:
-    """The server's sum of ``K`` clients' local rank-sum reports (``pos, neg [K, B]``): round
-    one's totals in the clear, each client ``S_k + Laplace(D / eps_S)`` and ``P_k +
-    Laplace(1 / eps_P)`` with the global ranks; the ``K`` Laplace draws are summed at once
-    (``b (G1 - G2)``, ``G ~ Gamma(K, 1)``, the same law). Every report is ``epsilon``-DP on
-    its own (a label is in one client's counts only)."""
+    """The server's sum of ``num_clients`` clients' local rank-sum reports, from the summed
+    counts ``pos, neg [B]``: round one's totals in the clear, each client ``S_k +
+    Laplace(D / eps_S)`` and ``P_k + Laplace(1 / eps_P)`` with the global ranks (``D`` from the
+    global totals, so the sum's law depends on the summed counts only); the ``K`` Laplace
+    draws are summed at once (``b (G1 - G2)``, ``G ~ Gamma(K, 1)``, the same law). Every
+    report is ``epsilon``-DP on its own (a label is in one client's counts only)."""
     pos, neg = float_counts(pos, neg)
     pos, neg = mechanism._require_integer_counts(pos, neg)
-    num_clients = int(pos.shape[0])
-    summed_pos = tf.reduce_sum(pos, 0)
-    stats = mechanism_statistics(summed_pos, summed_pos + tf.reduce_sum(neg, 0))
+    stats = mechanism_statistics(pos, pos + neg)
     exact = with_repeats(stats, repeats)
     seeds = split_seed(make_seed(seed), 2)
     shape = tf.shape(exact["rank_sum"])
@@ -619,26 +618,26 @@ def mechanism_statistics(pos: tf.Tensor, totals: tf.Tensor) -> dict[str, tf.Tens
     }
 
 
-def simulate_clients(spec, mechanism: RankSum, pos, neg, *, seed, repeats: int):
-    """``repeats`` evaluations of a rank-sum mechanism over the ``K`` clients of ``pos, neg
-    [K, B]`` (the simulate backend's path for them): ``secure-rank-sum`` by its exact
-    aggregate (the summed counts, one full noise draw), ``rank-sum`` by local noise per
-    client ([`local_rank_sum_release`][]). Returns an [`AUCResult`][]."""
+def simulate_clients(spec, mechanism: RankSum, pos, neg, num_clients: int, *, seed, repeats: int):
+    """``repeats`` evaluations of a rank-sum mechanism over ``num_clients`` clients whose
+    counts sum to ``pos, neg [B]`` (the simulate backend's path; both laws depend on the summed
+    counts only): ``secure-rank-sum`` by its exact aggregate (one full noise draw; the
+    protocol's law, ``tests/mechanisms/test_secure_rank_sum.py``), ``rank-sum`` by local noise
+    per client ([`local_rank_sum_release`][]). Returns an [`AUCResult`][]."""
     from dpauc_tf.mechanisms.release import finish_release
     from dpauc_tf.simulation import _chunks
 
     pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
     neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
-    num_clients = int(pos.shape[0])
     num_examples = float(tf.reduce_sum(pos) + tf.reduce_sum(neg))
     parts = []
     for size, chunk_seed in _chunks(repeats, 2, seed):
         if isinstance(mechanism, SecureRankSum):
-            release = mechanism.aggregate().release(
-                tf.reduce_sum(pos, 0), tf.reduce_sum(neg, 0), seed=chunk_seed, repeats=size
-            )
+            release = mechanism.aggregate().release(pos, neg, seed=chunk_seed, repeats=size)
         else:
-            release = local_rank_sum_release(mechanism, pos, neg, chunk_seed, repeats=size)
+            release = local_rank_sum_release(
+                mechanism, pos, neg, num_clients, chunk_seed, repeats=size
+            )
         parts.append({k: np.asarray(v) for k, v in release.items()})
     joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
     shares = mechanism.num_clients if isinstance(mechanism, SecureRankSum) else num_clients
