@@ -80,6 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=300)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sections", default="123", help="which sections to run, e.g. 3")
     args = parser.parse_args()
     repeats = 50 if args.quick else args.repeats
     clients = (10,) if args.quick else CLIENTS
@@ -93,6 +94,17 @@ def main() -> None:
     grid = Thresholds.make(200)  # the CLI's default grid (rank-sum counts on its own)
     rng = np.random.default_rng(0)
 
+    total_bits = n.bit_length() + 1  # round one's totals: up to n, signed
+    if "1" in args.sections:
+        section_one(labels, scores, exact, grid, rng, repeats, clients)
+    if "2" in args.sections:
+        section_two(labels, scores, exact, repeats, total_bits)
+    if "3" in args.sections:
+        section_three(labels, scores, n, clients, total_bits)
+
+
+def section_one(labels, scores, exact, grid, rng, repeats, clients) -> None:
+    n = labels.size
     print("\n1. RMSE and bias against the exact AUC")
     print(f"{'release':<34} {'K':>5} {'RMSE':>11} {'bias':>11} {'/central':>9}")
     spec = ReleaseSpec.make("rank-sum", epsilon=EPSILON, seed=1)
@@ -112,9 +124,10 @@ def main() -> None:
         hist = simulate(histogram, pos, neg, seed=4 + k, repeats=repeats, per_client_noise=False)
         row("histogram (T=100), local", k, hist.aucs, exact, central_rmse)
 
+
+def section_two(labels, scores, exact, repeats, total_bits) -> None:
     print("\n2. the grid of round one's totals (secure-rank-sum, K = 10)")
     print(f"{'resolution':>10} {'RMSE':>11} {'bias':>11} {'round-one bytes/client':>23}")
-    total_bits = n.bit_length() + 1
     for resolution in (1025, 4097, 16385, 131073):
         mechanism = SecureRankSum(epsilon=EPSILON, num_clients=10, resolution=resolution)
         counts = client_histograms(labels, scores, Thresholds.make(resolution))
@@ -127,18 +140,22 @@ def main() -> None:
             f"{resolution:>10} {rmse:11.3e} {bias:+11.2e} {(resolution + 1) * limbs * LIMB_BYTES:>23,}"
         )
 
+
+def section_three(labels, scores, n, clients, total_bits) -> None:
     print("\n3. the protocol: bytes per client and seconds per evaluation (resolution 131073)")
     print(
-        f"{'K':>5} {'width':>5} {'limbs':>5} {'round-1 bytes':>14} {'round-2 bytes':>14} {'seconds':>8}"
+        f"{'K':>5} {'width':>5} {'limbs':>5} {'round-1 bytes':>14} {'round-2 bytes':>14} "
+        f"{'client s':>9} {'server s':>9}"
     )
     mechanism = SecureRankSum(epsilon=EPSILON)
     for k in clients:
         layout = mechanism.report_layout(n, k)
         one = ModularLayout.for_clients(total_bits, k).num_limbs * 131074 * LIMB_BYTES
         two = 3 * layout.num_limbs * LIMB_BYTES
-        seconds = protocol_seconds(labels, scores, k, 131073)
+        client, server = protocol_seconds(labels, scores, k, 131073)
         print(
-            f"{k:>5} {layout.width:>5} {layout.num_limbs:>5} {one:>14,} {two:>14,} {seconds:>8.2f}"
+            f"{k:>5} {layout.width:>5} {layout.num_limbs:>5} {one:>14,} {two:>14,} "
+            f"{client:>9.3f} {server:>9.3f}"
         )
 
 
