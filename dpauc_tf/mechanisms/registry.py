@@ -140,8 +140,7 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         _M + "secure_rank_sum:SecureRankSum",
         "rank-sum in two secure sums (bucket totals; 2S and P + discrete Laplace shares); no curve",
         Capabilities(
-            secure=True, integer_counts=True, unit_weights=True, xla=False, federated=False,
-            releases="auc",
+            secure=True, integer_counts=True, unit_weights=True, xla=False, releases="auc"
         ),
     ),
     MechanismSpec(
