@@ -12,6 +12,8 @@ On the paper-sized synthetic score set (``dpauc reproduce table4``'s data: 458,4
    clients), the federated default without secure aggregation so far;
 2. the grid of the totals: ``secure-rank-sum``'s RMSE at K = 10 by ``resolution``, with the
    bytes per client of round one (the totals, in SecAgg+ limbs of 4 bytes);
+4. (``--sections 4``, TFF) RMSE, bias and seconds per evaluation of
+   ``dpauc_tf.federated.evaluate`` (both rounds per release), by K.
 3. the bytes per client of each round and the seconds of one evaluation of the real two-round
    protocol (one client's two reports, and the server's sums and finish; counting excluded),
    by K.
@@ -20,6 +22,7 @@ On the paper-sized synthetic score set (``dpauc reproduce table4``'s data: 458,4
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 
 import numpy as np
@@ -80,7 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=300)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--sections", default="123", help="which sections to run, e.g. 3")
+    parser.add_argument("--sections", default="123", help="which sections to run, e.g. 34")
+    parser.add_argument("--tff-repeats", type=int, default=30)
+    parser.add_argument("--tff-resolution", type=int, default=1025)
     args = parser.parse_args()
     repeats = 50 if args.quick else args.repeats
     clients = (10,) if args.quick else CLIENTS
@@ -101,6 +106,8 @@ def main() -> None:
         section_two(labels, scores, exact, repeats, total_bits)
     if "3" in args.sections:
         section_three(labels, scores, n, clients, total_bits)
+    if "4" in args.sections:
+        section_four(labels, scores, exact, clients, args.tff_repeats, args.tff_resolution)
 
 
 def section_one(labels, scores, exact, grid, rng, repeats, clients) -> None:
@@ -157,6 +164,33 @@ def section_three(labels, scores, n, clients, total_bits) -> None:
             f"{k:>5} {layout.width:>5} {layout.num_limbs:>5} {one:>14,} {two:>14,} "
             f"{client:>9.3f} {server:>9.3f}"
         )
+
+
+def section_four(labels, scores, exact, clients, repeats, resolution) -> None:
+    """TFF (the .venv world): ``dpauc_tf.federated.evaluate`` runs both rounds per release."""
+    from dpauc_tf.federated import evaluate, register_atexit_shutdown
+
+    register_atexit_shutdown()
+    print(f"\n4. TFF: dpauc_tf.federated.evaluate, resolution {resolution}, {repeats} releases")
+    print(f"{'K':>5} {'RMSE':>11} {'bias':>11} {'s/evaluation':>13}")
+    rng = np.random.default_rng(7)
+    for k in clients:
+        ids = rng.integers(0, k, labels.size)
+        order = np.argsort(ids, kind="stable")
+        bounds = np.searchsorted(ids[order], np.arange(k + 1))
+        data = [(scores[order[a:b]], labels[order[a:b]]) for a, b in itertools.pairwise(bounds)]
+        options = {"resolution": resolution}
+        evaluate(
+            data, mechanism="secure-rank-sum", epsilon=EPSILON, seed=0, mechanism_options=options
+        )
+        start = time.perf_counter()
+        out = evaluate(
+            data, mechanism="secure-rank-sum", epsilon=EPSILON, seed=k, repeats=repeats,
+            mechanism_options=options,
+        )  # fmt: skip
+        seconds = (time.perf_counter() - start) / repeats
+        rmse, bias = rmse_bias(out.result.aucs, exact)
+        print(f"{k:>5} {rmse:11.3e} {bias:+11.2e} {seconds:13.2f}")
 
 
 if __name__ == "__main__":

@@ -111,3 +111,26 @@ def test_a_client_lost_between_the_rounds_is_refused():
             batch_size=4096, secure_bitwidth=32, lost_between_rounds=[5],
         )  # fmt: skip
     assert "\n" not in str(error.value)
+
+
+def test_build_fed_eval_keeps_refusing_rank_sums_and_names_the_two_round_path():
+    """One metrics aggregation is one round: the rank sum (which needs round one's totals
+    first) is refused in build_fed_eval's process, and the message names secure-rank-sum."""
+    import tensorflow as tf
+
+    from dpauc_tf import DPAUC
+    from dpauc_tf.federated import build_dpauc_metrics_aggregation_process
+
+    spec = (tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([None, 1], tf.float32))
+
+    def model_fn():
+        model = tf.keras.Sequential([tf.keras.layers.Input((2,)), tf.keras.layers.Dense(1)])
+        return tff.learning.models.from_keras_model(
+            model,
+            loss=tf.keras.losses.BinaryCrossentropy(),
+            input_spec=spec,
+            metrics=[DPAUC(epsilon=1.0)],
+        )
+
+    with pytest.raises(ValueError, match="mechanism='secure-rank-sum'"):
+        build_dpauc_metrics_aggregation_process(model_fn, num_clients=3)
