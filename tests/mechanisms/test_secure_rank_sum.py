@@ -325,3 +325,19 @@ def test_modular_width_holds_the_extreme_sums_and_limbs_are_exact_at_the_edges()
     ]
     with pytest.raises(ValueError, match="do not fit"):
         ModularLayout.for_clients(37, num_clients=2**33)
+
+
+# -- the audit -------------------------------------------------------------------------------
+def test_audit_holds_and_catches_a_flip_of_three_times_the_weight():
+    """The audit (worst-case pair, Clopper-Pearson lower bound on epsilon) of the summed
+    release: honest, its bound stays below epsilon and is not trivial; a flipped example of
+    weight 3 (a moved label the noise was not sized for) is caught."""
+    from dpauc_tf.analysis.audit import run_audit
+
+    mechanism = get_mechanism(
+        "secure-rank-sum", epsilon=EPSILON, num_thresholds=200, num_clients=10
+    )
+    honest = run_audit(mechanism, samples=40_000, seed=0)
+    assert not honest.violated and honest.epsilon_lower_bound > 0.4
+    over = run_audit(mechanism, samples=40_000, seed=0, flip_weight=3.0)
+    assert over.violated
