@@ -82,3 +82,21 @@ def test_fractional_counts_are_refused_over_clients():
     ):
         with pytest.raises(ValueError, match="sample weights of 1 only"):
             simulate(mechanism, pos, neg, seed=0, repeats=2)
+
+
+def test_the_command_line_runs_it_with_clients_and_a_client_column(tmp_path, capsys):
+    import json
+
+    from dpauc_tf.cli.main import main
+
+    labels, scores, ids = _data(5, n=600)
+    path = tmp_path / "scores.csv"
+    rows = "\n".join(f"{y},{s:.6f},{c}" for y, s, c in zip(labels, scores, ids, strict=True))
+    path.write_text("label,score,client\n" + rows + "\n")
+    common = ["evaluate", "--scores", str(path), "--mechanism", "secure-rank-sum", "--epsilon"]
+    common += ["1", "--repeats", "20", "--seed", "0", "--format", "json"]
+    for extra, clients in ((["--clients", "10"], 10), (["--client-column", "client"], 5)):
+        assert main([*common, *extra]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["mechanism"] == "secure-rank-sum" and out["num_clients"] == clients
+        assert len(out["aucs"]) == 20 and abs(out["auc_mean"] - 0.75) < 0.1
