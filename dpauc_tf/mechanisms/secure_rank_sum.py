@@ -369,7 +369,6 @@ class SecureRankSum(RankSum):
         if np.any(totals_np < 0) or np.any(totals_np != np.round(totals_np)):
             raise ValueError("secure-rank-sum: round one's totals must be non-negative integers")
         totals_t = tf.constant(totals_np.astype(np.int64))
-        whole = int(totals_np.sum(-1)) if totals_np.ndim == 1 else None
         examples = np.asarray(summed["num_examples"], np.int64)
         expected = np.asarray(totals_np.sum(-1), np.int64)
         if np.any(examples != expected):
@@ -389,7 +388,6 @@ class SecureRankSum(RankSum):
         twice_s = np.asarray(summed["twice_rank_sum"], np.float64)
         num_pos = np.asarray(summed["num_pos"], np.float64)
         shape = np.shape(twice_s)
-        del whole
         return {
             "rank_sum": tf.constant(twice_s / 2.0, tf.float64),
             "num_pos": tf.constant(num_pos, tf.float64),
