@@ -196,6 +196,10 @@ def simulate(
             f"{mechanism.name} transforms the examples before counting; "
             "simulate it from the examples (simulate_examples)"
         )
+    if mechanism.releases_from_summed_counts and pos.shape[0] != 1:  # rank sums
+        clients = int(pos.shape[0])
+        pos, neg = tf.reduce_sum(pos, 0), tf.reduce_sum(neg, 0)
+        return simulate_rank_sums(spec, mechanism, pos, neg, clients, seed=seed, repeats=repeats)
     if mechanism.capabilities.releases != "curve" and pos.shape[0] != 1:
         raise ValueError(
             f"{mechanism.name} releases one AUC from one data holder's counts; got "
@@ -219,6 +223,34 @@ def simulate(
             reports = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
         summed.append({key: tf.reduce_sum(value, axis=1) for key, value in reports.items()})
     return _finish(spec, mechanism, summed, num_examples, num_clients)
+
+
+def simulate_rank_sums(
+    spec, mechanism: CountMechanism, pos, neg, num_clients: int, *, seed, repeats: int
+) -> AUCResult:
+    """``repeats`` evaluations over ``num_clients`` clients whose counts sum to ``pos, neg
+    [B]``, for a mechanism that releases from the summed counts only
+    (``releases_from_summed_counts``: the rank sums, whose ranks come from round one's
+    global totals): its own ``release_over_clients`` law. Returns an [`AUCResult`][]."""
+    pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
+    neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
+    num_examples = float(tf.reduce_sum(pos) + tf.reduce_sum(neg))
+    parts = []
+    for size, chunk_seed in _chunks(repeats, 2, seed):
+        release = mechanism.release_over_clients(pos, neg, num_clients, chunk_seed, size)
+        parts.append({k: np.asarray(v) for k, v in release.items()})
+    joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    shares = mechanism.noise_shares(num_clients)
+    return finish_release(
+        spec,
+        joined,
+        num_examples=num_examples,
+        num_clients=num_clients,
+        num_reporting=num_clients,
+        shares=shares,
+        shares_arrived=shares,
+        mechanism=mechanism,
+    )
 
 
 def even_grid_buckets(values: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
@@ -299,6 +331,11 @@ def simulate_examples(
     if client_ids is None:
         client_ids = np.zeros(labels.size, np.int64)
     client_ids = np.asarray(client_ids, np.int64).ravel()
+    if mechanism.releases_from_summed_counts and num_clients > 1:  # rank sums
+        pos, neg = client_histograms(labels, scores, grid)
+        return simulate_rank_sums(
+            spec, mechanism, pos[0], neg[0], num_clients, seed=seed, repeats=repeats
+        )
     if not mechanism.capabilities.transforms_data:
         pos, neg = client_histograms(labels, scores, grid, client_ids, num_clients)
         return simulate(spec or mechanism, pos, neg, seed=seed, repeats=repeats)

@@ -155,6 +155,7 @@ MECHANISM_LAYERS: list[set[str]] = [
         "score_noise",
         "auc_only",
         "rank_sum",
+        "secure_rank_sum",
         "none",
     },
     {"weight_bound"},  # a decorator that scales a family's law
@@ -164,7 +165,7 @@ MECHANISM_LAYERS: list[set[str]] = [
     {"multiclass", "comparison"},
     {"release"},  # the one release path (it builds and finishes every estimand)
     # faces built on the path
-    {"tensor_view", "multiclass_release", "comparison_release", "secure_rank_sum_protocol"},
+    {"tensor_view", "multiclass_release", "comparison_release"},
 ]
 
 

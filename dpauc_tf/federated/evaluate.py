@@ -353,6 +353,18 @@ def evaluate(
     )
     shares = num_expected if secure_shares is None else secure_shares
     count_mechanism = spec.build(shares)
+    # -- issue 32 (secrank): secure-rank-sum runs two rounds (dpauc_tf/federated/rank_sum.py)
+    if mechanism == "secure-rank-sum" and epsilon is not None:
+        from dpauc_tf.federated.rank_sum import evaluate_rank_sum
+
+        install_secure_sum_context()
+        result = evaluate_rank_sum(
+            spec, count_mechanism, client_data, as_arrays=_as_client_arrays,
+            cohort_size=cohort_size, batch_size=batch_size, secure_bitwidth=secure_bitwidth,
+            repeats=repeats, reporting=_reporting_set(known, num_expected, dropout, seed),
+        )  # fmt: skip
+        return FederatedEvaluation(result, np.zeros(0))
+    # -- end of issue 32's hook
     require(count_mechanism, "federated")
     secure = count_mechanism.capabilities.secure
     thresholds = spec.thresholds
@@ -393,6 +405,12 @@ def evaluate(
         mechanism=count_mechanism,
     )
     return FederatedEvaluation(result, _point_thresholds(count_mechanism, thresholds, totals[0]))
+
+
+def _reporting_set(known, num_expected, dropout, seed):  # issue 32's hook: the same draw
+    if dropout <= 0:
+        return None
+    return set(np.random.default_rng(seed).choice(known, size=num_expected, replace=False).tolist())
 
 
 def _one_round(

@@ -79,7 +79,10 @@ def _check_mechanism(name: str, mechanism: CountMechanism) -> None:
         if mechanism.capabilities.releases == "auc":  # e.g. rank-sum, DPAUC's ROC default
             hint = (
                 f" ({mechanism.name!r} releases one data holder's AUC: pass "
-                "DPAUC(mechanism='histogram') or 'secure-histogram' for client-side noise)"
+                "DPAUC(mechanism='histogram') or 'secure-histogram' for client-side noise; "
+                # issue 32: the rank sum needs two rounds, which one metrics aggregation lacks
+                "the rank sum over clients takes two rounds: dpauc_tf.federated.evaluate("
+                "mechanism='secure-rank-sum') on the model's scores)"
             )
         raise ValueError(f"DPAUC metric {name!r}: {error}{hint}") from None
 

@@ -344,6 +344,26 @@ class CountMechanism(abc.ABC):
         draw of the sum of ``K`` clients' noise). Only where [`sums_client_noise`][]."""
         raise NotImplementedError(f"{self.name} draws its clients' noise client by client")
 
+    # Whether a release over clients needs only the clients' summed counts (rank sums: the
+    # ranks come from round one's global totals), drawn by `release_over_clients`.
+    releases_from_summed_counts: ClassVar[bool] = False
+
+    def release_over_clients(
+        self, pos: tf.Tensor, neg: tf.Tensor, num_clients: int, seed: tf.Tensor, repeats: int
+    ) -> Release:
+        """The server's release from ``num_clients`` clients whose counts sum to ``pos, neg
+        [B]`` (``[repeats, ...]`` tensors), where `releases_from_summed_counts`."""
+        raise NotImplementedError(f"{self.name} releases client by client")
+
+    def noise_shares(self, num_clients: int) -> int:
+        """The noise draws a release over ``num_clients`` clients was sized for (one per
+        client; a secure mechanism: the shares it was built for)."""
+        return (
+            int(getattr(self, "num_clients", num_clients))
+            if self.capabilities.secure
+            else num_clients
+        )
+
     def examples_in_release_units(self, num_examples: float | None) -> float | None:
         """The number of examples in the units of the released counts (itself; a
         weight-bounded mechanism releases counts divided by its bound)."""

@@ -63,12 +63,12 @@ def compare_models(
       edges_b: the same for B.
       confidence: of the interval (default 0.95).
       positive_share: the positive histogram's share of the budget
-        ([`PairedComparison`][]).
+        ([`PairedComparison`][dpauc_tf.mechanisms.comparison.PairedComparison]).
       positive_rate: a public prior of the positive rate that sets the share instead.
       seed: ``None`` for fresh noise, an int for a reproducible release.
 
     Returns:
-      A [`ComparisonResult`][].
+      A [`ComparisonResult`][dpauc_tf.mechanisms.comparison.ComparisonResult].
     """
     labels = np.asarray(labels).ravel()
     scores_a = np.asarray(scores_a, np.float64).ravel()

@@ -210,7 +210,7 @@ RESERVED_OPTIONS: dict[str, str] = {
 def frozen_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
     """A mechanism's options as sorted, hashable ``(name, value)`` pairs (lists and arrays,
     e.g. a tree's budget per level, as tuples): the one normalisation of every spec
-    ([`ReleaseSpec`][], binary or one-vs-rest, and the per-class budget).
+    ([`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec], binary or one-vs-rest, and the per-class budget).
 
         >>> frozen_options({"budget": [1, 2, 3], "branching": 4})
         (('branching', 4), ('budget', (1, 2, 3)))

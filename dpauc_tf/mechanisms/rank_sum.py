@@ -196,6 +196,13 @@ class RankSum(CountMechanism):
         del thresholds
         return Thresholds.make(self.resolution)
 
+    releases_from_summed_counts = True
+
+    def release_over_clients(self, pos, neg, num_clients, seed, repeats):
+        """Without secure aggregation: every client adds its own noise to its rank sum and
+        count, computed with the global ranks ([`local_rank_sum_release`][])."""
+        return local_rank_sum_release(self, pos, neg, num_clients, seed, repeats=repeats)
+
     def release(self, pos, neg, seed=None, repeats=None):
         """Noisy release; the exact statistics are computed once, before the ``repeats`` axis
         (two scalars per repeat are drawn)."""
@@ -328,3 +335,78 @@ class RankSum(CountMechanism):
 
     def options(self) -> dict:
         return {"count_share": self.count_share, "resolution": self.resolution}
+
+
+# -- the exact statistics -------------------------------------------------------------------
+def twice_centred_midranks(totals: tf.Tensor) -> tf.Tensor:
+    """``2 r[b] = 2 sum_{b' < b} t[b'] + t[b] - W`` (integers) of int64 bucket totals ``[..., B]``.
+
+    Examples:
+        >>> twice_centred_midranks(tf.constant([1, 0, 2, 1], tf.int64)).numpy().tolist()
+        [-3, -2, 0, 3]
+    """
+    totals = tf.convert_to_tensor(totals, tf.int64)
+    before = tf.cumsum(totals, axis=-1, exclusive=True)
+    whole = tf.reduce_sum(totals, axis=-1, keepdims=True)
+    return 2 * before + totals - whole
+
+
+def twice_sensitivity(totals: tf.Tensor) -> tf.Tensor:
+    """``2 D``: twice the largest ``|r[b]|`` over the occupied buckets (int64, ``[...]``)."""
+    twice = twice_centred_midranks(totals)
+    occupied = tf.convert_to_tensor(totals, tf.int64) > 0
+    return tf.reduce_max(tf.where(occupied, tf.abs(twice), tf.zeros_like(twice)), -1)
+
+
+def _integer(counts: tf.Tensor) -> tf.Tensor:
+    return tf.cast(tf.round(counts), tf.int64)
+
+
+def mechanism_statistics(pos: tf.Tensor, totals: tf.Tensor) -> dict[str, tf.Tensor]:
+    """``rank_sum`` (``S``), ``num_pos``, ``total`` and ``sensitivity`` (``D``), float64, from
+    summed positives and totals (exact integer arithmetic)."""
+    totals_int = _integer(tf.cast(totals, tf.float64))
+    pos_int = _integer(tf.cast(pos, tf.float64))
+    return {
+        "rank_sum": tf.cast(
+            tf.reduce_sum(twice_centred_midranks(totals_int) * pos_int, -1), tf.float64
+        )
+        / 2,
+        "num_pos": tf.cast(tf.reduce_sum(pos_int, -1), tf.float64),
+        "total": tf.cast(tf.reduce_sum(totals_int, -1), tf.float64),
+        "sensitivity": tf.cast(twice_sensitivity(totals_int), tf.float64) / 2,
+    }
+
+
+def local_rank_sum_release(
+    mechanism: RankSum, pos, neg, num_clients: int, seed, repeats: int | None = None
+) -> dict[str, tf.Tensor]:
+    """The server's sum of ``num_clients`` clients' local rank-sum reports, from the summed
+    counts ``pos, neg [B]``: round one's totals in the clear, each client ``S_k +
+    Laplace(D / eps_S)`` and ``P_k + Laplace(1 / eps_P)`` with the global ranks (``D`` from the
+    global totals, so the sum's law depends on the summed counts only); the ``K`` Laplace
+    draws are summed at once (``b (G1 - G2)``, ``G ~ Gamma(K, 1)``, the same law). Every
+    report is ``epsilon``-DP on its own (a label is in one client's counts only)."""
+    pos, neg = float_counts(pos, neg)
+    pos, neg = mechanism._require_integer_counts(pos, neg)
+    stats = mechanism_statistics(pos, pos + neg)
+    exact = with_repeats(stats, repeats)
+    seeds = split_seed(make_seed(seed), 2)
+    shape = tf.shape(exact["rank_sum"])
+
+    def summed_laplace(key_seed):
+        gammas = tf.random.stateless_gamma(
+            tf.concat([[2], shape], 0),
+            seed=key_seed,
+            alpha=tf.constant(float(num_clients), tf.float64),
+            dtype=tf.float64,
+        )
+        return gammas[0] - gammas[1]
+
+    return {
+        "rank_sum": exact["rank_sum"]
+        + exact["sensitivity"] / mechanism.rank_epsilon * summed_laplace(seeds[0]),
+        "num_pos": exact["num_pos"] + mechanism.count_scale * summed_laplace(seeds[1]),
+        "total": exact["total"],
+        "sensitivity": exact["sensitivity"],
+    }

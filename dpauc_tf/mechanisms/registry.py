@@ -16,7 +16,7 @@ Adding a mechanism means one new module and one [`MechanismSpec`][] line in
     >>> "histogram" in list_mechanisms()
     True
     >>> list_mechanisms(secure=True)
-    ['secure-histogram', 'secure-tree-histogram']
+    ['secure-histogram', 'secure-rank-sum', 'secure-tree-histogram']
     >>> get_mechanism("histogram", epsilon=1.0, num_thresholds=10).noise_scale
     2.0
     >>> require(get_mechanism("score-noise", epsilon=1.0, num_thresholds=10), "keras_metric")
@@ -130,6 +130,11 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "rank-sum",
         _M + "rank_sum:RankSum",
         "centred rank sum + Laplace(D/((1-c) eps)), positive count + Laplace; pure eps; no curve",
+    ),
+    MechanismSpec(
+        "secure-rank-sum",
+        _M + "secure_rank_sum:SecureRankSum",
+        "rank-sum in two secure sums (bucket totals; 2S and P + discrete Laplace shares); no curve",
     ),
     MechanismSpec(
         "none",
@@ -278,7 +283,8 @@ def get_mechanism(
     from dpauc_tf.privacy.statement import check_epsilon
 
     spec = mechanism_spec(name)
-    if spec.capabilities.releases == "auc" and num_clients is not None and num_clients != 1:
+    summable = spec.capabilities.secure  # secure-rank-sum sums its noise shares
+    if spec.capabilities.releases == "auc" and num_clients not in (None, 1) and not summable:
         raise ValueError(
             f"mechanism {name!r} releases one AUC from one data holder's counts, "
             f"got num_clients={num_clients}: its releases cannot be summed over clients; "

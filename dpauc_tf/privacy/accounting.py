@@ -181,7 +181,7 @@ class _PLDAccountant(pld.PLDAccountant):
         if isinstance(event, SkellamDpEvent):
             interval = self._value_discretization_interval
             if not skellam_pld_supported(event.mus, event.l1, event.l2_squared):
-                return privacy_accountant.CompositionErrorDetails(
+                return privacy_accountant.PrivacyAccountant.CompositionErrorDetails(
                     invalid_event=event, error_message="no exact Skellam PLD for this event"
                 )
             if do_compose and count > 0:

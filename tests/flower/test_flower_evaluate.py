@@ -195,7 +195,11 @@ def test_too_many_dropouts_fail_with_one_clear_error(data):
 
 
 @pytest.mark.parametrize(
-    "name", sorted(set(list_mechanisms(federated=True, private=True)) - {"secure-histogram"})
+    # secure-rank-sum (issue 32) takes two rounds, which Flower does not run yet
+    "name",
+    sorted(
+        set(list_mechanisms(federated=True, private=True)) - {"secure-histogram", "secure-rank-sum"}
+    ),
 )
 def test_every_federated_mechanism_runs_with_its_own_release(data, name):
     _, _, _, clients = data

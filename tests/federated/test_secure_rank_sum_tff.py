@@ -1,0 +1,136 @@
+"""secure-rank-sum through TFF (issue 32): two federated computations with secure sums, the
+simulate backend's law (a two-sample test that a doubled noise fails), the central estimate on
+hostile clients, dropout before round one, and a client lost between the rounds refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tff = pytest.importorskip("tensorflow_federated")
+
+from scipy import stats  # noqa: E402
+
+from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
+from dpauc_tf.federated import evaluate  # noqa: E402
+from dpauc_tf.federated.evaluate import _as_client_arrays  # noqa: E402
+from dpauc_tf.federated.rank_sum import evaluate_rank_sum  # noqa: E402
+from dpauc_tf.mechanisms.release import ReleaseSpec  # noqa: E402
+from dpauc_tf.mechanisms.secure_rank_sum import SecureRankSum  # noqa: E402
+from dpauc_tf.simulation import client_histograms, simulate  # noqa: E402
+
+pytestmark = pytest.mark.federated
+
+RESOLUTION = 1001
+OPTIONS = {"resolution": RESOLUTION}
+
+
+def _clients(num_clients: int = 8, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(num_clients):
+        n = 40 + 7 * k
+        labels = (rng.random(n) < 0.3).astype(np.int64)
+        scores = _off_grid(1.0 / (1.0 + np.exp(-(rng.normal(size=n) + labels))))
+        out.append((scores, labels))
+    return out
+
+
+def _off_grid(scores):
+    """Scores half a step from the grid's thresholds (i / 1000): TFF reads float32 scores,
+    the pooled counts float64; no rounding can move one across a threshold."""
+    return (np.floor(np.asarray(scores) * 1000).clip(0, 999) + 0.5) / 1000
+
+
+def _pooled_counts(clients, resolution=RESOLUTION):
+    scores = np.concatenate([c[0] for c in clients])
+    labels = np.concatenate([c[1] for c in clients])
+    pos, neg = client_histograms(labels, scores, Thresholds.make(resolution))
+    return pos, neg
+
+
+def test_tff_has_the_simulate_law_and_a_doubled_noise_fails():
+    clients = _clients()
+    out = evaluate(
+        clients, mechanism="secure-rank-sum", epsilon=1.0, seed=0, mechanism_options=OPTIONS,
+        repeats=80,
+    )  # fmt: skip
+    result = out.result
+    assert result.num_clients == 8 and result.num_reporting == 8 and result.epsilon == 1.0
+    assert result.statement.mechanism == "secure-rank-sum"
+    pos, neg = _pooled_counts(clients)
+    mechanism = SecureRankSum(epsilon=1.0, num_clients=8, resolution=RESOLUTION)
+    simulated = simulate(mechanism, pos, neg, seed=1, repeats=4000)
+    tff_sums = result.noisy_counts["rank_sum"]
+    sim_sums = simulated.noisy_counts["rank_sum"]
+    assert np.all(result.noisy_counts["total"] == simulated.noisy_counts["total"][0])
+    assert stats.ks_2samp(tff_sums, sim_sums).pvalue > 1e-3
+    assert stats.levene(tff_sums, sim_sums).pvalue > 1e-3
+    exact = float(np.median(sim_sums))
+    for wrong in (0.5, 2.0):  # a halved or doubled noise scale fails
+        scaled = exact + wrong * (sim_sums - exact)
+        assert stats.levene(tff_sums, scaled).pvalue < 1e-4, wrong
+
+
+def test_hostile_clients_give_the_central_estimate():
+    """One-class clients, an empty client and a client whose scores are all tied: with
+    negligible noise the TFF result is the central rank-sum estimate of the pooled data."""
+    rng = np.random.default_rng(3)
+    clients = [
+        (_off_grid(rng.random(30)), np.ones(30, np.int64)),  # positives only
+        (_off_grid(rng.random(40)), np.zeros(40, np.int64)),  # negatives only
+        (np.zeros(0), np.zeros(0, np.int64)),  # empty
+        (np.full(12, 0.5005), (np.arange(12) % 2).astype(np.int64)),  # every score tied
+    ]
+    out = evaluate(
+        clients, mechanism="secure-rank-sum", epsilon=1e7, seed=0, mechanism_options=OPTIONS
+    )
+    pos, neg = _pooled_counts(clients)
+    central = SecureRankSum(epsilon=1e7, resolution=RESOLUTION)
+    expected = float(central.estimate_auc(central.release(pos[0], neg[0], seed=0)))
+    assert out.auc == pytest.approx(expected, abs=1e-4)
+
+
+def test_dropout_before_round_one_keeps_the_population_and_the_noise():
+    out = evaluate(
+        _clients(), mechanism="secure-rank-sum", epsilon=1.0, seed=0, dropout=0.25,
+        mechanism_options=OPTIONS,
+    )  # fmt: skip
+    assert out.result.num_reporting == 6 and out.result.num_clients == 8
+    assert out.result.epsilon == 1.0 and np.isfinite(out.auc)
+    # the shares were sized for the 6 expected, and 6 examples' worth of clients were ranked
+    assert "6 client shares" in out.statement.noise
+
+
+def test_a_client_lost_between_the_rounds_is_refused():
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=OPTIONS, seed=0)
+    mechanism = spec.build(8)
+    with pytest.raises(ValueError, match=r"lost .or added. between the rounds") as error:
+        evaluate_rank_sum(
+            spec, mechanism, _clients(), as_arrays=_as_client_arrays, cohort_size=4,
+            batch_size=4096, secure_bitwidth=32, lost_between_rounds=[5],
+        )  # fmt: skip
+    assert "\n" not in str(error.value)
+
+
+def test_build_fed_eval_keeps_refusing_rank_sums_and_names_the_two_round_path():
+    """One metrics aggregation is one round: the rank sum (which needs round one's totals
+    first) is refused in build_fed_eval's process, and the message names secure-rank-sum."""
+    import tensorflow as tf
+
+    from dpauc_tf import DPAUC
+    from dpauc_tf.federated import build_dpauc_metrics_aggregation_process
+
+    spec = (tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([None, 1], tf.float32))
+
+    def model_fn():
+        model = tf.keras.Sequential([tf.keras.layers.Input((2,)), tf.keras.layers.Dense(1)])
+        return tff.learning.models.from_keras_model(
+            model,
+            loss=tf.keras.losses.BinaryCrossentropy(),
+            input_spec=spec,
+            metrics=[DPAUC(epsilon=1.0)],
+        )
+
+    with pytest.raises(ValueError, match="mechanism='secure-rank-sum'"):
+        build_dpauc_metrics_aggregation_process(model_fn, num_clients=3)
