@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpauc_tf.cli import evaluation_summaries  # metrics (issue 33)
 from dpauc_tf.cli.backends import (
     BACKENDS,
     _evaluate_files_with_engine,
@@ -229,6 +230,7 @@ def evaluate_scores(args) -> dict[str, Any]:
         client_ids, num_clients = _client_ids(counted, args)
     mechanism = _mechanism(args, num_clients)
     check_confidence(args, mechanism)
+    evaluation_summaries.check_summary_flags(args, mechanism, grid)  # metrics (issue 33)
     # Whether the file has one class is itself an exact label statistic: a private release
     # without --show-exact runs whatever the labels are (its estimate may be undefined).
     undefined = _undefined_auc_reason(counted) if show_exact or not private else None
@@ -320,6 +322,7 @@ def evaluate_scores(args) -> dict[str, Any]:
     output["exact_fields"] = [k for k in (*REFERENCE_FIELDS, *EXACT_EXTRA_FIELDS) if k in output]
     if not private:
         output["exact_fields"] += [k for k in RELEASE_FIELDS if k in output]
+    evaluation_summaries.add_summaries(output, args, mechanism, result, grid)  # metrics
     return output
 
 
@@ -533,6 +536,7 @@ def _format_evaluation(result: dict[str, Any]) -> str:
         lines.append(f"ROC curve        {result['roc_note']}")
     if result.get("plot"):
         lines.append(f"plot             {result['plot']}")
+    lines += evaluation_summaries.summary_lines(result)  # metrics (issue 33)
     lines.append(f"fields           {fields_note(result)}")
     return "\n".join(lines)
 
@@ -591,6 +595,7 @@ def run_evaluate(args) -> int:
         notes = setting_notes(result, _format_pld(result), fields_note(result))
         print(format_with_notes([setting_row(result)], "markdown", notes))
     else:  # csv: one row per release, for tools
-        print(format_rows(_evaluation_rows(result), args.format))
+        rows = evaluation_summaries.summary_rows(_evaluation_rows(result), result)  # metrics
+        print(format_rows(rows, args.format))
     hint_client_column(args)
     return 0

@@ -359,6 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--flink_master=HOST:8081' (docs/beam.md); default: the local runner, 2 processes",
     )
     add_progress_flags(ev)
+    # -- metrics (issue 33): summaries of the same release, and `dpauc report` -----------
+    from dpauc_tf.cli import evaluation_summaries, report
+
+    evaluation_summaries.add_summary_flags(ev)
+    # -- end metrics ------------------------------------------------------------------------
     ev.add_argument(
         "--max-rows-in-memory",
         type=_int_at_least(0),
@@ -375,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cost, and memory is a few tens of bytes per example)",
     )
     ev.set_defaults(func=_lazy("evaluate", "run_evaluate"))
+    report.add_report_command(sub, ev)  # metrics (issue 33): `dpauc report`
 
     rp = sub.add_parser(
         "reproduce",

@@ -519,3 +519,70 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
         rate_high=np.stack([r.high for r in rates], -1),
         ece=ece,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class CurveBands:
+    """The first release's ROC and precision-recall curves (the projected counts' cuts),
+    with a pointwise interval of the recall at every threshold of ``cuts``.
+
+    Attributes:
+      fpr: false-positive rate of every cut ``[T + 2]``.
+      tpr: recall of every cut.
+      precision: precision of every cut (NaN where nothing is predicted positive).
+      cuts: the cuts that carry an interval (at most ``max_points``).
+      tpr_low: the recall's lower bound at those cuts.
+      tpr_high: its upper bound.
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    precision: np.ndarray
+    cuts: np.ndarray
+    tpr_low: np.ndarray
+    tpr_high: np.ndarray
+
+
+def curve_bands(
+    result,
+    mechanism,
+    *,
+    confidence: float = 0.95,
+    target: str = "population",
+    max_points: int = 60,
+) -> CurveBands:
+    """The first release's curves and the recall's pointwise interval at fixed thresholds
+    (privacy noise by the delta method, binomial sampling error); post-processing."""
+    from dpauc_tf.mechanisms.intervals import noise_copies, projected_histogram
+
+    check_summarizable(mechanism, "curves")
+    release = {
+        k: np.atleast_2d(np.asarray(v, np.float64))[:1] for k, v in result.noisy_counts.items()
+    }
+    pos, neg = projected_histogram(mechanism, release)
+    pos, neg = np.atleast_2d(pos)[:1], np.atleast_2d(neg)[:1]
+    fpr, tpr = curve_summaries.roc_points(pos, neg)
+    tp, fp = curve_summaries.cut_counts(pos, neg)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(tp + fp > 0, tp / np.where(tp + fp > 0, tp + fp, 1.0), np.nan)
+    size = pos.shape[-1]
+    cuts = np.unique(np.linspace(0, size, min(max_points, size + 1)).round().astype(int))
+    delta = _DeltaMethod(
+        mechanism, release, noise_copies(mechanism, result.num_clients, result.num_reporting)
+    )
+    low, high = [], []
+    zeros = np.zeros_like(pos)
+    for cut in cuts:
+        mask = (np.arange(size)[None, :] >= size - cut).astype(np.float64)
+        rate = tpr[:, cut]
+        privacy = (
+            delta.variance(_rate_gradients(mask, pos, np.nan_to_num(rate)), zeros)
+            if delta.supported
+            else np.full(1, np.nan)
+        )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sampling = rate * (1 - rate) / pos.sum(-1)
+        band = _interval(rate, privacy, sampling, confidence if delta.supported else None, target)
+        low.append(band.low[0])
+        high.append(band.high[0])
+    return CurveBands(fpr[0], tpr[0], precision[0], cuts, np.array(low), np.array(high))
