@@ -206,7 +206,7 @@ def check_summarizable(mechanism, what: str = "these numbers") -> None:
     if mechanism.capabilities.releases != "curve":
         raise ValueError(
             f"mechanism {mechanism.name!r} releases only the AUC, no curve: {what} need a "
-            "curve mechanism (e.g. histogram)"
+            "curve mechanism (e.g. --mechanism histogram)"
         )
     if mechanism.capabilities.transforms_data:
         raise ValueError(
