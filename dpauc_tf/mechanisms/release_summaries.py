@@ -93,12 +93,15 @@ class OperatingPointSummary:
       target: the rate asked for (``tpr_at_fpr``: the largest false-positive rate allowed;
         ``fpr_at_tpr``: the smallest recall required).
       threshold: the chosen threshold of every release ``[R]``.
+      cut: how many of the highest buckets that threshold predicts positive ``[R]`` (-1
+        where undefined).
       tpr: the recall achieved at that threshold, with its interval.
       fpr: the false-positive rate achieved at that threshold, with its interval.
     """
 
     target: float
     threshold: np.ndarray
+    cut: np.ndarray
     tpr: SummaryInterval
     fpr: SummaryInterval
 
@@ -227,8 +230,8 @@ def _release_histogram(mechanism, kind: str, tensors: dict):
         confusion = confusion_from_histogram(tensors["pos"], tensors["neg"])
     elif kind == "rr":
         p = mechanism.flip_probability
-        total = tf.stop_gradient(tensors["pos"] + tensors["neg"])
-        pos = (tensors["pos"] * (1 - p) - (total - tensors["pos"]) * p) / (1 - 2 * p)
+        total = tensors["pos"] + tensors["neg"]
+        pos = (tensors["pos"] * (1 - p) - tensors["neg"] * p) / (1 - 2 * p)
         return pos, total - pos
     elif kind == "tree":
         confusion = confusion_from_histogram(*mechanism.leaves(tensors))
@@ -268,27 +271,49 @@ class _DeltaMethod:
         self.laws = intervals.release_noise_variances(self.inner, release)
         self.release = {k: np.asarray(v, np.float64) for k, v in release.items()}
 
+    def _covariance(self) -> np.ndarray:
+        """The noise covariance ``[R, 2 (T + 1), 2 (T + 1)]`` of the bucket counts
+        ``(pos, neg)``: ``J S J^T``, with ``J`` read off the (affine) map from the release
+        to the bucket counts by moving one released entry at a time (one batched call per
+        released key); computed once per release."""
+        if getattr(self, "_cov", None) is not None:
+            return self._cov
+        import tensorflow as tf
+
+        def histogram(release):
+            tensors = {k: tf.constant(v) for k, v in release.items()}
+            pos, neg = _release_histogram(self.inner, self.kind, tensors)
+            pos, neg = pos.numpy(), neg.numpy()
+            return np.concatenate([pos, neg], -1)
+
+        base = histogram(self.release)  # [R, 2B]
+        rows, size = base.shape
+        cov = np.zeros((rows, size, size))
+        for key, law in self.laws.items():
+            value = self.release[key]
+            entries = int(np.prod(value.shape[1:]))
+            eye = np.eye(entries).reshape((entries, 1, *value.shape[1:]))
+            moved = {k: np.broadcast_to(v, (entries, *v.shape)) for k, v in self.release.items()}
+            moved[key] = value[None] + eye
+            if self.kind == "rr":  # a flip moves one unit from neg to pos: the total stays
+                moved["neg"] = self.release["neg"][None] - eye
+            jac = histogram(moved) - base[None]  # [E, R, 2B]
+            jac = np.transpose(jac, (1, 2, 0))  # [R, 2B, E]
+            law = np.broadcast_to(np.asarray(law, np.float64), value.shape).reshape(rows, -1)
+            cov += np.einsum("rie,re,rje->rij", jac, law, jac)
+        self._cov = cov
+        return cov
+
     def variance(self, grad_pos: np.ndarray, grad_neg: np.ndarray) -> np.ndarray:
         """The variance ``[R]`` of a number whose gradient with respect to the bucket counts
         is ``grad_pos, grad_neg [R, T + 1]``."""
-        import tensorflow as tf
-
-        tensors = {k: tf.constant(v) for k, v in self.release.items()}
-        watched = {k: tensors[k] for k in self.laws}
-        with tf.GradientTape() as tape:
-            tape.watch(list(watched.values()))
-            pos, neg = _release_histogram(self.inner, self.kind, dict(tensors, **watched))
-            objective = tf.reduce_sum(pos * grad_pos) + tf.reduce_sum(neg * grad_neg)
-        grads = tape.gradient(objective, list(watched.values()))
-        rows = np.shape(grad_pos)[0]
-        total = np.zeros(rows)
-        for law, grad in zip(self.laws.values(), grads, strict=True):
-            if grad is None:
-                continue
-            g = grad.numpy().reshape(rows, -1) if grad.shape.rank else grad.numpy()
-            law = np.broadcast_to(np.asarray(law, np.float64), grad.shape).reshape(rows, -1)
-            total += np.sum(law * g**2, -1)
-        return self.copies * total
+        cov = self._covariance()
+        rows = cov.shape[0]
+        g = np.concatenate(
+            [np.broadcast_to(grad_pos, (rows, cov.shape[1] // 2)),
+             np.broadcast_to(grad_neg, (rows, cov.shape[1] // 2))], -1
+        )  # fmt: skip
+        return self.copies * np.einsum("ri,rij,rj->r", g, cov, g)
 
 
 def _numeric_gradient(function, pos: np.ndarray, neg: np.ndarray):
@@ -376,7 +401,9 @@ def _operating_point(point, pos, neg, target_rate, delta, confidence, target):
         estimates.append(
             _interval(rate, privacy, sampling, confidence if delta.supported else None, target)
         )
-    return OperatingPointSummary(target_rate, point.threshold, estimates[0], estimates[1])
+    return OperatingPointSummary(
+        target_rate, point.threshold, point.cut, estimates[0], estimates[1]
+    )
 
 
 # -- the entry point ------------------------------------------------------------------------
