@@ -42,12 +42,12 @@ def add_report_command(sub, evaluate: argparse.ArgumentParser) -> None:
         description=__doc__.split("\n\n")[0],
     )
     for action in evaluate._actions:
-        if isinstance(action, argparse._HelpAction) or action.dest in ("format", "plot"):
+        if isinstance(action, argparse._HelpAction) or action.dest == "plot":
             continue
         rp._add_action(copy.copy(action))  # a copy: set_defaults below must not reach evaluate
     rp.add_argument("--out", required=True, help="the HTML file to write")
     rp.set_defaults(
-        func=lambda args: run_report(args), command="report", format="json", plot=None,
+        func=lambda args: run_report(args), command="report", plot=None,
         **REPORT_DEFAULTS,
     )  # fmt: skip
 
@@ -70,7 +70,14 @@ def run_report(args) -> int:
     )
     page = render_report(output, bands)
     Path(args.out).write_text(page, encoding="utf-8")
-    print(f"dpauc: wrote {args.out}")
+    if args.format == "json":  # the numbers on the page, for tools
+        import json
+
+        from dpauc_tf.cli.formats import json_safe
+
+        print(json.dumps(json_safe({"report": str(args.out), **output}), allow_nan=False))
+    else:
+        print(f"dpauc: wrote {args.out}")
     return 0
 
 
