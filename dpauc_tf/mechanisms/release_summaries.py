@@ -373,6 +373,22 @@ def _interval(value, privacy, sampling, confidence, target, low=0.0, high=1.0) -
     )
 
 
+def binomial_variance(rate: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The sampling variance of a rate over ``size`` examples, Agresti-Coull's
+    ``r~ (1 - r~) / (m + 4)`` with ``r~ = (r m + 2) / (m + 4)``: Wald's ``r (1 - r) / m``
+    is 0 at a rate of 0 or 1, where a bin of a few examples most often lies (NaN for
+    ``m = 0``).
+
+        >>> round(float(binomial_variance(np.array(0.0), np.array(16.0))), 6)
+        0.0045
+    """
+    rate = np.asarray(rate, np.float64)
+    size = np.asarray(size, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shrunk = (np.clip(rate, 0.0, 1.0) * size + 2.0) / (size + 4.0)
+        return np.where(size > 0, shrunk * (1.0 - shrunk) / (size + 4.0), np.nan)
+
+
 def _rate_gradients(tp_mask: np.ndarray, pos: np.ndarray, rate: np.ndarray):
     """The gradient of ``sum(pos * mask) / sum(pos)`` in ``pos`` ``[R, T + 1]``."""
     total = pos.sum(-1, keepdims=True)
@@ -396,8 +412,7 @@ def _operating_point(point, pos, neg, target_rate, delta, confidence, target):
             privacy = delta.variance(*grads)
         else:
             privacy = np.full(rate.shape, np.nan)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sampling = rate * (1 - rate) / total
+        sampling = binomial_variance(rate, total)
         estimates.append(
             _interval(rate, privacy, sampling, confidence if delta.supported else None, target)
         )
@@ -523,8 +538,7 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
             if counts[0, k] > 0:
                 grad = np.broadcast_to((bins == k) / counts[0, k], pos.shape)
                 privacy[:, k] = delta.variance(grad, zeros)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sampling = rate * (1 - rate) / counts
+    sampling = binomial_variance(rate, counts)
     rates = [
         _interval(rate[:, k], privacy[:, k], sampling[:, k], confidence, target)
         for k in range(num_bins)
@@ -607,8 +621,7 @@ def curve_bands(
             if delta.supported
             else np.full(1, np.nan)
         )
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sampling = rate * (1 - rate) / pos.sum(-1)
+        sampling = binomial_variance(rate, pos.sum(-1))
         band = _interval(rate, privacy, sampling, confidence if delta.supported else None, target)
         low.append(band.low[0])
         high.append(band.high[0])
