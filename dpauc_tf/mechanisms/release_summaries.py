@@ -219,6 +219,23 @@ def check_summarizable(mechanism, what: str = "these numbers") -> None:
 
 
 # -- the delta method through the release -------------------------------------------------
+def _histogram_kind(mechanism) -> str:
+    """How the bucket counts follow from the release: ``"none"`` (they are the release),
+    ``"rr"`` (debiased flipped counts), ``"tree"`` (least-squares leaves) or ``"confusion"``
+    (the suffix sums the mechanism releases, ``released_confusion``). Public names only."""
+    from dpauc_tf.mechanisms.none import NoNoise
+    from dpauc_tf.mechanisms.randomized_response import RandomizedResponse
+    from dpauc_tf.mechanisms.tree import TreeHistogram
+
+    if isinstance(mechanism, NoNoise):
+        return "none"
+    if isinstance(mechanism, RandomizedResponse):
+        return "rr"
+    if isinstance(mechanism, TreeHistogram):
+        return "tree"
+    return "confusion"
+
+
 def _release_histogram(mechanism, kind: str, tensors: dict):
     """The bucket counts ``pos, neg [..., T + 1]`` as a differentiable (linear) function of
     the release, before any projection."""
@@ -252,8 +269,8 @@ class _DeltaMethod:
     def __init__(self, mechanism, release: dict[str, np.ndarray], copies: float):
         from dpauc_tf.mechanisms import intervals
 
-        self.inner, _ = intervals._unbound(mechanism)
-        self.kind = intervals._kind(mechanism)
+        self.inner = mechanism
+        self.kind = _histogram_kind(mechanism)
         self.copies = copies
         self.supported = True
         try:
