@@ -37,7 +37,7 @@ _PUBLIC = {
 _MOVED_NAMES = {
     "MECHANISMS": "dpauc_tf.mechanisms.registry",
     "CountMechanism": "dpauc_tf.mechanisms.base",
-    "private_auc": "dpauc_tf.mechanisms.base",
+    "private_auc": "dpauc_tf.mechanisms.tensor_view",
     "PrivacyStatement": "dpauc_tf.privacy.statement",
     "EpsilonSpent": "dpauc_tf.privacy.accounting",
     "composed_epsilon": "dpauc_tf.privacy.accounting",

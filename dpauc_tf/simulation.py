@@ -42,8 +42,6 @@ Examples:
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import tensorflow as tf
 
@@ -58,7 +56,7 @@ from dpauc_tf.mechanisms.release import (
     finish_release,
     finite_or_none,
 )
-from dpauc_tf.noise.seeds import derive_seed, split_seed
+from dpauc_tf.noise.seeds import derive_seed
 
 # Noisy values per chunk ([repeats, clients, released values]), to bound memory (~ 80 MB).
 MAX_CHUNK_ELEMENTS = 10_000_000
@@ -145,79 +143,17 @@ def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int)
     is the one of the full noise."""
     joined = {key: np.concatenate([part[key].numpy() for part in summed]) for key in summed[0]}
     shares = getattr(mechanism, "num_clients", None) or num_clients
-    result = finish_release(
+    clients = None if num_clients == 1 else int(num_clients)
+    return finish_release(
         spec,
         joined,
         num_examples=num_examples,
-        num_clients=shares,
-        num_reporting=shares,
+        num_clients=clients,
+        num_reporting=clients,
+        shares=shares,
+        shares_arrived=shares,
         mechanism=mechanism,
     )
-    clients = None if num_clients == 1 else int(num_clients)
-    return dataclasses.replace(result, num_clients=clients, num_reporting=clients)
-
-
-def _sum_of_laplace(shape, scale: float, num_clients: int, seed, dtype) -> tf.Tensor:
-    """One draw of the sum of ``num_clients`` independent Laplace(scale) variables.
-
-    ``Laplace(b) = b (E1 - E2)`` with standard exponentials, and a sum of ``K`` of them is
-    ``Gamma(K, 1)``: the sum is ``b (G1 - G2)``, ``G ~ Gamma(K, 1)``, exactly in
-    distribution (``tests/experiments/test_summed_client_noise.py`` checks it against the
-    sum of per-client draws)."""
-    gammas = tf.random.stateless_gamma(
-        tf.concat([[2], shape], 0),
-        seed=seed,
-        alpha=tf.constant(float(num_clients), tf.float64),
-        dtype=tf.float64,
-    )
-    return tf.cast(scale * (gammas[0] - gammas[1]), dtype)
-
-
-def _sums_client_noise(mechanism: CountMechanism) -> bool:
-    """Whether `_summed_release` draws the clients' summed noise of ``mechanism``."""
-    from dpauc_tf.mechanisms.histogram import HistogramLaplace, HistogramPublicScores
-    from dpauc_tf.mechanisms.paper import PaperLaplace
-
-    kinds = (PaperLaplace, HistogramLaplace, HistogramPublicScores)
-    return type(mechanism) in kinds and getattr(mechanism, "noise", "continuous") == "continuous"
-
-
-def _summed_release(mechanism: CountMechanism, pos, neg, num_clients: int, seed, repeats):
-    """The server's sum of ``num_clients`` clients' releases, drawn at once: ``[R, 1, ...]``.
-
-    For the mechanisms whose client release is ``counts + Laplace`` with continuous noise
-    (``paper``, ``histogram``, ``histogram-public-scores``) the server's sum is the sum of
-    the counts plus a sum of ``K`` Laplace draws per value (`_sum_of_laplace`), which
-    is what the server sees and all that the estimate uses: the same distribution as ``K``
-    per-client draws, for ``1 / K`` of the random numbers. ``None`` for any other mechanism
-    (drawn client by client)."""
-    from dpauc_tf.core.curve import confusion_from_histogram
-    from dpauc_tf.mechanisms.histogram import HistogramPublicScores
-    from dpauc_tf.mechanisms.paper import PaperLaplace
-
-    if not _sums_client_noise(mechanism):
-        return None
-    kind = type(mechanism)
-    pos = tf.reduce_sum(pos, axis=0, keepdims=True)  # [1, T + 1]: the counts' sum is exact
-    neg = tf.reduce_sum(neg, axis=0, keepdims=True)
-
-    def noisy(counts, scale, key_seed):
-        shape = tf.concat([[repeats], tf.shape(counts)], 0)
-        return counts[None] + _sum_of_laplace(shape, scale, num_clients, key_seed, counts.dtype)
-
-    if kind is PaperLaplace:
-        exact = confusion_from_histogram(pos, neg)
-        seeds = split_seed(seed, 4)
-        return {
-            key: noisy(value, mechanism.noise_scale, seeds[i])
-            for i, (key, value) in enumerate(exact._asdict().items())
-        }
-    if kind is HistogramPublicScores:
-        total = tf.broadcast_to((pos + neg)[None], tf.concat([[repeats], tf.shape(pos)], 0))
-        return {"pos": noisy(pos, mechanism.noise_scale, seed), "total": total}
-    seeds = split_seed(seed, 2)
-    scale_pos, scale_neg = mechanism.class_scales
-    return {"pos": noisy(pos, scale_pos, seeds[0]), "neg": noisy(neg, scale_neg, seeds[1])}
 
 
 def simulate(
@@ -240,9 +176,10 @@ def simulate(
     counting cannot be simulated from counts: use [`simulate_examples`][].
 
     ``per_client_noise=False`` draws the server's sum of the clients' Laplace noise at once
-    where that sum has a closed form (`_summed_release`: ``paper``, ``histogram``,
-    ``histogram-public-scores``): the same distribution from ``1 / K`` of the random
-    numbers, so different numbers for the same seed. The default draws every client's noise.
+    where the mechanism has a closed form for that sum (its ``sums_client_noise()`` and
+    ``summed_client_release``: ``paper``, ``histogram``, ``histogram-public-scores`` with
+    continuous noise): the same distribution from ``1 / K`` of the random numbers, so
+    different numbers for the same seed. The default draws every client's noise.
     """
     pos = np.asarray(pos, np.float64)
     spec, mechanism, seed = _set_up(release, seed, pos.shape[0] if pos.ndim == 2 else 1)
@@ -272,12 +209,12 @@ def simulate(
         neg = tf.reduce_sum(neg, axis=0, keepdims=True)
     per_client = int(pos.shape[0])
     draw_summed = not per_client_noise and per_client > 1 and aggregate is mechanism
-    draw_summed = draw_summed and _sums_client_noise(mechanism)
+    draw_summed = draw_summed and mechanism.sums_client_noise()
     per_repeat = (1 if draw_summed else per_client) * _released_values_per_client(mechanism)
     summed = []
     for size, chunk_seed in _chunks(repeats, per_repeat, seed):
         if draw_summed:
-            reports = _summed_release(mechanism, pos, neg, per_client, chunk_seed, size)
+            reports = mechanism.summed_client_release(pos, neg, per_client, chunk_seed, size)
         else:
             reports = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
         summed.append({key: tf.reduce_sum(value, axis=1) for key, value in reports.items()})

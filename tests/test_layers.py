@@ -136,3 +136,131 @@ def test_no_module_runs_away():
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not big, f"modules over {MAX_LINES} lines: {big}"
+
+
+# Inside dpauc_tf/mechanisms/: the layers of the mechanisms package, lowest first (issue 31).
+# A module imports (anywhere: module level, inside functions, under TYPE_CHECKING) only
+# modules of its own layer or below; a new module must be placed in a layer here.
+MECHANISM_LAYERS: list[set[str]] = [
+    # the vocabulary: what a mechanism can take and how its law is named (pure Python)
+    {"capabilities", "estimators", "class_split", "option_types", "laws"},
+    {"base"},  # the protocol and its default law
+    # the families: each owns its whole law
+    {
+        "histogram",
+        "tree",
+        "secure_histogram",
+        "paper",
+        "randomized_response",
+        "score_noise",
+        "auc_only",
+        "rank_sum",
+        "none",
+    },
+    {"weight_bound"},  # a decorator that scales a family's law
+    {"registry"},  # names and summaries
+    {"interval_flips", "interval_curvature", "intervals", "auto_grid"},  # generic law math
+    # the estimands over a family's counts: one-vs-rest and the paired comparison
+    {"multiclass", "comparison"},
+    {"release"},  # the one release path (it builds and finishes every estimand)
+    # faces built on the path
+    {
+        "tensor_view",
+        "multiclass_release",
+        "comparison_release",
+        "secure_rank_sum_protocol",
+        "release_summaries",
+    },
+]
+
+
+def _mechanism_imports(source: str, own: str) -> set[str]:
+    """The modules of dpauc_tf.mechanisms that the module ``own`` (its ``source``) imports
+    anywhere (relative imports resolved; ``from package import module`` counts the module)."""
+    tree = ast.parse(source)
+    package = "dpauc_tf.mechanisms"
+    modules = {p.stem for p in (PACKAGE / "mechanisms").glob("*.py")}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from this package (level 1) or above
+                base = ".".join(package.split(".")[: 3 - node.level] + ([base] if base else []))
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] == ["dpauc_tf", "mechanisms"] and len(parts) >= 3 and parts[2] in modules:
+                found.add(parts[2])
+    found.discard(own)
+    return found
+
+
+def _layer_violations(layers: list[set[str]], imports: dict[str, set[str]]) -> list[str]:
+    rank = {module: i for i, layer in enumerate(layers) for module in layer}
+    return sorted(
+        f"{module} imports {other}"
+        for module, others in imports.items()
+        for other in others
+        if rank[other] > rank[module]
+    )
+
+
+def _cycles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(imports.get(node, ())):
+            if other not in index:
+                connect(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(imports):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def _mechanism_graph() -> dict[str, set[str]]:
+    return {
+        path.stem: _mechanism_imports(path.read_text(), path.stem)
+        for path in sorted((PACKAGE / "mechanisms").glob("*.py"))
+        if path.stem != "__init__"  # loads its public names lazily, by name
+    }
+
+
+def test_mechanisms_import_by_their_layer_order_and_in_no_circle():
+    graph = _mechanism_graph()
+    placed = set().union(*MECHANISM_LAYERS)
+    assert set(graph) <= placed, f"place {sorted(set(graph) - placed)} in MECHANISM_LAYERS"
+    assert _layer_violations(MECHANISM_LAYERS, graph) == []
+    assert _cycles(graph) == []  # function-level imports included
+
+
+def test_the_mechanism_layer_check_can_fail():
+    """An upward import (the registry read by the protocol) and a circle are both flagged."""
+    graph = {"base": {"registry"}, "registry": {"base"}, "capabilities": set()}
+    assert _layer_violations(MECHANISM_LAYERS, graph) == ["base imports registry"]
+    assert _cycles(graph) == [["base", "registry"]]
+    inside = "def f():\n    from .registry import capabilities_of\n"
+    assert _mechanism_imports(inside, "base") == {"registry"}

@@ -12,13 +12,13 @@ from __future__ import annotations
 import sys
 
 
-def hint_client_column(args) -> None:
-    """A one-line hint on stderr, after a successful run, when the file has a column named
-    ``client`` that ``--client-column`` did not name (it is read as any other column: one
-    data holder)."""
-    if args.client_column is not None or args.clients is not None:
+def hint_client_column(path, client_column: str | None, clients: int | None) -> None:
+    """A one-line hint on stderr, after a successful run, when the file at ``path`` has a
+    column named ``client`` that ``--client-column`` did not name (it is read as any other
+    column: one data holder); nothing with ``--client-column`` or ``--clients``."""
+    if client_column is not None or clients is not None:
         return
-    if "client" in _first_file_columns(args.scores):
+    if "client" in _first_file_columns(path):
         print(
             "dpauc: note: the file has a column named 'client'; it is not read as client ids "
             "(one data holder's release); pass --client-column client for per-client noise",

@@ -3,7 +3,7 @@
 ``dpauc compare --scores a.csv --scores-b b.csv --epsilon 1`` (the two files hold the same
 examples in the same order, with the same labels), or ``--score-column-b`` for a second score
 column of the one ``--scores`` file. One release of the joint class histograms
-([`dpauc_tf.mechanisms.comparison.compare_models`][]): the difference ``AUC_B - AUC_A``,
+([`dpauc_tf.mechanisms.comparison_release.compare_models`][]): the difference ``AUC_B - AUC_A``,
 its interval and a two-sided p-value, paired as DeLong's test. Building the parser imports
 neither TensorFlow nor NumPy.
 
@@ -126,7 +126,7 @@ def read_pair(args):
     """Labels and the two models' scores from the command line's files and columns."""
     import numpy as np
 
-    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.cli.errors import CommandError
 
     if args.scores_b is None and args.score_column_b is None:
         raise CommandError("give model B's scores: --scores-b FILE or --score-column-b COLUMN")
@@ -154,7 +154,7 @@ def read_pair(args):
 
 
 def run_compare(args) -> int:
-    from dpauc_tf.mechanisms.comparison import compare_models
+    from dpauc_tf.mechanisms.comparison_release import compare_models
 
     labels, scores_a, scores_b = read_pair(args)
     result = compare_models(

@@ -1,38 +1,37 @@
 """What ``dpauc evaluate`` releases when ``--mechanism`` is not given (as ``DPAUC``'s default).
 
 Examples:
-    >>> import argparse
-    >>> args = argparse.Namespace(mechanism=None, epsilon=1.0, delta=None, clients=None,
-    ...                           client_column=None, backend="simulate", plot=None)
-    >>> resolve_mechanism(args)
+    >>> resolve_mechanism(None, 1.0, None, needs_curve=False)
     'rank-sum'
+    >>> resolve_mechanism(None, 1.0, None, needs_curve=True)
+    'histogram'
 """
 
 from __future__ import annotations
 
-from dpauc_tf.cli.main import CommandError
+from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.mechanisms.registry import default_mechanism, mechanism_spec
 
 FEDERATED_BACKENDS = ("tff", "flower")
 
 
-def resolve_mechanism(args) -> str:
+def resolve_mechanism(
+    mechanism: str | None, epsilon: float | None, delta: float | None, *, needs_curve: bool
+) -> str:
     """``--mechanism``, or the registry's default for what is asked (as ``DPAUC``'s,
     [`dpauc_tf.mechanisms.registry.default_mechanism`][]):
     ``rank-sum`` (``auc-only`` with ``--delta``) for one data holder's AUC; ``histogram`` when
-    a curve (``--plot``) or clients (``--clients``, ``--client-column``, a federated
-    backend) are asked for. Without ``--epsilon`` and ``--mechanism``: refused."""
-    if args.mechanism is not None:
-        return args.mechanism
-    if args.epsilon is None:
+    a curve or clients are asked for (``needs_curve``: ``--plot``, ``--clients``,
+    ``--client-column``, a federated backend). Without ``--epsilon`` and ``--mechanism``:
+    refused."""
+    if mechanism is not None:
+        return mechanism
+    if epsilon is None:
         raise CommandError(
             "give --epsilon for a private AUC (or --mechanism NAME; --mechanism none is the "
             "exact AUC, NOT private)"
         )
-    clients = (args.clients or 1) > 1 or bool(getattr(args, "client_column", None))
-    federated = getattr(args, "backend", None) in FEDERATED_BACKENDS
-    needs_curve = clients or federated or bool(getattr(args, "plot", None))
-    return default_mechanism(delta=args.delta, needs_curve=needs_curve)
+    return default_mechanism(delta=delta, needs_curve=needs_curve)
 
 
 def require_epsilon(mechanism: str, epsilon: float | None) -> None:

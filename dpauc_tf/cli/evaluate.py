@@ -9,7 +9,8 @@ private, next to the exact and TF AUCs).
 
 from __future__ import annotations
 
-import json
+import argparse
+import dataclasses
 import math
 import sys
 from typing import Any
@@ -17,153 +18,348 @@ from typing import Any
 import numpy as np
 
 from dpauc_tf.cli import evaluation_summaries  # metrics (issue 33)
+from dpauc_tf.cli.arguments import (
+    DEFAULT_CHUNK_ROWS,
+    DEFAULT_FLOWER_ROUND_TIMEOUT,
+    DEFAULT_MAX_ROWS_IN_MEMORY,
+    MAX_CURVE_VALUES,
+    MAX_NUM_THRESHOLDS,
+    MIN_CHUNK_ROWS,
+    PARTITION_NAMES,
+    add_common_flags,
+    chunk_rows,
+    confidence,
+    finite_float,
+    int_at_least,
+    mechanism_option,
+    num_thresholds_or_auto,
+    positive_int,
+    positive_seconds,
+    seed_int,
+)
 from dpauc_tf.cli.backends import (
     BACKENDS,
-    _evaluate_files_with_engine,
-    _kept_examples,
-    _reads_with_engine,
+    ENGINE_BACKENDS,
+    BackendRun,
+    ScoreSource,
+    evaluate_files_with_engine,
+    kept_examples,
 )
 from dpauc_tf.cli.client_column import hint_client_column
-from dpauc_tf.cli.default_mechanism import resolve_mechanism
-from dpauc_tf.cli.formats import (
-    format_rows,
-    format_with_notes,
-    json_safe,
-    setting_notes,
-    setting_row,
-    spent_text,
-)
-from dpauc_tf.cli.grids import resolve_auto_thresholds, warn_if_noise_dominates
-from dpauc_tf.cli.intervals import check_confidence, interval_fields, interval_lines
-from dpauc_tf.cli.main import MAX_CURVE_VALUES, PARTITION_NAMES, CommandError
-from dpauc_tf.cli.progress import show_progress
-from dpauc_tf.mechanisms.registry import mechanism_spec, parse_options
+from dpauc_tf.cli.default_mechanism import FEDERATED_BACKENDS
+from dpauc_tf.cli.errors import CommandError
+from dpauc_tf.cli.evaluate_output import format_evaluation
+from dpauc_tf.cli.grids import auto_rule, warn_if_noise_dominates
+from dpauc_tf.cli.intervals import check_confidence, with_confidence
+from dpauc_tf.cli.progress import add_progress_flags, show_progress
+from dpauc_tf.cli.release import ReleaseRequest, release_request
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms, mechanism_spec
 
 
-def _client_ids(counted, args) -> tuple[np.ndarray | None, int]:
-    """Client ids of the kept examples (``None``: counted per client) and the client count."""
-    from dpauc_tf.core import partitions
-
-    if args.clients is not None:
-        if args.clients > counted.num_examples:
-            raise CommandError(
-                f"--clients {args.clients} exceeds the number of examples ({counted.num_examples})"
-            )
-        data = _kept_examples(counted, f"--clients {args.clients} (a partition)")
-        kind = PARTITION_NAMES[args.partition]
-        ids = partitions.partition(kind, data.scores, data.labels, args.clients, seed=args.seed)
-        return np.asarray(ids, np.int64), args.clients
-    return None, counted.num_clients
+def mechanism_epilog() -> str:
+    """The registry's mechanisms, one line each, under ``dpauc evaluate --help``."""
+    width = max(len(row["name"]) for row in describe_mechanisms())
+    lines = ["mechanisms (docs/mechanisms.md; python -m dpauc_tf.mechanisms.registry):"]
+    lines += [f"  {row['name']:<{width}}  {row['summary']}" for row in describe_mechanisms()]
+    return "\n".join(lines)
 
 
-def _mechanism(args, num_clients: int):
-    from dpauc_tf.cli.default_mechanism import require_epsilon
-    from dpauc_tf.mechanisms import get_mechanism
+def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
+    """Adds ``evaluate`` to ``dpauc``'s sub-commands: the one place its arguments are
+    declared (``common`` adds ``--format``/``--debug``). Its handler runs on the
+    [`EvaluateRequest`][] that ``prepare`` checks before TensorFlow is imported."""
+    ev = sub.add_parser(
+        "evaluate",
+        help="private AUC of a file of scores",
+        description="The private AUC (and ROC) of a file of scores; with --show-exact (NOT "
+        "private) next to the exact and TensorFlow AUCs.",
+        epilog=mechanism_epilog(),
+    )
+    ev.add_argument(
+        "--scores",
+        required=True,
+        help="CSV, Parquet or TFRecord file (or a directory or glob of them), one row per "
+        "example: a score column (in [0, 1], or logits with --from-logits), a 0/1 label "
+        "column and optionally a client column; read in chunks",
+    )
+    ev.add_argument("--score-column", default="score", help="column of scores")
+    ev.add_argument("--label-column", default="label", help="column of 0/1 labels")
+    ev.add_argument(
+        "--from-logits",
+        action="store_true",
+        help="the scores are logits (mapped onto [0, 1] by 1/2 + arctan(logit)/pi: the AUC is "
+        "unchanged and, unlike a sigmoid, the tails do not tie in the end buckets)",
+    )
+    ev.add_argument(
+        "--client-column",
+        metavar="NAME",
+        help="column of client ids (each client releases its own noisy counts); must exist "
+        "when given. Without it the file is one data holder's, whatever its columns are "
+        "named (a column named 'client' is read only when named here)",
+    )
+    ev.add_argument(
+        "--mechanism",
+        choices=list_mechanisms(),
+        metavar="NAME",
+        help="a mechanism from the registry (listed below); default: rank-sum for one data "
+        "holder's AUC (auc-only with --delta), histogram where a curve or clients are asked "
+        "for (--plot, --clients, --client-column, --backend tff|flower; docs/rank_sum.md)",
+    )
+    ev.add_argument(
+        "--mechanism-option",
+        dest="mechanism_options",
+        type=mechanism_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the mechanism, repeatable (VALUE is JSON where it parses), e.g. "
+        "positive_rate=0.25, budget=uniform, estimator=mann-whitney-smooth (docs/mechanisms.md)",
+    )
+    ev.add_argument("--epsilon", type=finite_float, help="total epsilon of one release")
+    ev.add_argument(
+        "--delta", type=finite_float, help="delta (paper-gaussian; Skellam for secure ones)"
+    )
+    ev.add_argument(
+        "--num-thresholds",
+        type=num_thresholds_or_auto,
+        default=DEFAULT_NUM_THRESHOLDS,
+        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md)",
+    )
+    ev.add_argument(
+        "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
+    )
+    ev.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="explicit thresholds, numbers separated by newlines or commas (e.g. quantiles "
+        "of scores known in advance), taken as tf.keras.metrics.AUC(thresholds=...) takes "
+        "them (both ends added); replaces --num-thresholds and --threshold-grid",
+    )
+    ev.add_argument(
+        "--clients", type=positive_int, help="split the examples among K clients (--partition)"
+    )
+    ev.add_argument(
+        "--partition", choices=tuple(PARTITION_NAMES), default="iid", help="how to split"
+    )
+    ev.add_argument("--repeats", type=positive_int, default=1, help="independent releases")
+    ev.add_argument(
+        "--confidence",
+        type=confidence,
+        help="e.g. 0.95: a confidence interval for every release, computed from the release "
+        "alone (no privacy cost; docs/intervals.md): JSON gets a releases list with auc, "
+        "ci_low, ci_high, ci_target, privacy_share",
+    )
+    ev.add_argument(
+        "--ci-target",
+        choices=("sample", "population"),
+        default="population",
+        help="population (default: privacy noise and sampling error) or sample (the AUC of "
+        "this test set: privacy noise only)",
+    )
+    ev.add_argument(
+        "--seed",
+        type=seed_int,
+        help="integer seed in [0, 2^64 - 1] (reproducible); default: OS entropy",
+    )
+    common(ev)
+    ev.add_argument(
+        "--show-exact",
+        action="store_true",
+        help="also print the exact values: exact_auc (and how it was computed), tf_auc, "
+        "num_positives, a one-class warning, the exact curve in --plot. They are exact label "
+        "statistics, NOT private: for experiments, never for a release. Without it the "
+        "output holds the private release and public settings only; every format names "
+        "its private fields (private_fields) and its exact ones (exact_fields)",
+    )
+    ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
+    ev.add_argument(
+        "--backend",
+        choices=("simulate", "tff", "beam", "flower", "spark"),
+        default="simulate",
+        help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate), beam "
+        '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]") or flower '
+        '(dpauc_tf.flower.evaluate; needs "dpauc-tf[flower]") or spark (the file read by '
+        'Spark, dpauc_tf.spark; needs "dpauc-tf[spark]")',
+    )
+    ev.add_argument(
+        "--spark-master",
+        default="local[2]",
+        help="Spark master URL for --backend spark (docs/spark.md); an active SparkSession "
+        "is used as it is",
+    )
+    ev.add_argument(
+        "--round-timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="--backend flower: seconds the server waits for the clients' replies in each "
+        "exchange of the round (the fit, each SecAgg+ stage); clients that do not answer in "
+        "time are left out and named (default: "
+        f"{DEFAULT_FLOWER_ROUND_TIMEOUT:g})",
+    )
+    ev.add_argument(
+        "--beam-options",
+        help="Beam pipeline flags in one quoted string, e.g. '--runner=FlinkRunner "
+        "--flink_master=HOST:8081' (docs/beam.md); default: the local runner, 2 processes",
+    )
+    add_progress_flags(ev)
+    evaluation_summaries.add_summary_flags(ev)  # metrics (issue 33)
+    ev.add_argument(
+        "--max-rows-in-memory",
+        type=int_at_least(0),
+        default=DEFAULT_MAX_ROWS_IN_MEMORY,
+        help="keep up to this many examples for the exact AUC, --clients partitions and "
+        "score-noise; past it only counts are kept and the reference AUC comes from a fine "
+        "histogram with its error bound (docs/streaming.md)",
+    )
+    ev.add_argument(
+        "--chunk-rows",
+        type=chunk_rows,
+        default=DEFAULT_CHUNK_ROWS,
+        help=f"examples read per chunk (at least {MIN_CHUNK_ROWS}: every chunk has a fixed "
+        "cost, and memory is a few tens of bytes per example)",
+    )
+    ev.set_defaults(func=run_evaluate, prepare=prepare_evaluate)
+    return ev
 
-    require_epsilon(args.mechanism, args.epsilon)
-    options = mechanism_options(args)
-    try:
-        return get_mechanism(
-            args.mechanism,
-            epsilon=args.epsilon,
-            num_thresholds=args.num_thresholds,
-            delta=args.delta,
-            num_clients=num_clients,
-            **options,
+
+@dataclasses.dataclass(frozen=True)
+class EvaluateRequest:
+    """``dpauc evaluate``'s arguments, checked once before TensorFlow is imported
+    ([`prepare_evaluate`][]): the release ([`ReleaseRequest`][dpauc_tf.cli.release.ReleaseRequest]),
+    the file and how to read it, the backend and what the output holds."""
+
+    release: ReleaseRequest
+    source: ScoreSource
+    backend: str = "simulate"
+    clients: int | None = None
+    partition: str = "iid"
+    repeats: int = 1
+    confidence: float | None = None
+    ci_target: str = "population"
+    show_exact: bool = False
+    plot: str | None = None
+    chunk_rows: int = 1 << 20
+    max_rows_in_memory: int = 2_000_000
+    progress: bool = False
+    beam_options: str | None = None
+    spark_master: str = "local[2]"
+    round_timeout: float | None = None
+    format: str = "table"
+    summaries: Any = None  # metrics (issue 33): evaluation_summaries.SummaryRequest
+
+    def backend_run(self, spec) -> BackendRun:
+        """What the backend receives: the spec and how to run it."""
+        return BackendRun(
+            backend=self.backend,
+            spec=spec,
+            repeats=self.repeats,
+            confidence=self.confidence,
+            ci_target=self.ci_target,
+            source=self.source,
+            beam_options=self.beam_options,
+            spark_master=self.spark_master,
+            round_timeout=self.round_timeout,
         )
-    except (TypeError, ValueError) as error:
-        if not options:
-            raise
-        raise CommandError(f"--mechanism-option: {error}") from None
 
 
-def mechanism_options(args) -> dict[str, Any]:
-    """The ``--mechanism-option KEY=VALUE`` pairs as the options of ``get_mechanism``, each
-    parsed by its declared type (``public_scores=no`` is ``False``; registry.parse_options)."""
-    pairs = getattr(args, "mechanism_options", None) or []
-    options = dict(pairs)
-    if len(options) != len(pairs):
-        raise CommandError("--mechanism-option: an option is given twice")
-    if not options:
-        return options
-    try:
-        return parse_options(args.mechanism, options)
-    except ValueError as error:
-        raise CommandError(f"--mechanism-option: {error}") from None
+def prepare_evaluate(args) -> EvaluateRequest:
+    """The refusals that need no TensorFlow, made before its import (seconds on a small
+    machine), once: the release's arguments ([`dpauc_tf.cli.release.release_request`][]:
+    ``dpauc evaluate`` without ``--epsilon`` and ``--mechanism``, an option, a thresholds
+    file), what the backend cannot run, and a local score file that is not there."""
+    clients = (args.clients or 1) > 1 or bool(args.client_column)
+    needs_curve = clients or args.backend in FEDERATED_BACKENDS or bool(args.plot)
+    needs_curve = needs_curve or evaluation_summaries.wanted(args)  # metrics (issue 33)
+    release = release_request(args, needs_curve=needs_curve)
+    _check_backend(args.backend, release.mechanism, args.round_timeout)
+    # A URI (hdfs://, gs://, s3a://) is read by the engine's own file systems (Beam, Spark).
+    if "://" not in str(args.scores):
+        from dpauc_tf.io.readers import score_files
 
-
-def release_settings(args) -> dict[str, Any]:
-    """What every backend's evaluation function (TFF, Beam, Flower) takes from the
-    command line to build the release: the mechanism, its budget, grid and options."""
-    return {
-        "mechanism": args.mechanism,
-        "epsilon": args.epsilon,
-        "delta": args.delta,
-        "num_thresholds": args.num_thresholds,
-        "threshold_grid": args.threshold_grid,
-        "mechanism_options": mechanism_options(args),
-    }
-
-
-def release_spec(args):
-    """The command's release as the protocol's [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec]
-    (mechanism, budget, grid, options and ``--seed``)."""
-    from dpauc_tf.mechanisms.release import ReleaseSpec
-
-    options = mechanism_options(args)
-    try:
-        return ReleaseSpec.make(
-            args.mechanism,
-            epsilon=args.epsilon,
-            num_thresholds=args.num_thresholds,
-            threshold_grid=args.threshold_grid,
-            delta=args.delta,
-            options=options,
-            seed=args.seed,
-        )
-    except (TypeError, ValueError) as error:
-        if not options:
-            raise
-        raise CommandError(f"--mechanism-option: {error}") from None
-
-
-def _check_backend(args) -> None:
-    """Refuses, before any work and naming the flags, what the backend cannot run."""
-    capabilities = mechanism_spec(args.mechanism).capabilities
-    if args.backend in ("tff", "flower") and (
-        not capabilities.federated or capabilities.transforms_data
-    ):
-        raise CommandError(
-            f"--backend {args.backend} cannot run --mechanism {args.mechanism}: its client "
-            "step is not a release of bucket counts; use --backend simulate"
-        )
-    if getattr(args, "round_timeout", None) is not None and args.backend != "flower":
-        raise CommandError("--round-timeout bounds Flower's round: only with --backend flower")
-
-
-def count_scores(args, grid):
-    """Step 1, read and count: one chunked pass over ``--scores`` (bounded memory)."""
-    from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.io.streaming import count_score_file
-
-    # TensorFlow's AUC: tf.keras.metrics.AUC(num_thresholds=T), or (thresholds=...) for an
-    # explicit grid
-    explicit = not isinstance(args.threshold_grid, str)
-    summed = {"tf": Thresholds.make(args.num_thresholds, args.threshold_grid if explicit else "tf")}
-    if args.plot:
-        summed["plot"] = Thresholds.make(1000)
-    return count_score_file(
-        args.scores,
-        grid,
-        summed,
-        score_column=args.score_column,
-        label_column=args.label_column,
-        client_column=args.client_column,  # client ids only from a named column
-        from_logits=args.from_logits,
-        per_client=args.clients is None,
+        score_files(args.scores)
+    return EvaluateRequest(
+        release=release,
+        source=ScoreSource(
+            path=args.scores,
+            score_column=args.score_column,
+            label_column=args.label_column,
+            client_column=args.client_column,
+            from_logits=args.from_logits,
+        ),
+        backend=args.backend,
+        clients=args.clients,
+        partition=args.partition,
+        repeats=args.repeats,
+        confidence=args.confidence,
+        ci_target=args.ci_target,
+        show_exact=bool(args.show_exact),
+        plot=args.plot,
         chunk_rows=args.chunk_rows,
         max_rows_in_memory=args.max_rows_in_memory,
         progress=show_progress(args),
+        beam_options=args.beam_options,
+        spark_master=args.spark_master,
+        round_timeout=args.round_timeout,
+        format=args.format,
+        summaries=evaluation_summaries.summary_request(args),  # metrics (issue 33)
+    )
+
+
+def _client_ids(counted, request: EvaluateRequest) -> tuple[np.ndarray | None, int]:
+    """Client ids of the kept examples (``None``: counted per client) and the client count."""
+    from dpauc_tf.core import partitions
+
+    clients = request.clients
+    if clients is not None:
+        if clients > counted.num_examples:
+            raise CommandError(
+                f"--clients {clients} exceeds the number of examples ({counted.num_examples})"
+            )
+        data = kept_examples(counted, f"--clients {clients} (a partition)")
+        kind = PARTITION_NAMES[request.partition]
+        seed = request.release.seed
+        ids = partitions.partition(kind, data.scores, data.labels, clients, seed=seed)
+        return np.asarray(ids, np.int64), clients
+    return None, counted.num_clients
+
+
+def _check_backend(backend: str, mechanism: str, round_timeout: float | None) -> None:
+    """Refuses, before any work and naming the flags, what the backend cannot run."""
+    capabilities = mechanism_spec(mechanism).capabilities
+    if backend in FEDERATED_BACKENDS and (
+        not capabilities.federated or capabilities.transforms_data
+    ):
+        raise CommandError(
+            f"--backend {backend} cannot run --mechanism {mechanism}: its client "
+            "step is not a release of bucket counts; use --backend simulate"
+        )
+    if round_timeout is not None and backend != "flower":
+        raise CommandError("--round-timeout bounds Flower's round: only with --backend flower")
+
+
+def count_scores(request: EvaluateRequest, grid, tf_grid, plot: bool):
+    """Step 1, read and count: one chunked pass over ``--scores`` (bounded memory), on the
+    release's ``grid``, TensorFlow's ``tf_grid`` and, for ``--plot``, a 1000-threshold grid."""
+    from dpauc_tf.core.thresholds import Thresholds
+    from dpauc_tf.io.streaming import count_score_file
+
+    summed = {"tf": tf_grid}
+    if plot:
+        summed["plot"] = Thresholds.make(1000)
+    source = request.source
+    return count_score_file(
+        source.path,
+        grid,
+        summed,
+        score_column=source.score_column,
+        label_column=source.label_column,
+        client_column=source.client_column,  # client ids only from a named column
+        from_logits=source.from_logits,
+        per_client=request.clients is None,
+        chunk_rows=request.chunk_rows,
+        max_rows_in_memory=request.max_rows_in_memory,
+        progress=request.progress,
     )
 
 
@@ -197,40 +393,64 @@ def reference_aucs(counted, num_thresholds: int) -> dict[str, Any]:
     }
 
 
-def evaluate_scores(args) -> dict[str, Any]:
+def _resolve_grid(request: EvaluateRequest) -> tuple[int, str | None]:
+    """``T``, and the rule that chose it for ``--num-thresholds auto``."""
+    from dpauc_tf.core.thresholds import Thresholds
+    from dpauc_tf.mechanisms.auto_grid import auto_num_thresholds
+
+    release = request.release
+    if release.num_thresholds != "auto":
+        return release.num_thresholds, None
+    two = Thresholds.make(2)
+    n = count_scores(request, two, two, plot=False).num_examples
+    num_thresholds = auto_num_thresholds(n, release.epsilon, release.mechanism)
+    return num_thresholds, auto_rule(num_thresholds, n, release.epsilon)
+
+
+def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
     """Runs ``dpauc evaluate`` and returns the JSON-ready result.
 
     Three steps: read and count ([`count_scores`][], one chunked pass), the reference AUCs
-    ([`reference_aucs`][]) and the release (``BACKENDS[args.backend]``).
+    ([`reference_aucs`][]) and the release (``BACKENDS[backend]`` on the command's one
+    [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec]). The output is the release's
+    own fields (``AUCResult.to_dict()``) and the command's.
     """
     from dpauc_tf.core.thresholds import Thresholds
 
-    args.mechanism = resolve_mechanism(args)
-    if getattr(args, "thresholds", None):
-        args.threshold_grid = read_thresholds(args.thresholds)  # as Keras takes them
-        args.num_thresholds = Thresholds.make(threshold_grid=args.threshold_grid).num_thresholds
-    auto_rule = resolve_auto_thresholds(args, count_scores)
-    if args.repeats * args.num_thresholds > MAX_CURVE_VALUES:
+    release = request.release
+    num_thresholds, rule = _resolve_grid(request)
+    if request.repeats * num_thresholds > MAX_CURVE_VALUES:
         raise CommandError(
-            f"--repeats {args.repeats} x --num-thresholds {args.num_thresholds} keeps "
-            f"{args.repeats * args.num_thresholds} ROC values per curve array; the limit is "
+            f"--repeats {request.repeats} x --num-thresholds {num_thresholds} keeps "
+            f"{request.repeats * num_thresholds} ROC values per curve array; the limit is "
             f"{MAX_CURVE_VALUES}"
         )
-    thresholds = Thresholds.make(args.num_thresholds, args.threshold_grid)
-    _check_backend(args)
-    grid = _mechanism(args, 1).count_thresholds(thresholds)  # checks the options first
-    private = mechanism_spec(args.mechanism).capabilities.protects != "nothing"
-    show_exact = bool(getattr(args, "show_exact", False))
+    options = release.options()
+    # the command's one ReleaseSpec (on the grid --num-thresholds auto chose)
+    spec = dataclasses.replace(release, num_thresholds=num_thresholds).spec(options)
+    thresholds = spec.thresholds
+    grid = spec.count_grid()
+    check_confidence(request.confidence, spec.build())
+    evaluation_summaries.check_summary_flags(request, spec.build(), grid)  # metrics
+    private = mechanism_spec(release.mechanism).capabilities.protects != "nothing"
+    show_exact = request.show_exact
+    run = request.backend_run(spec)
     read_by_engine = None
-    if _reads_with_engine(args, show_exact):
-        counted, read_by_engine = _evaluate_files_with_engine(args)
+    # Beam and Spark read the files with their own IO (the driver holds no row), except where
+    # the command needs the examples on the driver: a partition, the exact values, the plot.
+    if request.backend in ENGINE_BACKENDS and not (
+        request.clients is not None or show_exact or request.plot
+    ):
+        counted, read_by_engine = evaluate_files_with_engine(request.backend, run)
         client_ids, num_clients = None, counted.num_clients
     else:
-        counted = count_scores(args, grid)
-        client_ids, num_clients = _client_ids(counted, args)
-    mechanism = _mechanism(args, num_clients)
-    check_confidence(args, mechanism)
-    evaluation_summaries.check_summary_flags(args, mechanism, grid)  # metrics (issue 33)
+        # TensorFlow's AUC: tf.keras.metrics.AUC(num_thresholds=T), or (thresholds=...) for
+        # an explicit grid
+        explicit = not isinstance(release.threshold_grid, str)
+        tf_grid = thresholds if explicit else Thresholds.make(num_thresholds, "tf")
+        counted = count_scores(request, grid, tf_grid, plot=bool(request.plot))
+        client_ids, num_clients = _client_ids(counted, request)
+    mechanism = spec.build(num_clients)
     # Whether the file has one class is itself an exact label statistic: a private release
     # without --show-exact runs whatever the labels are (its estimate may be undefined).
     undefined = _undefined_auc_reason(counted) if show_exact or not private else None
@@ -239,61 +459,57 @@ def evaluate_scores(args) -> dict[str, Any]:
         statement = mechanism.statement()
         reference = {key: None for key in REFERENCE_FIELDS}
     else:
-        reference = reference_aucs(counted, args.num_thresholds) if show_exact else {}
-        result = read_by_engine or BACKENDS[args.backend](
-            args, mechanism, counted, client_ids, num_clients, thresholds
-        )
+        reference = reference_aucs(counted, num_thresholds) if show_exact else {}
+        result = read_by_engine or BACKENDS[request.backend](run, counted, client_ids, num_clients)
+        result = with_confidence(run, result, mechanism, counted.num_examples)
         statement = result.statement
-    pld = _pld_epsilon(mechanism, statement, args.delta or PLD_DELTA)
+    pld_delta = release.delta or PLD_DELTA
+    pld = _pld_epsilon(mechanism, statement, pld_delta)
     # The release's own fields (AUCResult.to_dict(): epsilon_total, delta_total,
-    # num_reporting, ...); the command's fields below keep their 0.2 names and meaning.
+    # num_reporting, the AUCs, the curve, the intervals); the command's fields keep their 0.2
+    # names and meaning (guaranteed_epsilon is the release's epsilon).
     released = {} if result is None else result.to_dict()
-    intervals = interval_fields(args, mechanism, result, counted.num_examples, num_clients)
     output = {
         **{key: released[key] for key in RESULT_FIELDS if key in released},
         **reference,
-        "mechanism": args.mechanism,
-        "mechanism_options": mechanism_options(args),
-        "epsilon": args.epsilon,
-        "delta": args.delta,
-        "guaranteed_epsilon": _finite_or_none(None if statement is None else statement.epsilon),
-        "guaranteed_delta": None if statement is None else statement.delta,
+        "mechanism": release.mechanism,
+        "mechanism_options": options,
+        "epsilon": release.epsilon,
+        "delta": release.delta,
+        "guaranteed_epsilon": released["epsilon"]
+        if result is not None
+        else _finite_or_none(statement.epsilon),
+        "guaranteed_delta": released["delta"] if result is not None else statement.delta,
         # the same release by the PLD accountant (None where it does not apply: pld_note)
         "pld_epsilon": pld[0],
-        "pld_delta": args.delta or PLD_DELTA,
-        "privacy": None if statement is None else str(statement),
+        "pld_delta": pld_delta,
+        "privacy": released["privacy"] if result is not None else str(statement),
         "num_examples": counted.num_examples,
         **({"num_positives": counted.num_positives} if show_exact else {}),
         "num_clients": num_clients,
-        "num_thresholds": args.num_thresholds,
-        "threshold_grid": args.threshold_grid
-        if isinstance(args.threshold_grid, str)
-        else "explicit",
+        "num_thresholds": num_thresholds,
+        "threshold_grid": release.grid_name,
         # the grid the clients count on: the mechanism's own where it has one (auc-only)
         "count_thresholds": grid.num_thresholds,
-        "repeats": args.repeats,
-        "seed": args.seed,
-        "backend": args.backend,
+        "repeats": request.repeats,
+        "seed": release.seed,
+        "backend": request.backend,
         # over the releases whose estimate is defined (see num_undefined)
-        "auc_mean": None if result is None else result.mean,
-        "auc_std": None if result is None else result.std,
-        "aucs": None if result is None else [float(a) for a in result.aucs],
+        **{key: released.get(key) for key in ("auc_mean", "auc_std", "aucs")},
         # releases whose AUC estimate is undefined (noise left no positive or no negative)
-        "num_undefined": None if result is None else result.num_undefined,
-        "roc": None
-        if result is None or result.fpr.shape[1] == 0  # auc-only releases no curve
-        else {"fpr": result.fpr[0].tolist(), "tpr": result.tpr[0].tolist()},
-        **intervals,
+        "num_undefined": released.get("num_undefined"),
+        "roc": released.get("roc"),  # None: nothing released, or an AUC-only release
+        **{key: released[key] for key in INTERVAL_FIELDS if key in released},
     }
-    if auto_rule is not None:
-        output["num_thresholds_rule"] = auto_rule
+    if rule is not None:
+        output["num_thresholds_rule"] = rule
     if private and result is not None:
         warn_if_noise_dominates(mechanism, thresholds, counted.num_examples)
     # fields present only where they mean something
-    if args.clients:
-        output["partition"] = PARTITION_NAMES[args.partition]
-    if getattr(args, "thresholds", None):
-        output["thresholds_file"] = args.thresholds
+    if request.clients:
+        output["partition"] = PARTITION_NAMES[request.partition]
+    if release.thresholds_file:
+        output["thresholds_file"] = release.thresholds_file
     if result is not None and result.num_undefined:
         output["undefined_note"] = mechanism.undefined_note
     if pld[1] is not None:
@@ -302,32 +518,34 @@ def evaluate_scores(args) -> dict[str, Any]:
         output["auc_undefined"] = undefined
     if mechanism.roc_note:
         output["roc_note"] = mechanism.roc_note
-    if args.plot and result is not None and output["roc"] is None:
+    if request.plot and result is not None and output["roc"] is None:
         output["plot"] = None  # no curve to draw: roc_note says why
-    elif args.plot and result is not None:
+    elif request.plot and result is not None:
         from dpauc_tf.experiments import plots
 
         plot_pos, plot_neg = counted.summed["plot"]
         plots.roc_band(
             # the exact curve is an exact label statistic: drawn only with --show-exact
             _exact_roc(plot_pos[None], plot_neg[None]) if show_exact else None,
-            {args.mechanism: (result.fpr, result.tpr)},
-            args.plot,
-            title=f"{args.mechanism}, "
-            + ("no noise" if args.epsilon is None else f"epsilon {args.epsilon:g}")
-            + f", {num_clients} client(s), {args.repeats} release(s)",
+            {release.mechanism: (result.fpr, result.tpr)},
+            request.plot,
+            title=f"{release.mechanism}, "
+            + ("no noise" if release.epsilon is None else f"epsilon {release.epsilon:g}")
+            + f", {num_clients} client(s), {request.repeats} release(s)",
         )
-        output["plot"] = str(args.plot)
+        output["plot"] = str(request.plot)
     output["private_fields"] = [k for k in RELEASE_FIELDS if k in output] if private else []
     output["exact_fields"] = [k for k in (*REFERENCE_FIELDS, *EXACT_EXTRA_FIELDS) if k in output]
     if not private:
         output["exact_fields"] += [k for k in RELEASE_FIELDS if k in output]
-    evaluation_summaries.add_summaries(output, args, mechanism, result, grid)  # metrics
+    evaluation_summaries.add_summaries(output, request, mechanism, result, grid)  # metrics
     return output
 
 
 # AUCResult.to_dict()'s fields that the command adds to its own (the cost of the whole output).
 RESULT_FIELDS = ("epsilon_total", "delta_total", "num_reporting", "slices_per_example")
+# AUCResult.to_dict()'s interval fields (with --confidence): confidence, ci_target, releases.
+INTERVAL_FIELDS = ("confidence", "ci_target", "releases")
 
 
 # Fields with exact label statistics (NOT private): in the output only with --show-exact.
@@ -335,69 +553,6 @@ REFERENCE_FIELDS = ("exact_auc", "exact_auc_method", "exact_auc_max_error", "tf_
 EXACT_EXTRA_FIELDS = ("num_positives", "auc_undefined")
 # Fields computed from the mechanism's release only: label-DP when the mechanism is private.
 RELEASE_FIELDS = ("auc_mean", "auc_std", "aucs", "num_undefined", "roc", "plot", "releases")
-
-
-def read_thresholds(path: str) -> list[float]:
-    """The numbers in ``path`` (separated by newlines, commas or spaces): finite, at most
-    `MAX_NUM_THRESHOLDS` of them, at least one."""
-    from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
-
-    text = _read_text(path)
-    values = []
-    for token in text.replace(",", " ").split():
-        try:
-            value = float(token)
-        except ValueError:
-            raise CommandError(
-                f"--thresholds {path}: not a number: {token!r}{_invisible(token)}"
-            ) from None
-        if not math.isfinite(value):
-            raise CommandError(f"--thresholds {path}: not a finite number: {token!r}")
-        values.append(value)
-    if not values:
-        raise CommandError(f"--thresholds {path}: no thresholds in the file")
-    if len(values) + 2 > MAX_NUM_THRESHOLDS:
-        raise CommandError(
-            f"--thresholds {path}: {len(values)} thresholds; at most {MAX_NUM_THRESHOLDS - 2}"
-        )
-    return values
-
-
-def _read_text(path: str) -> str:
-    """The text of a thresholds file: UTF-8 (a byte-order mark, as editors on Windows write,
-    is dropped), or UTF-16 where its byte-order mark says so."""
-    import codecs
-
-    from dpauc_tf.cli.main import MAX_NUM_THRESHOLDS
-    from dpauc_tf.io.paths import read_regular_bytes
-    from dpauc_tf.io.scores import ScoreFileError
-
-    try:  # room for every allowed threshold in full (24 characters, twice in UTF-16)
-        raw = read_regular_bytes(path, 64 * MAX_NUM_THRESHOLDS, "--thresholds")
-    except ScoreFileError as error:  # a pipe, a device, a directory, too large, missing
-        raise CommandError(str(error)) from None
-    utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    try:
-        return raw.decode("utf-16" if utf16 else "utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise CommandError(
-            f"--thresholds {path}: cannot read it: not {'UTF-16' if utf16 else 'UTF-8'} text "
-            f"(byte {error.object[error.start]:#04x} at offset {error.start}); save it as UTF-8 "
-            "text, numbers separated by commas, spaces or newlines"
-        ) from None
-
-
-def _invisible(token: str) -> str:
-    """`` (it holds U+200B ZERO WIDTH SPACE, ...)`` for characters one cannot see, else ``""``."""
-    import unicodedata
-
-    hidden = sorted(
-        {c for c in token if unicodedata.category(c) in ("Cc", "Cf", "Co", "Cn", "Zs", "Zl")}
-    )
-    if not hidden:
-        return ""
-    names = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in hidden)
-    return f" (it holds {names}: characters that do not show; remove them)"
 
 
 def _undefined_auc_reason(data) -> str | None:
@@ -452,150 +607,16 @@ def _exact_roc(pos, neg) -> tuple[np.ndarray, np.ndarray]:
     return roc.fpr.numpy(), roc.tpr.numpy()
 
 
-def _format_auc(value: float | None) -> str:
-    return "undefined" if value is None else f"{value:.6f}"
-
-
-def _format_pld(result: dict[str, Any]) -> str:
-    if result.get("pld_note"):
-        return result["pld_note"]
-    if result["pld_epsilon"] is None:
-        return "not available (no noise, or not covered by the PLD accountant)"
-    return f"{result['pld_epsilon']:.4g} at delta {result['pld_delta']:g} (one release)"
-
-
-def _exact_note(result: dict[str, Any]) -> str:
-    bound = result.get("exact_auc_max_error")
-    if not bound:
-        return "(scikit-learn)"
-    return f"+- {bound:.2g} at most (fine histogram: more examples than fit in memory)"
-
-
-def _format_thresholds(result: dict[str, Any]) -> str:
-    text = f"{result['num_thresholds']} ({result['threshold_grid']} grid"
-    text += f" from {result['thresholds_file']})" if result.get("thresholds_file") else ")"
-    if result["count_thresholds"] != result["num_thresholds"]:
-        text += f"; {result['mechanism']} counts on its own {result['count_thresholds']}"
-    return text
-
-
-def fields_note(result: dict[str, Any]) -> str:
-    """One line saying which fields are private and which hold exact label statistics."""
-    private = result["private_fields"]
-    exact = result["exact_fields"]
-    text = (
-        f"private (label DP): {', '.join(private)}"
-        if private
-        else "nothing is private (mechanism 'none')"
-    )
-    if exact:
-        return f"{text}; NOT private, exact label statistics: {', '.join(exact)}"
-    return f"{text}; exact values hidden (--show-exact adds them, NOT private)"
-
-
-def _format_evaluation(result: dict[str, Any]) -> str:
-    undefined = result.get("num_undefined") or 0
-    if result["auc_mean"] is None:
-        private = "undefined"
-    elif undefined == result["repeats"]:
-        private = f"undefined in every release ({result['undefined_note']})"
-    elif result["repeats"] == 1:  # one release: its value (a std over one is no error bar)
-        private = f"{result['auc_mean']:.6f}"
-    else:
-        private = (
-            f"{result['auc_mean']:.6f} +- {result['auc_std']:.6f} "
-            f"(std over {result['repeats'] - undefined} repeats)"
-        )
-        if undefined:
-            private += f" ({undefined} release(s) undefined: {result['undefined_note']})"
-    positives = f" ({result['num_positives']} positive)" if "num_positives" in result else ""
-    lines = [
-        f"mechanism        {result['mechanism']}",
-        f"privacy          {result['privacy']}",
-        f"spent            {spent_text(result)}",
-        f"PLD epsilon      {_format_pld(result)}",
-        f"examples         {result['num_examples']}{positives}, {result['num_clients']} client(s)",
-        f"thresholds       {_format_thresholds(result)}",
-    ]
-    if "exact_auc" in result:
-        lines += [
-            f"exact AUC        {_format_auc(result['exact_auc'])} {_exact_note(result)} "
-            "NOT private",
-            f"TensorFlow AUC   {_format_auc(result['tf_auc'])} "
-            + (
-                f"(thresholds from {result['thresholds_file']})"
-                if result.get("thresholds_file")
-                else f"(num_thresholds={result['num_thresholds']})"
-            )
-            + " NOT private",
-        ]
-    lines.append(f"private AUC      {private}")
-    if result.get("releases"):
-        lines += interval_lines(result)
-    if result.get("roc_note"):
-        lines.append(f"ROC curve        {result['roc_note']}")
-    if result.get("plot"):
-        lines.append(f"plot             {result['plot']}")
-    lines += evaluation_summaries.summary_lines(result)  # metrics (issue 33)
-    lines.append(f"fields           {fields_note(result)}")
-    return "\n".join(lines)
-
-
-# the columns of a release's row that come from the release (label DP when private)
-_ROW_RELEASE_COLUMNS = (
-    "auc",
-    "auc_mean",
-    "auc_std",
-    "num_undefined",
-    "plot",
-    "ci_low",
-    "ci_high",
-    "privacy_share",
-)
-_ROW_INTERVAL_COLUMNS = ("ci_low", "ci_high", "ci_target", "privacy_share")
-
-
-def _evaluation_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per release (csv): the AUC and the setting's scalar fields, and
-    which of the row's columns are private and which exact."""
-    scalars = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
-    private = bool(result["private_fields"])
-    interval = ("ci_low", "ci_high", "privacy_share") if result.get("releases") else ()
-    release = [k for k in _ROW_RELEASE_COLUMNS if k in ("auc", *interval) or k in scalars]
-    marks = {
-        "private_fields": " ".join(release) if private else "",
-        "exact_fields": " ".join(
-            [k for k in result["exact_fields"] if k in scalars] + ([] if private else ["auc"])
-        ),
-    }
-    aucs = result["aucs"] or [None]
-    releases = result.get("releases") or [{}] * len(aucs)
-    intervals = [
-        {key: release[key] for key in _ROW_INTERVAL_COLUMNS if key in release}
-        for release in releases
-    ]
-    return [
-        {"repeat": i, "auc": auc, **intervals[i], **scalars, **marks} for i, auc in enumerate(aucs)
-    ]
-
-
-def run_evaluate(args) -> int:
-    result = evaluate_scores(args)
+def run_evaluate(request: EvaluateRequest) -> int:
+    """Runs ``dpauc evaluate`` on its checked arguments and prints the result."""
+    result = evaluate_scores(request)
     if "auc_undefined" in result:
         print(
             f"dpauc: warning: AUC is undefined: {result['auc_undefined']}; "
             "no private AUC was computed",
             file=sys.stderr,
         )
-    if args.format == "json":
-        print(json.dumps(json_safe(result), allow_nan=False))
-    elif args.format == "table":
-        print(_format_evaluation(result))
-    elif args.format == "markdown":
-        notes = setting_notes(result, _format_pld(result), fields_note(result))
-        print(format_with_notes([setting_row(result)], "markdown", notes))
-    else:  # csv: one row per release, for tools
-        rows = evaluation_summaries.summary_rows(_evaluation_rows(result), result)  # metrics
-        print(format_rows(rows, args.format))
-    hint_client_column(args)
+    print(format_evaluation(result, request.format))
+    source = request.source
+    hint_client_column(source.path, source.client_column, request.clients)
     return 0

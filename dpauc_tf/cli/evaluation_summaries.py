@@ -17,11 +17,14 @@ their mean scores come from a second, label-free pass over the scores.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+LAST_CONTEXT: dict | None = None  # the last add_summaries' objects, for `dpauc report`
 
 SUMMARY_SENTENCE = (
     "partial AUC, operating points, average precision and calibration are post-processing "
@@ -89,19 +92,53 @@ def add_summary_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def wanted(args) -> bool:
-    """Whether any summary was asked for (average precision comes with any of them)."""
-    return any(
-        getattr(args, name, None) is not None
-        for name in ("max_fpr", "tpr_at_fpr", "fpr_at_tpr", "calibration_bins")
+@dataclasses.dataclass(frozen=True)
+class SummaryRequest:
+    """The summary flags of ``dpauc evaluate`` (checked by argparse), as the command's
+    request carries them.
+
+    Examples:
+        >>> SummaryRequest(max_fpr=0.1).wanted
+        True
+    """
+
+    max_fpr: float | None = None
+    tpr_at_fpr: float | None = None
+    fpr_at_tpr: float | None = None
+    calibration_bins: int | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return any(
+            value is not None
+            for value in (self.max_fpr, self.tpr_at_fpr, self.fpr_at_tpr, self.calibration_bins)
+        )
+
+
+def summary_request(args) -> SummaryRequest:
+    """The flags of ``args`` as a [`SummaryRequest`][]."""
+    return SummaryRequest(
+        max_fpr=getattr(args, "max_fpr", None),
+        tpr_at_fpr=getattr(args, "tpr_at_fpr", None),
+        fpr_at_tpr=getattr(args, "fpr_at_tpr", None),
+        calibration_bins=getattr(args, "calibration_bins", None),
     )
 
 
-def check_summary_flags(args, mechanism, grid) -> None:
+def wanted(args) -> bool:
+    """Whether any summary was asked for (average precision comes with any of them)."""
+    summaries = getattr(args, "summaries", None)
+    if summaries is not None:  # the command's checked request
+        return summaries.wanted
+    return summary_request(args).wanted
+
+
+def check_summary_flags(request, mechanism, grid) -> None:
     """Refuses, before any work and naming the flag, what the release cannot give."""
-    if not wanted(args):
+    if not wanted(request):
         return
-    from dpauc_tf.cli.main import CommandError
+    args = request.summaries
+    from dpauc_tf.cli.errors import CommandError
     from dpauc_tf.core.calibration import calibration_bins
     from dpauc_tf.mechanisms.release_summaries import check_summarizable
 
@@ -121,37 +158,37 @@ def check_summary_flags(args, mechanism, grid) -> None:
             raise CommandError(f"--calibration-bins {bins}: {error}{hint}") from None
 
 
-def bucket_scores(args, grid):
+def bucket_scores(request, grid):
     """Label-free per-bucket counts and score sums on ``grid``: one more pass over the
     scores (labels are read by the file reader but not used)."""
     from dpauc_tf.core.calibration import BucketScores
     from dpauc_tf.io.readers import iter_score_chunks
 
+    source = request.source
     total = BucketScores(np.zeros(grid.num_buckets), np.zeros(grid.num_buckets))
     for chunk in iter_score_chunks(
-        args.scores,
-        score_column=args.score_column,
-        label_column=args.label_column,
-        from_logits=args.from_logits,
-        chunk_rows=args.chunk_rows,
+        source.path,
+        score_column=source.score_column,
+        label_column=source.label_column,
+        from_logits=source.from_logits,
+        chunk_rows=request.chunk_rows,
     ):
         total = total + BucketScores.of(chunk.scores, grid)
     return total
 
 
-def summarize(args, mechanism, result, grid, num_examples=None):
+def summarize(request, mechanism, result, grid, num_examples=None):
     """The release's summaries ([`ReleaseSummaries`][dpauc_tf.mechanisms.release_summaries.ReleaseSummaries]),
     or ``None`` when none was asked or there is no release."""
     if result is None:
         return None
-    import dataclasses
-
-    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.cli.errors import CommandError
     from dpauc_tf.mechanisms.release_summaries import summarize_release
 
+    args = request.summaries
     if result.num_examples is None and num_examples is not None:
         result = dataclasses.replace(result, num_examples=num_examples)
-    scores = bucket_scores(args, grid) if args.calibration_bins is not None else None
+    scores = bucket_scores(request, grid) if args.calibration_bins is not None else None
     try:
         return summarize_release(
             result,
@@ -162,8 +199,8 @@ def summarize(args, mechanism, result, grid, num_examples=None):
             fpr_at_tpr=args.fpr_at_tpr,
             calibration_bins=args.calibration_bins,
             bucket_scores=scores,
-            confidence=getattr(args, "confidence", None) or 0.95,
-            target=getattr(args, "ci_target", "population"),
+            confidence=request.confidence or 0.95,
+            target=request.ci_target,
         )
     except ValueError as error:
         raise CommandError(f"summaries: {error}") from None
@@ -219,14 +256,12 @@ def flat_fields(summary) -> dict[str, Any]:
     return out
 
 
-def add_summaries(output: dict[str, Any], args, mechanism, result, grid) -> None:
+def add_summaries(output: dict[str, Any], request, mechanism, result, grid) -> dict | None:
     """Adds the summaries to ``dpauc evaluate``'s output (fields, privacy sentence, the
     private or exact field lists, ``--plot``'s reliability diagram)."""
-    if not wanted(args) or result is None:
-        return
-    summary = summarize(args, mechanism, result, grid, output.get("num_examples"))
-    # what `dpauc report` draws besides the fields (never printed)
-    args.summary_context = {"summary": summary, "mechanism": mechanism, "result": result}
+    if not wanted(request) or result is None:
+        return None
+    summary = summarize(request, mechanism, result, grid, output.get("num_examples"))
     fields = flat_fields(summary)
     output.update(fields)
     if output.get("privacy"):
@@ -237,12 +272,17 @@ def add_summaries(output: dict[str, Any], args, mechanism, result, grid) -> None
         output["private_fields"] += names
     else:
         output.setdefault("exact_fields", []).extend(names)
-    if getattr(args, "plot", None) and summary.calibration is not None:
-        path = reliability_plot_path(args.plot)
-        reliability_png(summary.calibration, path, title=f"{args.mechanism} reliability")
+    if request.plot and summary.calibration is not None:
+        path = reliability_plot_path(request.plot)
+        title = f"{request.release.mechanism} reliability"
+        reliability_png(summary.calibration, path, title=title)
         output["reliability_plot"] = str(path)
         if output.get("private_fields"):
             output["private_fields"].append("reliability_plot")
+    # what `dpauc report` draws besides the fields (never printed; one command per process)
+    global LAST_CONTEXT
+    LAST_CONTEXT = {"summary": summary, "mechanism": mechanism, "result": result}
+    return LAST_CONTEXT
 
 
 def reliability_plot_path(plot: str) -> Path:

@@ -16,19 +16,19 @@ from __future__ import annotations
 import os
 import sys
 
+from dpauc_tf.cli.errors import CommandError
+
 ENGINE_VARIABLE = "DPAUC_FLOWER_ENGINE"
 
 
-def evaluate_with_flower(args, data, client_ids, num_clients):
-    """Runs [`dpauc_tf.flower.evaluate`][] on the file's clients; returns a
-    [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] (the CLI's common result).
+def evaluate_with_flower(run, data, client_ids, num_clients):
+    """Runs [`dpauc_tf.flower.evaluate`][] on the file's clients with ``run.spec``'s release;
+    returns a [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] (the CLI's common result).
 
     Clients left out (no answer in time, or an error) are named in one warning on stderr:
     the AUC then covers only the other clients' examples, and the stated epsilon is the one
     the arrived reports achieve."""
     import dpauc_tf.flower.evaluate  # noqa: F401 - the module, not the function
-    from dpauc_tf.cli.evaluate import release_settings
-    from dpauc_tf.cli.main import CommandError
     from dpauc_tf.core.partitions import client_data_from_partition
 
     flower_evaluate = sys.modules["dpauc_tf.flower.evaluate"]
@@ -38,14 +38,19 @@ def evaluate_with_flower(args, data, client_ids, num_clients):
     except ImportError as error:
         raise CommandError(str(error)) from None
 
-    timeout = getattr(args, "round_timeout", None)
+    spec, timeout = run.spec, run.round_timeout
     out = flower_evaluate.evaluate(
         client_data_from_partition(data.scores, data.labels, client_ids, num_clients),
-        seed=args.seed,
-        repeats=args.repeats,
+        mechanism=spec.mechanism,
+        epsilon=spec.epsilon,
+        delta=spec.delta,
+        num_thresholds=spec.num_thresholds,
+        threshold_grid=spec.threshold_grid,
+        mechanism_options=dict(spec.options),
+        seed=spec.seed,
+        repeats=run.repeats,
         engine=os.environ.get(ENGINE_VARIABLE, "simulation"),
         round_timeout=flower_evaluate.DEFAULT_ROUND_TIMEOUT if timeout is None else timeout,
-        **release_settings(args),
     )
     if out.num_reporting < out.num_clients:
         left_out = []

@@ -6,25 +6,17 @@ from __future__ import annotations
 import sys
 
 
-def resolve_auto_thresholds(args, count_scores) -> str | None:
-    """``--num-thresholds auto``: one quick pass counts the examples (public under label
-    DP: the same for every labelling), then the grid that suits them
-    ([`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`][])."""
-    if args.num_thresholds != "auto":
-        return None
-    from dpauc_tf.core.thresholds import Thresholds
-    from dpauc_tf.mechanisms.auto_grid import auto_num_thresholds
+def auto_rule(num_thresholds: int, num_examples: int, epsilon: float | None) -> str:
+    """What ``--num-thresholds auto`` chose, and why it costs no budget: a quick pass counted
+    the examples (public under label DP: the same for every labelling), then the grid that
+    suits them ([`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`][]).
 
-    plot, args.plot, args.num_thresholds = args.plot, None, 2
-    try:
-        counted = count_scores(args, Thresholds.make(2))
-    finally:
-        args.plot = plot
-    n = counted.num_examples
-    args.num_thresholds = auto_num_thresholds(n, args.epsilon, args.mechanism)
+        >>> auto_rule(50, 1000, 1.0).split(" (")[0]
+        'auto: 50 thresholds for n = 1000 examples at epsilon 1.0'
+    """
     return (
-        f"auto: {args.num_thresholds} thresholds for n = {n} examples at epsilon "
-        f"{args.epsilon} (n is public under label DP: no budget is spent on it)"
+        f"auto: {num_thresholds} thresholds for n = {num_examples} examples at epsilon "
+        f"{epsilon} (n is public under label DP: no budget is spent on it)"
     )
 
 

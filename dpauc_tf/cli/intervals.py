@@ -6,17 +6,14 @@ The interval is post-processing of the release (no privacy cost):
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-import numpy as np
-
-from dpauc_tf.cli.main import CommandError
+from dpauc_tf.cli.errors import CommandError
 
 
-def check_confidence(args, mechanism) -> None:
+def check_confidence(confidence: float | None, mechanism) -> None:
     """Refuses ``--confidence`` before any work where the mechanism has no valid interval."""
-    if getattr(args, "confidence", None) is None:
+    if confidence is None:
         return
     from dpauc_tf.mechanisms.intervals import check_interval_support
 
@@ -26,37 +23,32 @@ def check_confidence(args, mechanism) -> None:
         raise CommandError(f"--confidence: {error}") from None
 
 
-def interval_fields(args, mechanism, result, num_examples, num_clients) -> dict[str, Any]:
-    """``confidence``, ``ci_target`` and ``releases`` (one object per release: auc, ci_low,
-    ci_high, ci_target, privacy_share, ...) with ``--confidence``; nothing otherwise.
-
-    The interval is the release's own ([`dpauc_tf.mechanisms.release.with_interval`][]):
-    computed from its counts and the reports that arrived, never from the number of
-    clients asked (after a dropout, fewer noise shares)."""
-    del num_clients  # the release's own: clients asked and reports that arrived
-    confidence = getattr(args, "confidence", None)
-    if confidence is None or result is None:
-        return {}
-    from dpauc_tf.mechanisms.release import interval_releases, with_interval
+def with_confidence(run, result, mechanism, num_examples: int):
+    """``result`` with the interval of every release at ``run.confidence`` (``result``
+    itself without ``--confidence``): the backend's own where it computed one (it takes
+    the confidence: `dpauc_tf.cli.backends.TAKES_CONFIDENCE`), else the release's own
+    ([`dpauc_tf.mechanisms.release.with_interval`][], the finish's interval): from its counts
+    and the reports that arrived, never from the number of clients asked (after a dropout,
+    fewer noise shares). ``mechanism`` is the one the release was built with."""
+    if run.confidence is None or result is None:
+        return result
+    from dpauc_tf.mechanisms.release import with_interval
 
     if not getattr(result, "noisy_counts", None) and result.interval is None:
         raise CommandError(
-            f"--confidence: --backend {args.backend} returns no release counts here yet; "
+            f"--confidence: --backend {run.backend} returns no release counts here yet; "
             "use --backend simulate, beam or spark"
         )
-    if result.num_examples is None:  # public under label DP: the counted file's
-        result = dataclasses.replace(result, num_examples=num_examples)
-    try:
-        interval = with_interval(
-            result, mechanism, confidence=confidence, ci_target=args.ci_target
-        ).interval
+    try:  # num_examples: public under label DP, the counted file's
+        return with_interval(
+            result,
+            mechanism,
+            confidence=run.confidence,
+            ci_target=run.ci_target,
+            num_examples=num_examples,
+        )
     except ValueError as error:
         raise CommandError(f"--confidence: {error}") from None
-    return {  # the same objects as AUCResult.to_dict()
-        "confidence": interval.confidence,
-        "ci_target": interval.target,
-        "releases": interval_releases(np.asarray(result.aucs), interval),
-    }
 
 
 def interval_lines(result: dict[str, Any]) -> list[str]:

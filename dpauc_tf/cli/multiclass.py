@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import argparse
 
+from dpauc_tf.cli import arguments
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+
 AVERAGE_CHOICES = ("macro", "weighted", "micro")
 BACKEND_CHOICES = ("simulate", "tff", "flower")
 
 
 def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     """Adds ``multiclass`` to ``dpauc``'s sub-commands (``common`` adds --format/--debug)."""
-    import importlib
-
-    cli_main = importlib.import_module("dpauc_tf.cli.main")
-
     parser = subparsers.add_parser(
         "multiclass",
         help="private one-vs-rest AUC of a file with a class column and score columns",
@@ -53,24 +52,24 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         "--from-logits", action="store_true", help="the scores are logits (a softmax maps them)"
     )
     parser.add_argument(
-        "--epsilon", type=cli_main._finite_float, help="total epsilon of one release of all classes"
+        "--epsilon", type=arguments.finite_float, help="total epsilon of one release of all classes"
     )
-    parser.add_argument("--delta", type=cli_main._finite_float, help="for mechanisms with a delta")
+    parser.add_argument("--delta", type=arguments.finite_float, help="for mechanisms with a delta")
     parser.add_argument(
         "--mechanism", default="histogram", help="the binary curve mechanism of every class"
     )
     parser.add_argument(
         "--mechanism-option",
         dest="mechanism_options",
-        type=cli_main._mechanism_option,
+        type=arguments.mechanism_option,
         action="append",
         metavar="KEY=VALUE",
         help="an option of the mechanism, repeatable",
     )
     parser.add_argument(
         "--num-thresholds",
-        type=cli_main._num_thresholds_int,
-        default=cli_main.DEFAULT_NUM_THRESHOLDS,
+        type=arguments.num_thresholds_int,
+        default=DEFAULT_NUM_THRESHOLDS,
         help="thresholds of the grid",
     )
     parser.add_argument(
@@ -78,14 +77,14 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--clients",
-        type=cli_main._positive_int,
+        type=arguments.positive_int,
         help="simulate K clients that each release their own counts (default: central)",
     )
     parser.add_argument(
         "--client-column", help="column of client ids in [0, K) (with --clients; default IID)"
     )
     parser.add_argument(
-        "--repeats", type=cli_main._positive_int, default=1, help="independent releases"
+        "--repeats", type=arguments.positive_int, default=1, help="independent releases"
     )
     parser.add_argument(
         "--backend",
@@ -95,7 +94,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         "round (each needs its own extra installed)",
     )
     parser.add_argument(
-        "--seed", type=cli_main._seed_int, help="integer seed (reproducible); default: OS entropy"
+        "--seed", type=arguments.seed_int, help="integer seed (reproducible); default: OS entropy"
     )
     if common is not None:
         common(parser)
@@ -134,7 +133,7 @@ def read_table(path: str, columns: list[str]):
 def score_column_names(text: str) -> list[str]:
     """The ``--score-columns`` list: at least two names, none twice (a repeated name would
     give two classes the same scores and shift every later class's name)."""
-    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.cli.errors import CommandError
 
     names = [c.strip() for c in text.split(",") if c.strip()]
     if len(names) < 2:
@@ -244,7 +243,7 @@ def _require_backend(backend: str) -> None:
     """The backend's world is installed, or one line saying what to install."""
     import importlib.util
 
-    from dpauc_tf.cli.main import CommandError
+    from dpauc_tf.cli.errors import CommandError
     from dpauc_tf.core.extras import install_hint
 
     if backend == "tff" and importlib.util.find_spec("tensorflow_federated") is None:
@@ -264,7 +263,7 @@ def _require_backend(backend: str) -> None:
 
 def _federated(args, backend: str, labels, scores, frame):
     """The release on TFF or Flower: one client per ``--client-column`` value (or ``--clients
-    K`` IID clients, else one); the ``MultiClassResult``."""
+    K`` IID clients, else one); the one-vs-rest ``AUCResult``."""
     import os
 
     import numpy as np

@@ -47,17 +47,26 @@ def add_report_command(sub, evaluate: argparse.ArgumentParser) -> None:
         rp._add_action(copy.copy(action))  # a copy: set_defaults below must not reach evaluate
     rp.add_argument("--out", required=True, help="the HTML file to write")
     rp.set_defaults(
-        func=lambda args: run_report(args), command="report", plot=None,
-        **REPORT_DEFAULTS,
-    )  # fmt: skip
+        func=run_report, prepare=prepare_report, command="report", plot=None, **REPORT_DEFAULTS
+    )
 
 
-def run_report(args) -> int:
+def prepare_report(args):
+    """``dpauc evaluate``'s checked request (before TensorFlow) and the page's path."""
+    from dpauc_tf.cli.evaluate import prepare_evaluate
+
+    return args.out, prepare_evaluate(args)
+
+
+def run_report(prepared) -> int:
+    from dpauc_tf.cli import evaluation_summaries
+    from dpauc_tf.cli.errors import CommandError
     from dpauc_tf.cli.evaluate import evaluate_scores
-    from dpauc_tf.cli.main import CommandError
 
-    output = evaluate_scores(args)
-    context = getattr(args, "summary_context", None)
+    out, request = prepared
+    evaluation_summaries.LAST_CONTEXT = None
+    output = evaluate_scores(request)
+    context = evaluation_summaries.LAST_CONTEXT
     if context is None:
         raise CommandError("report: no release to draw (the AUC is undefined: see --show-exact)")
     from dpauc_tf.mechanisms.release_summaries import curve_bands
@@ -65,19 +74,19 @@ def run_report(args) -> int:
     bands = curve_bands(
         context["result"],
         context["mechanism"],
-        confidence=args.confidence or 0.95,
-        target=args.ci_target,
+        confidence=request.confidence or 0.95,
+        target=request.ci_target,
     )
     page = render_report(output, bands)
-    Path(args.out).write_text(page, encoding="utf-8")
-    if args.format == "json":  # the numbers on the page, for tools
+    Path(out).write_text(page, encoding="utf-8")
+    if request.format == "json":  # the numbers on the page, for tools
         import json
 
         from dpauc_tf.cli.formats import json_safe
 
-        print(json.dumps(json_safe({"report": str(args.out), **output}), allow_nan=False))
+        print(json.dumps(json_safe({"report": str(out), **output}), allow_nan=False))
     else:
-        print(f"dpauc: wrote {args.out}")
+        print(f"dpauc: wrote {out}")
     return 0
 
 

@@ -12,13 +12,60 @@ mechanism, with its guarantee); ``json`` and ``csv`` always hold every row.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpauc_tf.cli.arguments import add_common_flags, positive_int, seed_int
 from dpauc_tf.cli.formats import format_rows, format_with_notes
-from dpauc_tf.cli.progress import show_progress
+from dpauc_tf.cli.progress import add_progress_flags, show_progress
+
+REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
+
+
+def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
+    """Adds ``reproduce`` to ``dpauc``'s sub-commands (``common`` adds ``--format``/``--debug``)."""
+    rp = sub.add_parser(
+        "reproduce",
+        help="the DPAUC paper's tables, next to the project's",
+        description="The DPAUC paper's tables 1-5 with the paper's settings, plus rows for the "
+        "project's mechanisms.",
+    )
+    rp.add_argument("target", choices=REPRODUCE_TARGETS, help="which table")
+    rp.add_argument(
+        "--scores",
+        required=True,
+        help="'synthetic' or a directory with scores_epoch<N>.parquet|csv (models.train)",
+    )
+    rp.add_argument("--seeds", type=positive_int, default=100, help="repeats per setting")
+    rp.add_argument("--seed", type=seed_int, default=0, help="base seed")
+    rp.add_argument(
+        "--threshold-grid",
+        choices=("tf", "reference"),
+        default="reference",
+        help="grid of the paper's rows (default: the reference code's)",
+    )
+    common(rp, default_format="markdown")
+    rp.add_argument("--plot", help='directory for PNG plots (needs "dpauc-tf[plot]")')
+    rp.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="markdown/table: every row (every epoch, setting and mechanism) instead of the "
+        "summary (the last epoch, one row per setting, one column per mechanism); json and "
+        "csv always hold every row",
+    )
+    rp.add_argument(
+        "--per-client-noise",
+        action="store_true",
+        help="draw every client's noise, as 0.2 did (slow at K = 1000); by default the "
+        "server's sum of the clients' Laplace noise is drawn at once: the same distribution, "
+        "other numbers for the same seed",
+    )
+    add_progress_flags(rp)
+    rp.set_defaults(func=run_reproduce)
+    return rp
 
 
 def load_score_sets(source: str) -> dict:

@@ -20,7 +20,7 @@ import re
 import sys
 import tempfile
 
-from dpauc_tf.cli.main import CommandError
+from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.core.extras import install_hint
 from dpauc_tf.io.paths import PARQUET_SUFFIXES  # noqa: F401 (a public name)
 
@@ -121,8 +121,8 @@ def _java_message(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def evaluate_with_spark(args, client_ids, num_clients: int):
-    """The release of ``args.scores`` through `dpauc_tf.spark.private_auc` (an
+def evaluate_with_spark(run, client_ids, num_clients: int):
+    """The release of the file through `dpauc_tf.spark.private_auc` (an
     [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]), after the driver has read the file
     (``--show-exact``, ``--plot``); per client when the file has more than one client."""
     if client_ids is not None:
@@ -131,41 +131,48 @@ def evaluate_with_spark(args, client_ids, num_clients: int):
             "(--client-column); --clients partitions the examples in memory: use "
             "--backend simulate"
         )
-    return evaluate_file_with_spark(args, per_client=num_clients > 1)
+    return evaluate_file_with_spark(run, per_client=num_clients > 1)
 
 
-def evaluate_file_with_spark(args, per_client: bool | None = None):
-    """``args.scores`` read by Spark's reader, counted on the executors and released on the
-    driver: an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]. The driver holds no row.
+def evaluate_file_with_spark(run, per_client: bool | None = None):
+    """``run.source`` read by Spark's reader, counted on the executors and released on the
+    driver, with ``run.confidence``'s interval: an
+    [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]. The driver holds no row.
     ``per_client=None`` sums every client's report when the file has the client column
     (``--client-column``; a column merely named ``client`` is not one)."""
-    from dpauc_tf.cli.evaluate import release_settings
-
     if importlib.util.find_spec("pyspark") is None:
         raise CommandError(f"--backend spark needs PySpark: {install_hint('spark')}")
-    fmt, paths = spark_files(str(args.scores))
+    source, spec = run.source, run.spec
+    fmt, paths = spark_files(str(source.path))
     from dpauc_tf.spark import private_auc
 
-    session, created = _session(args.spark_master or DEFAULT_MASTER)
+    session, created = _session(run.spark_master or DEFAULT_MASTER)
     try:
         reader = session.read
         if fmt == "csv":
             reader = reader.option("header", True).option("inferSchema", True)
         frame = reader.format(fmt).load(paths)  # the rule's files, not Spark's own listing
-        client = args.client_column  # client ids only from a named column (--client-column)
+        client = source.client_column  # client ids only from a named column
         if client is not None and client not in frame.columns:
-            raise CommandError(f"--scores {args.scores}: no client column {client!r}")
+            raise CommandError(f"--scores {source.path}: no client column {client!r}")
         if per_client is None:
             per_client = client is not None
         return private_auc(
             frame,
-            score_col=args.score_column,
-            label_col=args.label_column,
+            score_col=source.score_column,
+            label_col=source.label_column,
             client_col=client if per_client else None,
-            seed=args.seed,
-            repeats=args.repeats,
-            from_logits=args.from_logits,
-            **release_settings(args),
+            from_logits=source.from_logits,
+            mechanism=spec.mechanism,
+            epsilon=spec.epsilon,
+            delta=spec.delta,
+            num_thresholds=spec.num_thresholds,
+            threshold_grid=spec.threshold_grid,
+            mechanism_options=dict(spec.options),
+            seed=spec.seed,
+            repeats=run.repeats,
+            confidence=run.confidence,
+            ci_target=run.ci_target,
         )
     except ValueError as error:
         raise CommandError(str(error)) from None

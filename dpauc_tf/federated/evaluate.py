@@ -387,11 +387,11 @@ def evaluate(
         spec,
         joined,
         num_examples=num_examples,
-        num_clients=shares,
+        num_clients=num_seen,
         num_reporting=num_reporting,
+        shares=shares,
         mechanism=count_mechanism,
     )
-    result = dataclasses.replace(result, num_clients=num_seen)
     return FederatedEvaluation(result, _point_thresholds(count_mechanism, thresholds, totals[0]))
 
 

@@ -2,13 +2,13 @@
 
 The same path as the simulate backend
 ([`dpauc_tf.mechanisms.multiclass_release.evaluate_multiclass`][]): a
-[`MultiClassSpec`][] builds the
+[`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec] with ``num_classes`` builds the
 [`OneVsRest`][] mechanism for the clients; in one TFF
 round every client counts its ``[C, T + 1]`` one-vs-rest histograms and releases them through
 the class mechanism (local noise, or one integer noise share for the secure mechanisms, summed
 by ``tff.federated_secure_sum_bitwidth``); the server adds the reports up and
-[`finish_multiclass`][] turns the sum
-into one [`MultiClassResult`][].
+[`finish_release`][dpauc_tf.mechanisms.release.finish_release] turns the sum
+into one [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis.
 Client ``k``'s seed of repeat ``r`` is ``spec.seed_for("tff", r, k)``.
 """
 
@@ -35,13 +35,8 @@ from dpauc_tf.federated.evaluate import (
     install_secure_sum_context,
 )
 from dpauc_tf.mechanisms.multiclass import OneVsRest, check_client_data
-from dpauc_tf.mechanisms.multiclass_release import (
-    MultiClassResult,
-    MultiClassSpec,
-    finish_multiclass,
-)
 from dpauc_tf.mechanisms.registry import mechanism_spec, require
-from dpauc_tf.mechanisms.release import check_repeats
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
 
 COUNT_DTYPE = computations.COUNT_DTYPE
 
@@ -133,7 +128,7 @@ def build_multiclass_summed_release(
 _COMPUTATIONS: dict[tuple, tff.Computation] = {}
 
 
-def _computation(spec: MultiClassSpec, mechanism: OneVsRest, secure_bitwidth) -> tff.Computation:
+def _computation(spec: ReleaseSpec, mechanism: OneVsRest, secure_bitwidth) -> tff.Computation:
     # the seed is CLIENTS data, not part of the computation: one build for every seed
     key = (dataclasses.replace(spec, seed=None), mechanism.num_clients, secure_bitwidth)
     if key not in _COMPUTATIONS:
@@ -172,7 +167,7 @@ def evaluate_multiclass(
     secure_shares: int | None = None,
     secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
     cohort_size: int = DEFAULT_COHORT_SIZE,
-) -> MultiClassResult:
+) -> AUCResult:
     """Federated one-vs-rest label-DP AUC of ``C``-class scores held by clients, in TFF.
 
     Every client counts its ``[C, T + 1]`` per-class histograms and releases them through the
@@ -239,7 +234,7 @@ def evaluate_multiclass(
         raise ValueError("need at least one client (client_data yielded none)")
     if num_classes is None:
         num_classes = multiclass_client_arrays(first[0], None, 0)["score"].shape[1]
-    spec = MultiClassSpec.make(
+    spec = ReleaseSpec.make(
         mechanism,
         epsilon=epsilon,
         num_classes=num_classes,
@@ -284,14 +279,14 @@ def evaluate_multiclass(
             raise ValueError(f"client_data yielded {num_seen} clients, not num_clients={known}")
         totals.append(total)
     joined = {key: np.stack([total[key] for total in totals]) for key in sorted(totals[0])}
-    result = finish_multiclass(
+    return finish_release(
         spec,
         joined,
         num_examples=num_examples,
-        num_clients=shares if shares is not None else num_seen,
+        num_clients=num_seen,
         num_reporting=num_reporting,
+        shares=shares if shares is not None else num_seen,
     )
-    return dataclasses.replace(result, num_clients=num_seen)
 
 
 def _prepend(first, rest):

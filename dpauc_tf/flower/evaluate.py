@@ -228,7 +228,7 @@ def run_round(
     engine: str,
     round_timeout: float | None,
 ) -> FlowerEvaluation:
-    """One round of ``spec`` (a ``ReleaseSpec`` or a ``MultiClassSpec``) over ``clients``
+    """One round of ``spec`` (a ``ReleaseSpec``, binary or one-vs-rest) over ``clients``
     (checked ``(scores, labels)`` pairs) on the chosen engine: the part [`evaluate`][] and
     [`dpauc_tf.flower.multiclass.evaluate_multiclass`][] share."""
     num_clients = len(clients)

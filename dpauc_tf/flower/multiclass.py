@@ -1,15 +1,15 @@
 """``evaluate_multiclass``: one-vs-rest (multi-class) DP-AUC in one Flower round.
 
 The multi-class release path on Flower's pieces: the server sends a
-[`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] in the evaluate
+[`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec] with ``num_classes`` in the evaluate
 message's config (`dpauc_tf.flower.records`: the binary release's JSON plus
 ``num_classes`` and ``average``); every client answers with
 [`evaluate_reply`][] of its ``[n, C]`` scores and
 class ids, which releases its ``[C, T + 1]`` class counts through the
 [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest] mechanism (local noise, or one
 integer share masked by SecAgg+ for the secure mechanisms); the server sums the reports and
-[`finish_multiclass`][dpauc_tf.mechanisms.multiclass_release.finish_multiclass] gives one
-[`MultiClassResult`][dpauc_tf.mechanisms.multiclass_release.MultiClassResult]. In a Flower
+[`finish_release`][dpauc_tf.mechanisms.release.finish_release] gives one
+[`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis. In a Flower
 app, ``num-classes`` in the run config makes `spec_from_run_config` return such a spec, and
 `DPAUCStrategy` runs it in every evaluate round.
 """
@@ -92,7 +92,7 @@ def evaluate_multiclass(
 
     Returns:
       A [`FlowerEvaluation`][] whose ``result`` is
-      the [`MultiClassResult`][dpauc_tf.mechanisms.multiclass_release.MultiClassResult]
+      the [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis
       (``macro``, ``weighted``, ``micro``, ``class_aucs``, ... read through).
 
     Raises:
@@ -101,9 +101,8 @@ def evaluate_multiclass(
         release one-vs-rest counts, or no report arriving.
     """
     require_flower()
-    from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
     from dpauc_tf.mechanisms.registry import check_mechanism_options
-    from dpauc_tf.mechanisms.release import check_repeats
+    from dpauc_tf.mechanisms.release import ReleaseSpec, check_repeats
 
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -119,7 +118,7 @@ def evaluate_multiclass(
         entry="dpauc_tf.flower.evaluate_multiclass",
         num_clients="(the noise shares are sized for every client)",
     )
-    spec = MultiClassSpec.make(
+    spec = ReleaseSpec.make(
         mechanism,
         epsilon=epsilon,
         num_classes=num_classes,

@@ -33,7 +33,6 @@ import numpy as np
 
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.flower.encoding import LimbLayout
-from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
 from dpauc_tf.mechanisms.release import ReleaseSpec, check_repeats
 
 RELEASE_KEY = "dpauc.release"  # in the evaluate message's ConfigRecord ("config")
@@ -48,14 +47,13 @@ class ReleaseSettings:
 
     Attributes:
       spec: the release (its ``seed`` is always ``None`` here: seeds stay on the clients); a
-        [`MultiClassSpec`][] for a
-        one-vs-rest release (every client reports its ``[C, T + 1]`` class counts).
+        one with ``num_classes`` for a one-vs-rest release (every client reports its ``[C, T + 1]`` class counts).
       num_clients: the clients the secure mechanisms' noise shares are sized for.
       repeats: independent releases in this round.
       limb_bits: SecAgg+'s limb width (secure mechanisms), else ``None``.
     """
 
-    spec: ReleaseSpec | MultiClassSpec
+    spec: ReleaseSpec
     num_clients: int
     repeats: int = 1
     limb_bits: int | None = None
@@ -66,7 +64,7 @@ class ReleaseSettings:
 
     @property
     def multiclass(self) -> bool:
-        return isinstance(self.spec, MultiClassSpec)
+        return self.spec.one_vs_rest
 
     @property
     def layout(self) -> LimbLayout | None:
@@ -92,7 +90,7 @@ class ReleaseSettings:
 
 
 def release_config(
-    spec: ReleaseSpec | MultiClassSpec,
+    spec: ReleaseSpec,
     *,
     num_clients: int,
     repeats: int = 1,
@@ -101,7 +99,7 @@ def release_config(
     """The evaluate message's config entry describing the release (``{RELEASE_KEY: json}``).
 
     ``layout`` is required for the secure mechanisms (SecAgg+'s limbs) and refused for the
-    others. The spec's seed is not sent; a ``MultiClassSpec`` adds its number of classes
+    others. The spec's seed is not sent; a one-vs-rest spec adds its number of classes
     and headline average.
     """
     check_repeats(repeats)
@@ -121,7 +119,7 @@ def release_config(
         "repeats": int(repeats),
         "limb_bits": None if layout is None else layout.bits,
     }
-    if isinstance(spec, MultiClassSpec):
+    if spec.one_vs_rest:
         body["num_classes"] = spec.num_classes
         body["average"] = spec.average
     return {RELEASE_KEY: json.dumps(body)}
@@ -149,11 +147,8 @@ def release_from_config(config: Mapping[str, Any]) -> ReleaseSettings:
             seed=None,
         )
         if body.get("num_classes") is not None:
-            spec = MultiClassSpec(
-                num_classes=int(body["num_classes"]), average=str(body["average"]), **common
-            )
-        else:
-            spec = ReleaseSpec(**common)
+            common.update(num_classes=int(body["num_classes"]), average=str(body["average"]))
+        spec = ReleaseSpec(**common)
         settings = ReleaseSettings(
             spec=spec,
             num_clients=int(body["num_clients"]),

@@ -31,7 +31,6 @@ The server adds no noise: it post-processes the sum ([`finish_release`][]).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +89,7 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
     ``threshold-grid`` (``"tf"`` or ``"reference"``) and ``mechanism-options`` (a JSON
     object, e.g. ``'{"estimator": "mann-whitney-smooth"}'``). Unknown names fail in one line.
     With ``num-classes`` (an int >= 2) the release is one-vs-rest: a
-    [`MultiClassSpec`][dpauc_tf.mechanisms.multiclass_release.MultiClassSpec] (``average``:
+    [`ReleaseSpec`][] with ``num_classes`` (``average``:
     ``"macro"``, ``"weighted"`` or ``"micro"``; the ``"tf"`` grid only), and the clients
     reply with their ``[n, C]`` scores and class ids.
 
@@ -114,11 +113,9 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
     options = _run_config_options(run_config.get("mechanism-options", "{}"))
     num_classes = run_config.get("num-classes")
     if num_classes not in (None, "none", 0):
-        from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
-
         if str(run_config.get("threshold-grid", "tf")) != "tf":
             raise ValueError('num-classes (one-vs-rest) supports threshold-grid "tf" only')
-        return MultiClassSpec.make(
+        return ReleaseSpec.make(
             mechanism,
             epsilon=epsilon,
             delta=None if delta in (None, "none") else float(delta),
@@ -299,16 +296,14 @@ def evaluate_round(
         raise ValueError(_no_report_reason(details.log, secagg))
     groups = (summed.num_reporting,) if not graphs else tuple(unmasked_groups(*graphs[0]))
     details.unmasked_groups = groups
-    if settings.multiclass:
-        return _finish_multiclass(spec, summed, len(nodes), groups)
-    result = finish_release(
+    return finish_release(
         spec,
         summed.release,
         num_examples=summed.num_examples,
         num_clients=len(nodes),
         num_reporting=summed.num_reporting,
+        unmasked_groups=groups,
     )
-    return _split_groups(result, spec, len(nodes), groups)
 
 
 def _messages(content_for, nodes, server_round) -> list[Message]:
@@ -407,51 +402,6 @@ def _run_id(grid) -> int:
         return 0
 
 
-def _split_groups(result: AUCResult, spec: ReleaseSpec, num_clients: int, groups) -> AUCResult:
-    """When dropouts split SecAgg+'s neighbourhoods, the server can unmask each group's sum:
-    the epsilon is the one the smallest group's shares achieve (basic composition over
-    the repeats for the whole output)."""
-    if len(groups) <= 1 or spec.epsilon is None:
-        return result
-    from dpauc_tf.mechanisms.base import achieved_statement
-
-    mechanism = spec.build(num_clients)
-    smallest = min(groups)
-    statement = achieved_statement(mechanism, smallest)
-    statement = dataclasses.replace(
-        statement,
-        noise=f"{mechanism.statement().noise}; dropouts split SecAgg+'s neighbourhoods into "
-        f"groups of {sorted(groups, reverse=True)} clients whose sums the server can unmask "
-        f"separately, so epsilon is the one achieved by the smallest group's {smallest} shares: "
-        f"{statement.epsilon:g}",
-    )
-    epsilon = float(statement.epsilon)
-    finite = math.isfinite(epsilon)
-    return dataclasses.replace(
-        result,
-        statement=statement,
-        epsilon=epsilon if finite else None,
-        epsilon_total=result.repeats * epsilon if finite else None,
-        delta_total=min(1.0, result.repeats * result.delta),
-    )
-
-
-def _finish_multiclass(spec, summed: SummedReports, num_clients: int, groups):
-    """The one-vs-rest release of the summed reports; when dropouts split SecAgg+'s
-    neighbourhoods, the guarantee is the one the smallest unmaskable group's shares achieve."""
-    from dpauc_tf.mechanisms.multiclass_release import finish_multiclass
-
-    split = len(groups) > 1 and spec.epsilon is not None
-    result = finish_multiclass(
-        spec,
-        summed.release,
-        num_examples=summed.num_examples,
-        num_clients=num_clients,
-        num_reporting=min(groups) if split else summed.num_reporting,
-    )
-    return dataclasses.replace(result, num_reporting=summed.num_reporting) if split else result
-
-
 def _no_report_reason(log: RoundLog, settings: SecAggSettings | None) -> str:
     text = "no report reached the server"
     described = log.describe()
@@ -496,8 +446,8 @@ class DPAUCStrategy:
     Args:
       strategy: the training strategy (``FedAvg()``, ...).
       spec: the release of every evaluation (`spec_from_run_config` builds it from the
-        app's config); a ``MultiClassSpec`` (``num-classes`` in the config) makes every
-        round one-vs-rest, with a ``MultiClassResult`` per round.
+        app's config); a one-vs-rest ``ReleaseSpec`` (``num-classes`` in the config) makes every
+        round one-vs-rest, with a one-vs-rest ``AUCResult`` per round.
       ledger: charged before every evaluation (an evaluation that would exceed its budget
         is refused before any report is sent: see ``on_refusal``); when fewer reports
         arrive than a secure mechanism's noise was sized for, the difference to the
@@ -655,8 +605,8 @@ def _strategy_class():
                 "dpauc-num-reporting": int(result.num_reporting or 0),
                 "dpauc-num-clients": int(result.num_clients or 0),
             }
-            for average in ("macro", "weighted", "micro"):  # a one-vs-rest release
-                if hasattr(result, average):
+            if result.num_classes is not None:  # a one-vs-rest release
+                for average in ("macro", "weighted", "micro"):
                     metrics[f"dpauc-{average}"] = float(getattr(result, average)[0])
             return MetricRecord(metrics)
 

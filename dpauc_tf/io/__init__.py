@@ -1,7 +1,8 @@
 """Score files: one reader for CSV, Parquet, TFRecord, compressed CSV, directories and globs.
 
-* [`scores`][]: [`ScoreSet`][dpauc_tf.io.scores.ScoreSet] (validated examples),
-  [`ScoreFileError`][dpauc_tf.io.scores.ScoreFileError] (one-line errors), the whole-file
+* [`errors`][]: [`ScoreFileError`][dpauc_tf.io.errors.ScoreFileError] (one-line errors) and
+  how an error quotes a file (the bottom of the package: it imports no other module of it);
+* [`scores`][]: [`ScoreSet`][dpauc_tf.io.scores.ScoreSet] (validated examples), the whole-file
   [`read_score_file`][dpauc_tf.io.scores.read_score_file] and the epoch files of a training run;
 * [`paths`][]: [`input_files`][dpauc_tf.io.paths.input_files], what a path means (file,
   directory, glob; hidden names at every level; compression by suffix), the one rule of
@@ -23,7 +24,7 @@ from __future__ import annotations
 import importlib
 
 _NAMES = {
-    "ScoreFileError": "dpauc_tf.io.scores",
+    "ScoreFileError": "dpauc_tf.io.errors",
     "ScoreSet": "dpauc_tf.io.scores",
     "epoch_files": "dpauc_tf.io.scores",
     "read_score_file": "dpauc_tf.io.scores",

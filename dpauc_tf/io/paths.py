@@ -41,7 +41,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from dpauc_tf.io.scores import ScoreFileError
+from dpauc_tf.io.errors import ScoreFileError
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
@@ -197,7 +197,7 @@ def _glob(pattern: str) -> tuple[list[str], int]:
 
 def input_files(path: str | os.PathLike) -> list[InputFile]:
     """The files that ``path`` names, sorted, each with its format and compression (the
-    rule in the module docstring); a one-line [`ScoreFileError`][dpauc_tf.io.scores.ScoreFileError]
+    rule in the module docstring); a one-line [`ScoreFileError`][dpauc_tf.io.errors.ScoreFileError]
     for a missing path, an empty directory or glob, a pipe or device, or files of several
     formats."""
     text = os.fspath(path)

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from dpauc_tf.core.extras import install_hint
+from dpauc_tf.io.errors import EXCERPT_CHARS, ScoreFileError, column_excerpt, excerpt
 from dpauc_tf.io.paths import (
     PARQUET_SUFFIXES,  # noqa: F401 (a public name of this module)
     TFRECORD_SUFFIXES,  # noqa: F401
@@ -48,7 +49,6 @@ from dpauc_tf.io.paths import (
     describe,
     input_files,
 )
-from dpauc_tf.io.scores import EXCERPT_CHARS, ScoreFileError, column_excerpt, excerpt
 
 DEFAULT_CHUNK_ROWS = 1 << 20
 

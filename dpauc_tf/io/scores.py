@@ -24,47 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
+from dpauc_tf.io.errors import (  # the names every reader of score files raises and quotes
+    EXCERPT_CHARS,  # noqa: F401
+    ScoreFileError,
+    column_excerpt,  # noqa: F401
+    excerpt,  # noqa: F401
+)
+from dpauc_tf.io.readers import check_chunk, iter_score_chunks
+
 _EPOCH_FILE = re.compile(r"^scores_epoch(\d+)\.(parquet|csv)$")
-
-
-class ScoreFileError(ValueError):
-    """A score file or score set that cannot be evaluated (message fits on one line)."""
-
-
-EXCERPT_CHARS = 80  # the most of a file's own text that an error message quotes
-
-
-def excerpt(text: object, limit: int = EXCERPT_CHARS) -> str:
-    """``text`` on one line, cut to ``limit`` characters (``...`` marks a cut): what an
-    error quotes of a file, never its contents.
-
-        >>> excerpt("a" * 100, 10)
-        'aaaaaaa...'
-    """
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
-
-
-def column_excerpt(names, limit: int = EXCERPT_CHARS) -> str:
-    """A file's column names for an error message, cut to ``limit`` characters: a file read
-    in the wrong format (JSON as CSV) has its data where the names should be, so its names
-    are not echoed whole (they may hold every score and label).
-
-        >>> column_excerpt(["score", "label"])
-        "'score', 'label'"
-        >>> column_excerpt(['[{"score": 0.1', '"label": 1}'] * 3000)
-        '6000 names that look like data (is it JSON? CSV needs a header row of column names)'
-    """
-    names = [str(name) for name in names]
-    if not names:
-        return "none"
-    if names[0].lstrip().startswith(("{", "[")):
-        return (
-            f"{len(names)} names that look like data (is it JSON? CSV needs a header row "
-            "of column names)"
-        )
-    text = excerpt(", ".join(map(repr, names)), limit)
-    return text if len(names) <= 5 else f"{text} ({len(names)} columns)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,8 +48,6 @@ class ScoreSet:
         """Validates and converts; raises [`ScoreFileError`][] naming the problem. The
         checks are the chunked reader's ([`dpauc_tf.io.readers.check_chunk`][]): one set
         of rules for every path."""
-        from dpauc_tf.io.readers import check_chunk
-
         labels = np.asarray(labels).ravel()
         scores = np.asarray(scores).ravel()
         if labels.size == 0:
@@ -144,8 +110,6 @@ def read_score_file(
     logits; [`dpauc_tf.core.logit_scale.logit_scores`][] maps them to [0, 1] (strictly
     increasing, no saturation; NaN stays NaN and is refused).
     """
-    from dpauc_tf.io.readers import iter_score_chunks
-
     chunks = list(
         iter_score_chunks(
             path,

@@ -38,6 +38,7 @@ import numpy as np
 
 from dpauc_tf.core.counts import bucket_counts_numpy
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.io.errors import ScoreFileError
 from dpauc_tf.io.readers import (
     DEFAULT_CHUNK_ROWS,
     ScoreChunk,
@@ -45,7 +46,7 @@ from dpauc_tf.io.readers import (
     iter_score_chunks,
     score_files,
 )
-from dpauc_tf.io.scores import ScoreFileError, ScoreSet
+from dpauc_tf.io.scores import ScoreSet
 
 FINE_BUCKETS = 1 << 20
 # Examples kept for the exact AUC (float64 score, int8 label, int64 client: 17 bytes each;

@@ -40,6 +40,7 @@ Examples:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
 import numpy as np
@@ -47,9 +48,12 @@ import tensorflow as tf
 
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
+from dpauc_tf.core.sampling_variance import hanley_mcneil_variance
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.base import CountMechanism, float_counts, with_repeats
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
+from dpauc_tf.mechanisms.laws import GridRule, IntervalLaw
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.events import BoundFailureDpEvent
@@ -126,6 +130,11 @@ class AucOnly(CountMechanism):
     """
 
     name = "auc-only"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        unit_weights=True, federated=False, releases="auc"
+    )
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # counts on its own grid
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.LAPLACE_ON_AUC
     requires_delta = True
     roc_note = NO_CURVE
     undefined_note = f"the noisy lower bound of min(P, N) was below {MIN_BOUND:g}"
@@ -285,6 +294,45 @@ class AucOnly(CountMechanism):
     def to_confusion(self, release):
         del release
         raise ValueError(NO_CURVE)
+
+    # -- the noise law (the LAPLACE_ON_AUC interval law) ------------------------------------
+    def _public_n(self, num_examples: float | None) -> float:
+        """The public number of examples the share of the count was chosen for (refused when
+        the share depends on it and it is not given)."""
+        if num_examples is None:
+            if self.count_share is None:
+                raise ValueError(
+                    "an auc-only interval needs the number of examples (its count's share of "
+                    "epsilon depends on it): pass num_examples"
+                )
+            return 0.0
+        return float(num_examples)
+
+    def auc_noise_scale(self, release, num_examples: float | None = None) -> np.ndarray:
+        """The Laplace scale of the noise on every released AUC ``[...]`` (from its released
+        bound of ``min(P, N)``; NaN where nothing was released)."""
+        bound = np.asarray(release["min_count_bound"], np.float64)
+        auc_epsilon = self.auc_epsilon_for(self._public_n(num_examples))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(bound >= 2.0, 1.0 / (np.maximum(bound, 1e-300) * auc_epsilon), np.nan)
+
+    def sampling_variance(self, release, auc, num_examples):
+        """Hanley-McNeil from the AUC and the noisy ``min(P, N)`` (``bound + margin``,
+        unbiased); the larger class is ``n - min`` (``n`` public; without it, ``min``: the
+        largest variance the release allows). The release does not say which class is the
+        smaller: the mean of the two assignments is taken (on binormal scores, where the
+        true variance is symmetric in the classes, the larger assignment overstates it by
+        about 19%: ``docs/intervals.md``)."""
+        margin = self.margin_for(self._public_n(num_examples))
+        smaller = np.asarray(release["min_count_bound"], np.float64) + margin
+        smaller = np.maximum(smaller, 2.0)
+        larger = (
+            smaller if num_examples is None else np.maximum(float(num_examples) - smaller, smaller)
+        )
+        return 0.5 * (
+            hanley_mcneil_variance(auc, smaller, larger)
+            + hanley_mcneil_variance(auc, larger, smaller)
+        )
 
     # -- the guarantee --------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:

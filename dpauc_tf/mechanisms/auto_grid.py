@@ -16,8 +16,10 @@ statement says so). Under add/remove-one-example DP it would not be; that mode h
 **The grid.** ``auto_num_thresholds`` rounds ``0.6 (eps n)^0.4`` (in log scale) to the ladder
 ``5, 9, 17, 33, 65, 129`` (TensorFlow grids with ``2^k`` buckets, so that a finer count
 merges exactly into a coarser one) and keeps TensorFlow's default (200) once the rule asks
-for more than 129, or for mechanisms whose noise does not grow with the grid (``auc-only``
-counts on its own grid; ``rr``, ``score-noise`` and ``none`` add no per-bucket noise).
+for more than 129, or for mechanisms whose noise does not grow with the grid: each family
+states its ``grid_rule`` ([`GridRule`][dpauc_tf.mechanisms.laws.GridRule];
+``auc-only`` and ``rank-sum`` count on their own grid; ``rr``, ``score-noise`` and ``none``
+add no per-bucket noise).
 
 Examples:
     >>> auto_num_thresholds(500, 1.0), auto_num_thresholds(20_000, 1.0)
@@ -29,25 +31,40 @@ Examples:
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.laws import GridRule
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpauc_tf.mechanisms.base import CountMechanism
 
 AUTO = "auto"
 AUTO_LADDER = (5, 9, 17, 33, 65, 129)
 AUTO_COEFFICIENT = 0.6
 AUTO_EXPONENT = 0.4
-# mechanisms whose release noise does not grow with the number of buckets
-GRID_FREE = frozenset({"auc-only", "rank-sum", "rr", "score-noise", "none"})
 GUESS_AUC = 0.75  # the typical test set behind the warning (public guesses, no data)
 GUESS_POSITIVE_RATE = 0.3
 
 
+def grid_rule(mechanism: str | CountMechanism | type[CountMechanism]) -> GridRule:
+    """The ``grid_rule`` a mechanism (a registered name, a class or an instance) states."""
+    if isinstance(mechanism, str):
+        from dpauc_tf.mechanisms.registry import mechanism_class
+
+        mechanism = mechanism_class(mechanism)
+    return mechanism.grid_rule
+
+
 def auto_num_thresholds(
-    num_examples: float, epsilon: float | None, mechanism: str = "histogram"
+    num_examples: float,
+    epsilon: float | None,
+    mechanism: str | CountMechanism | type[CountMechanism] = "histogram",
 ) -> int:
     """The number of thresholds ``"auto"`` picks for ``num_examples`` (public under label DP)
-    at ``epsilon`` for ``mechanism`` (see the module docstring)."""
-    if epsilon is None or mechanism in GRID_FREE:
+    at ``epsilon`` for ``mechanism`` (a registered name, a class or an instance; see the
+    module docstring)."""
+    if epsilon is None or not grid_rule(mechanism).grows_with_grid:
         return DEFAULT_NUM_THRESHOLDS
     if not (isinstance(num_examples, (int, float)) and num_examples >= 0):
         raise ValueError(f"num_examples must be a number >= 0, got {num_examples!r}")
@@ -62,7 +79,7 @@ def resolve_num_thresholds(
     *,
     num_examples: float | None,
     epsilon: float | None,
-    mechanism: str,
+    mechanism: str | CountMechanism | type[CountMechanism],
 ) -> int:
     """``num_thresholds`` as an int: itself, or [`auto_num_thresholds`][] for ``"auto"``
     (which needs ``num_examples``)."""
@@ -150,10 +167,21 @@ def predicted_noise_std(
     neg = bucket_counts(0.0, num_neg)
     capabilities = mechanism.capabilities
     if capabilities.integer_counts or capabilities.unit_weights:
-        pos, neg = np.round(pos), np.round(neg)  # these releases take whole counts only
+        # These releases take whole counts only. Rounding each bucket would empty a fine
+        # grid (rank-sum counts on 2^17 buckets, most expecting under one example); rounding
+        # the cumulative counts keeps every total and the shape of the distribution.
+        pos, neg = _whole_counts(pos), _whole_counts(neg)
     base = mechanism.aggregate() if hasattr(mechanism, "aggregate") else mechanism
     released = base.release(tf.constant(pos), tf.constant(neg), seed=seed, repeats=repeats)
     drawn = np.asarray(base.estimate_auc(released))
     drawn = drawn[np.isfinite(drawn)]
     privacy = float(drawn.std()) if drawn.size > 1 else math.inf
     return privacy, sampling_std(auc, num_pos, num_neg)
+
+
+def _whole_counts(expected):
+    """Whole bucket counts with the same total and cumulative shape as ``expected``."""
+    import numpy as np
+
+    cumulative = np.round(np.concatenate([[0.0], np.cumsum(expected)]))
+    return np.diff(cumulative)

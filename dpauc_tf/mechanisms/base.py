@@ -10,9 +10,10 @@ except for ``score-noise``), counting on ``count_thresholds`` (the metric's grid
 ``score-noise``), then ``release``. Every mechanism is vectorised over a leading "repeat"
 axis: ``release(..., repeats=R)`` draws ``R`` independent releases of the same counts.
 
-What a mechanism can take is stated once, in its [`Capabilities`][]; callers (the Keras
-metric, the command line, the simulation, TFF, the audit) ask the registry
-([`dpauc_tf.mechanisms.registry`][]), which refuses what a mechanism cannot do.
+What a mechanism can take is stated once, on its class: its [`Capabilities`][], the
+estimators it accepts, its grid rule and its option types (class attributes); callers (the
+Keras metric, the command line, the simulation, TFF, the audit) find the class by name in the
+registry ([`dpauc_tf.mechanisms.registry`][]), which refuses what a mechanism cannot do.
 
 Examples:
     >>> from dpauc_tf.mechanisms import get_mechanism
@@ -29,17 +30,25 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import dp_accounting
 import numpy as np
 import tensorflow as tf
 
-from dpauc_tf.core.curve import Confusion, RocCurve, auc_from_confusion
-from dpauc_tf.core.postprocessing import mann_whitney_auc
+from dpauc_tf.core.curve import Confusion, auc_from_confusion
+from dpauc_tf.core.postprocessing import (
+    least_squares_confusion,
+    mann_whitney_auc,
+    within_bucket_correction,
+)
+from dpauc_tf.core.sampling_variance import delong_variance
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.estimators import ESTIMATORS, AUCEstimator  # noqa: F401 (re-export)
+from dpauc_tf.mechanisms.laws import GridRule, IntervalLaw
+from dpauc_tf.mechanisms.option_types import OptionType
 from dpauc_tf.noise.seeds import make_seed
 from dpauc_tf.privacy.accounting import EpsilonSpent, composed_epsilon
 from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_delta, check_epsilon
@@ -51,11 +60,14 @@ class CountMechanism(abc.ABC):
     """A mechanism on bucket counts ``pos, neg`` of shape ``[..., T + 1]``.
 
     Subclasses set ``name`` and implement `_noisy_release`, [`to_confusion`][],
-    [`dp_event`][], [`statement`][] and [`noise_stddev`][]; their summary and
-    [`Capabilities`][] are stated once, in the registry entry that names them
-    ([`dpauc_tf.mechanisms.registry`][]). An option that changes a capability (for example
-    exact integer noise) sets ``self._capabilities``. Construction validates ``epsilon``,
-    ``delta`` and ``estimator``.
+    [`dp_event`][], [`statement`][] and [`noise_stddev`][]. What a family can take is a
+    class attribute: ``capabilities`` ([`Capabilities`][]), ``accepted_estimators``,
+    ``grid_rule`` ([`GridRule`][dpauc_tf.mechanisms.laws.GridRule]) and ``option_types``
+    (the declared types of options not in
+    ``OPTION_TYPES`` of [`dpauc_tf.mechanisms.option_types`][]); the registry holds only
+    the name and a one-line summary ([`dpauc_tf.mechanisms.registry`][]). An option that
+    changes a capability (for example exact integer noise) sets ``self.capabilities`` on the
+    instance. Construction validates ``epsilon``, ``delta`` and ``estimator``.
 
     **Estimators** (``estimator=``): ``"mann-whitney"`` (default) is
     [`dpauc_tf.core.postprocessing.mann_whitney_auc`][] of [`released_confusion`][]:
@@ -73,24 +85,27 @@ class CountMechanism(abc.ABC):
     consistent where buckets hold one class.
     """
 
-    _capabilities: Capabilities | None = None
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What this mechanism can take (the registry's entry, or an option's override)."""
-        if self._capabilities is not None:
-            return self._capabilities
-        from dpauc_tf.mechanisms.registry import capabilities_of
-
-        return capabilities_of(type(self))
-
     name: ClassVar[str]
+    # What the family can take (an option that changes it sets ``self.capabilities``).
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    # The AUC estimators its releases support (others are refused at construction).
+    accepted_estimators: ClassVar[frozenset[AUCEstimator]] = frozenset(AUCEstimator)
+    # How ``num_thresholds="auto"`` sizes its grid (auto_grid).
+    grid_rule: ClassVar[GridRule] = GridRule.NOISE_PER_BUCKET
+    # The declared types of its constructor options that OPTION_TYPES does not declare.
+    option_types: ClassVar[Mapping[str, OptionType]] = {}
+    # Which law the interval of a release follows (see "the noise law" below); NONE: no
+    # interval. A family with independent noise on released entries sets DELTA_METHOD and
+    # defines noise_variances.
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.NONE
     neighbouring: ClassVar[str] = LABEL_DP
     requires_delta: ClassVar[bool] = False
     # False only for the mechanism that adds no noise (``none``): it refuses an epsilon.
     adds_noise: ClassVar[bool] = True
     # What the released ROC curve is, when it is not the curve of the true labels.
     roc_note: ClassVar[str] = ""
+    # Why some estimators are not accepted (the refusal's reason), when some are not.
+    estimator_note: ClassVar[str] = "does not support that estimator"
     # Why a release's AUC estimate can be undefined (NaN), as the CLI and reports say it.
     undefined_note: ClassVar[str] = "noise left no positive or negative"
 
@@ -102,6 +117,12 @@ class CountMechanism(abc.ABC):
         estimator: str = "mann-whitney",
     ):
         self.auc_estimator = AUCEstimator.from_str(estimator)
+        if self.auc_estimator not in self.accepted_estimators:
+            accepted = [e.value for e in AUCEstimator if e in self.accepted_estimators]
+            raise ValueError(
+                f"{self.name} {self.estimator_note}: estimator must be "
+                f"{' or '.join(map(repr, accepted))}, got {self.auc_estimator.value!r}"
+            )
         self.estimator = self.auc_estimator.value
         epsilon = check_epsilon(epsilon)
         if epsilon is None and self.adds_noise:
@@ -156,11 +177,7 @@ class CountMechanism(abc.ABC):
     def _takes_integer_counts(self) -> bool:
         """Integer noise, or weights of 1 only (whose counts are whole numbers: a fraction
         means a weight other than 1, which could move the released totals with the label)."""
-        try:
-            caps = self.capabilities
-        except ValueError:  # a class that is not registered declares no capability
-            return False
-        return bool(caps.integer_counts or caps.unit_weights)
+        return bool(self.capabilities.integer_counts or self.capabilities.unit_weights)
 
     def _integer_counts_message(self) -> str:
         if self.capabilities.unit_weights:
@@ -246,6 +263,91 @@ class CountMechanism(abc.ABC):
     @abc.abstractmethod
     def noise_stddev(self) -> float:
         """Standard deviation of the noise on one released count."""
+
+    # -- the noise law (read by intervals, the simulation and auto_grid) ---------------------
+    # A family states here, and only here, how its noise reaches a release: the generic code
+    # ([`dpauc_tf.mechanisms.intervals`][], [`dpauc_tf.simulation`][]) calls these methods
+    # and never asks which family a mechanism is. A new family overrides what differs.
+
+    def noise_variances(self, release: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """The variance of the noise on every released entry of one full release, keyed
+        like the release and broadcastable to its entries (``{"pos": var, "neg": var}`` for
+        independent noise of one variance per class). Only the entries named here are
+        noisy; the others are exact (e.g. label-free totals). Needed by the
+        ``DELTA_METHOD`` and ``FLIPS`` interval laws.
+
+        Raises:
+          ValueError: the family states no noise law (``interval_law`` is ``NONE``).
+        """
+        del release
+        raise ValueError(
+            f"mechanism {self.name!r} states no noise law for intervals (set interval_law "
+            "and define noise_variances(release) on it)"
+        )
+
+    def with_noisy_entries(
+        self, release: Mapping[str, tf.Tensor], noisy: Mapping[str, tf.Tensor]
+    ) -> dict[str, tf.Tensor]:
+        """``release`` with the entries that [`noise_variances`][] names replaced by
+        ``noisy`` (the delta method differentiates the estimate through them); a family
+        whose exact entries depend on the noisy ones (``rr``: negatives = released totals
+        minus positives) overrides this."""
+        return dict(release, **noisy)
+
+    def unclipped_estimate(self, release: Mapping[str, tf.Tensor]) -> tf.Tensor:
+        """The mechanism's AUC estimate ``[...]`` before its final clip to [0, 1] and without
+        its NaN (differentiable in the noisy entries: the delta method's function).
+        Default: the Mann-Whitney area of [`released_confusion`][]."""
+        return area_over_pairs(self.released_confusion(release), self.within_bucket)
+
+    def projected_counts(self, release: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Non-negative bucket counts ``pos, neg [..., T + 1]`` estimated from a release (the
+        monotone projection of its counts): what the sampling variance (DeLong) is
+        estimated from. Default: the bucket differences of [`to_confusion`][]."""
+        tensors = {key: tf.constant(np.asarray(v, np.float64)) for key, v in release.items()}
+        return histogram_of(self.to_confusion(tensors))
+
+    def sampling_variance(
+        self, release: Mapping[str, Any], auc: np.ndarray, num_examples: float | None
+    ) -> np.ndarray:
+        """The estimated sampling variance of the test set's AUC ``[...]`` (the population
+        target's share): DeLong's of [`projected_counts`][] by default; a family that
+        releases no counts estimates it from what it releases."""
+        del auc, num_examples
+        return delong_variance(*self.projected_counts(release))
+
+    def client_noise_copies(self, num_clients: int | None, num_reporting: int | None) -> float:
+        """How many of the mechanism's stated noise draws a (summed) release carries: 1 for
+        one data holder; the number of reports summed for a local mechanism (each client
+        adds its own noise); ``num_reporting / num_clients`` for a secure one (its
+        statement is of all ``num_clients`` shares, of which only the reporting ones
+        arrived)."""
+        if num_clients is None:
+            return 1.0
+        reporting = num_clients if num_reporting is None else int(num_reporting)
+        if self.capabilities.secure:
+            shares = int(getattr(self, "num_clients", num_clients))
+            return reporting / shares
+        return float(max(reporting, 1))
+
+    def sums_client_noise(self) -> bool:
+        """Whether [`summed_client_release`][] can draw the server's sum of ``K`` clients'
+        releases at once (a closed form for the sum of their noise). Default: no."""
+        return False
+
+    def summed_client_release(
+        self, pos: tf.Tensor, neg: tf.Tensor, num_clients: int, seed: tf.Tensor, repeats: int
+    ) -> Release:
+        """The server's sum of ``num_clients`` clients' releases of the counts ``pos, neg
+        [K, T + 1]``, drawn at once: ``[repeats, 1, ...]`` tensors with the distribution of
+        the sum of ``K`` per-client releases (the counts' sum is exact, the noise is one
+        draw of the sum of ``K`` clients' noise). Only where [`sums_client_noise`][]."""
+        raise NotImplementedError(f"{self.name} draws its clients' noise client by client")
+
+    def examples_in_release_units(self, num_examples: float | None) -> float | None:
+        """The number of examples in the units of the released counts (itself; a
+        weight-bounded mechanism releases counts divided by its bound)."""
+        return num_examples
 
     def privacy_spent(self, releases: int = 1, delta: float | None = None) -> EpsilonSpent:
         """Epsilon of ``releases`` releases (see [`dpauc_tf.privacy.accounting.composed_epsilon`][])."""
@@ -343,6 +445,67 @@ def with_repeats(tensors: dict[str, tf.Tensor], repeats: int | None) -> dict[str
     }
 
 
+def area_over_pairs(confusion: Confusion, within_bucket: str) -> tf.Tensor:
+    """[`mann_whitney_auc`][dpauc_tf.core.postprocessing.mann_whitney_auc] without its clip
+    and NaN (so that its gradient exists where the clip binds)."""
+    tp, fp, tn, fn = least_squares_confusion(
+        Confusion(*(tf.cast(c, tf.float64) for c in confusion))
+    )
+    num_pos = tp[..., :1] + fn[..., :1]
+    num_neg = fp[..., :1] + tn[..., :1]
+    zero = tf.zeros_like(num_pos)
+    tp = tf.concat([num_pos, tp, zero], axis=-1)
+    fp = tf.concat([num_neg, fp, zero], axis=-1)
+    area = tf.reduce_sum((fp[..., :-1] - fp[..., 1:]) * (tp[..., :-1] + tp[..., 1:]) / 2, axis=-1)
+    if within_bucket == "linear":
+        area += within_bucket_correction(tp[..., :-1] - tp[..., 1:], fp[..., :-1] - fp[..., 1:])
+    product = num_pos[..., 0] * num_neg[..., 0]
+    return area / tf.where(product > 0, product, tf.ones_like(product))
+
+
+def histogram_of(confusion: Confusion) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative bucket counts ``pos, neg [..., T + 1]`` of cumulative counts (the
+    differences of consecutive thresholds, negative ones set to 0)."""
+    tp, fp, tn, fn = (np.asarray(c, np.float64) for c in confusion)
+    out = []
+    for above, below in ((tp, fn), (fp, tn)):
+        total = above[..., :1] + below[..., :1]
+        padded = np.concatenate([total, above, np.zeros_like(total)], -1)
+        out.append(np.maximum(padded[..., :-1] - padded[..., 1:], 0.0))
+    return out[0], out[1]
+
+
+def summed_laplace_counts(
+    counts: tf.Tensor, scale: float, num_clients: int, seed, repeats: int
+) -> tf.Tensor:
+    """``counts [1, ...]`` plus one draw of the sum of ``num_clients`` clients' Laplace(scale)
+    noise per value, for ``repeats`` releases: ``[repeats, 1, ...]``."""
+    shape = tf.concat([[repeats], tf.shape(counts)], 0)
+    return counts[None] + sum_of_laplace(shape, scale, num_clients, seed, counts.dtype)
+
+
+def sum_of_laplace(shape, scale: float, num_clients: int, seed, dtype) -> tf.Tensor:
+    """One draw of the sum of ``num_clients`` independent Laplace(scale) variables.
+
+    ``Laplace(b) = b (E1 - E2)`` with standard exponentials, and a sum of ``K`` of them is
+    ``Gamma(K, 1)``: the sum is ``b (G1 - G2)``, ``G ~ Gamma(K, 1)``, exactly in
+    distribution (``tests/simulation/test_summed_client_noise.py`` checks it against the
+    sum of per-client draws).
+
+    Examples:
+        >>> from dpauc_tf.noise.seeds import make_seed
+        >>> sum_of_laplace([3], 2.0, 10, make_seed(0), tf.float64).shape.as_list()
+        [3]
+    """
+    gammas = tf.random.stateless_gamma(
+        tf.concat([[2], shape], 0),
+        seed=seed,
+        alpha=tf.constant(float(num_clients), tf.float64),
+        dtype=tf.float64,
+    )
+    return tf.cast(scale * (gammas[0] - gammas[1]), dtype)
+
+
 def _check_num_thresholds(num_thresholds: int) -> None:
     if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, int):
         try:
@@ -356,77 +519,6 @@ def _check_num_thresholds(num_thresholds: int) -> None:
     if num_thresholds < 2:
         raise ValueError(f"need at least 2 thresholds, got {num_thresholds}")
     return None
-
-
-@dataclasses.dataclass(frozen=True)
-class PrivateAUC:
-    """A view of [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] (``result``, the one
-    result type) as tensors: the AUC (``[R]``, or a scalar without ``repeats``), the ROC
-    points (``None`` when the mechanism releases only the AUC) and the cost of one release.
-
-    Examples:
-        >>> from dpauc_tf.mechanisms import get_mechanism
-        >>> m = get_mechanism("none", epsilon=None, num_thresholds=3)
-        >>> view = private_auc(m, tf.constant([0., 2., 1., 0.]), tf.constant([0., 1., 2., 0.]))
-        >>> round(float(view.auc), 4), view.result.epsilon_total is None
-        (0.3333, True)
-    """
-
-    result: Any  # AUCResult
-    scalar: bool = False
-
-    @property
-    def auc(self) -> tf.Tensor:
-        aucs = tf.constant(self.result.aucs, tf.float64)
-        return aucs[0] if self.scalar else aucs
-
-    @property
-    def roc(self) -> RocCurve | None:
-        if not self.result.has_curve:
-            return None
-        fpr, tpr = (tf.constant(v, tf.float64) for v in (self.result.fpr, self.result.tpr))
-        return RocCurve(fpr[0], tpr[0]) if self.scalar else RocCurve(fpr, tpr)
-
-    @property
-    def statement(self) -> PrivacyStatement:
-        return self.result.statement
-
-
-def private_auc(
-    mechanism: CountMechanism,
-    pos: tf.Tensor,
-    neg: tf.Tensor,
-    *,
-    seed: int | tf.Tensor | None = None,
-    repeats: int | None = None,
-) -> PrivateAUC:
-    """Releases counts through ``mechanism`` and computes the AUC and ROC of each release
-    (the post-processing is [`finish_release`][dpauc_tf.mechanisms.release.finish_release]'s).
-
-    Examples:
-        >>> from dpauc_tf.mechanisms import get_mechanism
-        >>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
-        >>> out = private_auc(m, tf.constant([0., 50., 30., 0.]), tf.constant([0., 40., 10., 0.]),
-        ...                   seed=0, repeats=5)
-        >>> out.auc.shape.as_list(), out.result.epsilon_total
-        ([5], 5.0)
-    """
-    from dpauc_tf.mechanisms.release import finish_release
-
-    release = mechanism.release(pos, neg, seed=seed, repeats=repeats)
-    if repeats is None:  # one release: the protocol's repeats axis of length 1
-        release = {key: value[tf.newaxis] for key, value in release.items()}
-    examples = float(
-        tf.reduce_sum(tf.cast(pos, tf.float64)) + tf.reduce_sum(tf.cast(neg, tf.float64))
-    )
-    result = finish_release(
-        None,
-        {key: value.numpy() for key, value in release.items()},
-        num_examples=examples,
-        num_clients=getattr(mechanism, "num_clients", None),
-        mechanism=mechanism,
-    )
-    return PrivateAUC(result=result, scalar=repeats is None)
 
 
 def achieved_statement(mechanism: CountMechanism, num_reporting: int) -> PrivacyStatement:

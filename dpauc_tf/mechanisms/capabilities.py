@@ -1,4 +1,5 @@
-"""What a mechanism can take and where it can run: read by every caller through the registry.
+"""What a mechanism can take and where it can run: a class attribute of every mechanism family
+(``CountMechanism.capabilities``), read by every caller.
 
 Pure Python (no TensorFlow, no dp-accounting), so that the command line can list the
 mechanisms and their capabilities without loading either.
@@ -14,7 +15,8 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
-    """What a mechanism can take and where it can run (read by every caller, via the registry).
+    """What a mechanism can take and where it can run (each family's ``capabilities`` class
+    attribute; an option may replace it on an instance, e.g. exact integer noise).
 
     Attributes:
       protects: ``"labels"`` (label DP), ``"scores"`` (score DP, labels exact) or

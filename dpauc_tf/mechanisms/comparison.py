@@ -30,25 +30,12 @@ What is tested is the equality of the two **bucketed** AUCs; with few buckets th
 below the exact AUCs by the grid's bias, which is nearly the same for two similar models
 (``docs/comparison.md`` measures it). Figures: ``docs/comparison.md``.
 
-Examples:
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> labels = rng.random(4000) < 0.3
-    >>> a = rng.normal(size=4000) + 1.0 * labels
-    >>> b = 0.8 * a + 0.6 * rng.normal(size=4000) + 0.3 * labels
-    >>> result = compare_models(labels, 1 / (1 + np.exp(-a)), 1 / (1 + np.exp(-b)), epsilon=1.0,
-    ...                         seed=0)
-    >>> result.ci_low < result.difference < result.ci_high, 0.0 <= result.p_value <= 1.0
-    (True, True)
-    >>> "p_value" in result.to_dict()
-    True
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import dp_accounting
@@ -58,6 +45,9 @@ from scipy import stats
 from dpauc_tf.mechanisms.class_split import resolve_positive_share, split_options
 from dpauc_tf.privacy.events import class_pair_event
 from dpauc_tf.privacy.statement import PrivacyStatement
+
+# The name under which the spec builds the paired comparison ([`PairedComparison`][]).
+PAIRED_COMPARISON = "paired-comparison"
 
 DEFAULT_COMPARISON_BUCKETS = 6
 MAX_COMPARISON_BUCKETS = 64
@@ -191,7 +181,7 @@ class PairedComparison:
         (['neg', 'pos'], (2, 2))
     """
 
-    name = "paired-comparison"
+    name = PAIRED_COMPARISON
     neighbouring = "label DP: one example's label differs (scores unchanged, unit weights)"
 
     def __init__(
@@ -323,79 +313,6 @@ class ComparisonResult:
         return out
 
 
-def _edges(scores: np.ndarray, edges: Sequence[float] | None, num_buckets: int, name: str):
-    if edges is None:
-        return quantile_edges(scores, num_buckets)
-    edges = np.asarray(edges, np.float64).ravel()
-    if edges.size == 0 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
-        raise ValueError(f"{name} must be a non-empty, strictly increasing list of numbers")
-    return edges
-
-
-def compare_models(
-    labels: np.ndarray | Sequence[int],
-    scores_a: np.ndarray | Sequence[float],
-    scores_b: np.ndarray | Sequence[float],
-    epsilon: float,
-    *,
-    num_buckets: int = DEFAULT_COMPARISON_BUCKETS,
-    edges_a: Sequence[float] | None = None,
-    edges_b: Sequence[float] | None = None,
-    confidence: float = DEFAULT_CONFIDENCE,
-    positive_share: float | None = None,
-    positive_rate: float | None = None,
-    seed: int | None = None,
-) -> ComparisonResult:
-    """Private paired comparison of models A and B on one labelled test set (one release).
-
-    Args:
-      labels: 0/1 labels ``[n]`` (private).
-      scores_a: model A's scores of the examples ``[n]`` (public under label DP).
-      scores_b: model B's scores of the same examples ``[n]``.
-      epsilon: the budget of the one release.
-      num_buckets: buckets per model at quantiles of its scores (default 6; the noise of
-        ``D`` grows about linearly with it, the grid's bias falls: ``docs/comparison.md``).
-      edges_a: explicit inner bucket edges for A instead (a score goes to the first bucket
-        whose edge is ``>=`` it).
-      edges_b: the same for B.
-      confidence: of the interval (default 0.95).
-      positive_share: the positive histogram's share of the budget
-        ([`PairedComparison`][]).
-      positive_rate: a public prior of the positive rate that sets the share instead.
-      seed: ``None`` for fresh noise, an int for a reproducible release.
-
-    Returns:
-      A [`ComparisonResult`][].
-    """
-    labels = np.asarray(labels).ravel()
-    scores_a = np.asarray(scores_a, np.float64).ravel()
-    scores_b = np.asarray(scores_b, np.float64).ravel()
-    if not (labels.size == scores_a.size == scores_b.size) or labels.size == 0:
-        raise ValueError(
-            f"need one label and two scores per example, got {labels.size} labels, "
-            f"{scores_a.size} and {scores_b.size} scores"
-        )
-    if not np.all(np.isin(labels, (0, 1))):
-        raise ValueError("labels must be 0 or 1")
-    if not (np.all(np.isfinite(scores_a)) and np.all(np.isfinite(scores_b))):
-        raise ValueError("scores must be finite numbers")
-    if isinstance(num_buckets, bool) or not isinstance(num_buckets, (int, np.integer)):
-        raise TypeError(f"num_buckets must be an int, got {num_buckets!r}")
-    if not 2 <= num_buckets <= MAX_COMPARISON_BUCKETS:
-        raise ValueError(f"num_buckets must be in [2, {MAX_COMPARISON_BUCKETS}], got {num_buckets}")
-    if not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    mechanism = PairedComparison(epsilon, positive_share, positive_rate)
-    cut_a = _edges(scores_a, edges_a, num_buckets, "edges_a")
-    cut_b = _edges(scores_b, edges_b, num_buckets, "edges_b")
-    shape = (cut_a.size + 1, cut_b.size + 1)
-    bucket_a = np.searchsorted(cut_a, scores_a, side="left")
-    bucket_b = np.searchsorted(cut_b, scores_b, side="left")
-    pos, neg = joint_counts(labels, bucket_a, bucket_b, shape)
-    noisy = mechanism.release(pos, neg, seed=seed)
-    return _result(mechanism, noisy, confidence, int(labels.size), shape)
-
-
 # The privacy noise's std of the difference past which it swamps any difference of two
 # AUCs worth testing (a warning is given).
 SWAMPED_PRIVACY_STD = 0.1
@@ -430,7 +347,12 @@ def swamped_warning(raw: dict[str, float], privacy_variance: float) -> str | Non
     )
 
 
-def _result(mechanism, noisy, confidence, num_examples, shape) -> ComparisonResult:
+def comparison_result(mechanism, noisy, confidence, num_examples) -> ComparisonResult:
+    """The paired comparison's post-processing of one release of joint counts
+    ([`finish_release`][dpauc_tf.mechanisms.release.finish_release] calls it): difference,
+    interval and p-value at ``confidence``, no privacy cost."""
+    noisy = {key: np.asarray(value, np.float64) for key, value in noisy.items()}
+    shape = tuple(int(n) for n in noisy["pos"].shape)
     stats_ = paired_statistics(noisy["pos"], noisy["neg"])
     nan = math.nan
     privacy = nan

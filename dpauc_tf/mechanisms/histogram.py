@@ -24,14 +24,20 @@ import tensorflow as tf
 
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import monotone_confusion
-from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.base import CountMechanism, summed_laplace_counts
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
+from dpauc_tf.mechanisms.laws import NOISE_KINDS, IntervalLaw, NoiseKind
 from dpauc_tf.noise import exact, samplers
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.privacy.events import class_pair_event, discrete_laplace_event, laplace_event
 from dpauc_tf.privacy.statement import PrivacyStatement
 
-NOISE_KINDS = ("continuous", "discrete")
+
+def laplace_variance(scale: float, kind: NoiseKind) -> float:
+    """The variance of Laplace noise of ``scale``: ``2 b^2``, or the exact discrete
+    Laplace's."""
+    return exact.discrete_laplace_variance(scale) if kind.exact else 2.0 * scale**2
 
 
 class HistogramLaplace(CountMechanism):
@@ -61,6 +67,8 @@ class HistogramLaplace(CountMechanism):
     """
 
     name = "histogram"
+    capabilities: ClassVar[Capabilities] = Capabilities(fed_eval=True)
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.DELTA_METHOD
     l1_sensitivity: ClassVar[float] = 2.0
 
     def __init__(
@@ -83,16 +91,15 @@ class HistogramLaplace(CountMechanism):
         if noise not in NOISE_KINDS:
             raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
         self.noise = noise
-        if noise == "discrete":
-            from dpauc_tf.mechanisms.registry import capabilities_of
-
-            self._capabilities = dataclasses.replace(
-                capabilities_of(type(self)), integer_counts=True, xla=False
+        self.noise_kind = NoiseKind(noise)
+        if self.noise_kind.exact:  # exact integer noise: integer counts, no XLA kernel
+            self.capabilities = dataclasses.replace(
+                type(self).capabilities, integer_counts=True, xla=False
             )
 
     def _laplace(self, counts: tf.Tensor, seed: tf.Tensor, scale: float) -> tf.Tensor:
         """Laplace noise of ``scale`` shaped like ``counts`` (continuous or exact discrete)."""
-        if self.noise == "continuous":
+        if not self.noise_kind.exact:
             return samplers.laplace(tf.shape(counts), scale, seed, counts.dtype)
 
         def sample(seed_values, shape):
@@ -114,7 +121,7 @@ class HistogramLaplace(CountMechanism):
 
     def _noise_description(self, scale: float | None = None) -> str:
         scale = self.noise_scale if scale is None else scale
-        if self.noise == "discrete":
+        if self.noise_kind.exact:
             return f"exact discrete Laplace(scale={scale:g}) (integer noise)"
         return f"Laplace(scale={scale:g})"
 
@@ -140,7 +147,7 @@ class HistogramLaplace(CountMechanism):
     def noise_stddev(self) -> float:
         """Standard deviation of the noise on one count (the noisier class's)."""
         scale = max(self.class_scales)
-        if self.noise == "discrete":
+        if self.noise_kind.exact:
             return math.sqrt(exact.discrete_laplace_variance(scale))
         return math.sqrt(2.0) * scale
 
@@ -154,6 +161,31 @@ class HistogramLaplace(CountMechanism):
 
     def _histograms(self, release):
         return release["pos"], release["neg"]
+
+    # -- the noise law -------------------------------------------------------------------
+    def noise_variances(self, release):
+        """Independent Laplace noise of the class's scale on every count."""
+        pos_scale, neg_scale = self.class_scales
+        return {
+            "pos": np.asarray(laplace_variance(pos_scale, self.noise_kind)),
+            "neg": np.asarray(laplace_variance(neg_scale, self.noise_kind)),
+        }
+
+    def sums_client_noise(self) -> bool:
+        """Continuous Laplace: the sum of ``K`` clients' noise is ``b (G1 - G2)``."""
+        return not self.noise_kind.exact
+
+    def summed_client_release(self, pos, neg, num_clients, seed, repeats):
+        """The summed counts plus one draw of ``K`` clients' summed Laplace noise per count
+        (seeds: one per class, as `_noisy_release` splits them)."""
+        pos = tf.reduce_sum(pos, axis=0, keepdims=True)  # [1, T + 1]: the counts' sum is exact
+        neg = tf.reduce_sum(neg, axis=0, keepdims=True)
+        seeds = split_seed(seed, 2)
+        scale_pos, scale_neg = self.class_scales
+        return {
+            "pos": summed_laplace_counts(pos, scale_pos, num_clients, seeds[0], repeats),
+            "neg": summed_laplace_counts(neg, scale_neg, num_clients, seeds[1], repeats),
+        }
 
     def released_confusion(self, release):
         """The suffix sums of the noisy histograms (the AUC is estimated from these)."""
@@ -169,8 +201,8 @@ class HistogramLaplace(CountMechanism):
         discrete-Laplace ones ([`discrete_laplace_event`][]). An unequal split: the
         composition of the two classes' unit-sensitivity events."""
         if self.positive_share != EQUAL_SHARE:
-            return class_pair_event(*self.class_scales, discrete=self.noise == "discrete")
-        if self.noise == "discrete":
+            return class_pair_event(*self.class_scales, discrete=self.noise_kind.exact)
+        if self.noise_kind.exact:
             return discrete_laplace_event(self.noise_scale, int(self.l1_sensitivity))
         return laplace_event(self.noise_scale, int(self.l1_sensitivity))
 
@@ -194,6 +226,8 @@ class HistogramLaplace(CountMechanism):
             noise=noise,
             epsilon=self.epsilon,
             delta=0.0,
+            sensitivity_value=self.l1_sensitivity,
+            noise_scale=max(self.class_scales),
         )
 
 
@@ -210,6 +244,7 @@ class HistogramPublicScores(HistogramLaplace):
     """
 
     name = "histogram-public-scores"
+    capabilities: ClassVar[Capabilities] = Capabilities(unit_weights=True, fed_eval=True)
     l1_sensitivity: ClassVar[float] = 1.0
 
     def _noisy_release(self, pos, neg, seed):
@@ -217,6 +252,22 @@ class HistogramPublicScores(HistogramLaplace):
 
     def _histograms(self, release):
         return release["pos"], release["total"] - release["pos"]
+
+    def noise_variances(self, release):
+        """Laplace noise on the positive counts; the totals are exact."""
+        return {
+            "pos": np.asarray(laplace_variance(self.noise_scale, self.noise_kind)),
+            "total": np.zeros(()),
+        }
+
+    def summed_client_release(self, pos, neg, num_clients, seed, repeats):
+        """The summed positive counts plus ``K`` clients' summed Laplace noise; the exact
+        summed totals."""
+        pos = tf.reduce_sum(pos, axis=0, keepdims=True)
+        neg = tf.reduce_sum(neg, axis=0, keepdims=True)
+        total = tf.broadcast_to((pos + neg)[None], tf.concat([[repeats], tf.shape(pos)], 0))
+        noisy = summed_laplace_counts(pos, self.noise_scale, num_clients, seed, repeats)
+        return {"pos": noisy, "total": total}
 
     def statement(self):
         return PrivacyStatement(
@@ -227,4 +278,6 @@ class HistogramPublicScores(HistogramLaplace):
             f"{self.num_buckets} positive bucket counts; bucket totals exact",
             epsilon=self.epsilon,
             delta=0.0,
+            sensitivity_value=self.l1_sensitivity,
+            noise_scale=self.noise_scale,
         )

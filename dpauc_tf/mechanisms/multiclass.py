@@ -74,6 +74,7 @@ import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import get_mechanism, mechanism_spec
 from dpauc_tf.privacy.statement import PrivacyStatement, check_epsilon
 
@@ -376,8 +377,6 @@ class OneVsRest:
                 f"mechanism {mechanism!r} cannot release one-vs-rest counts ({why}); use a "
                 "curve mechanism such as 'histogram'"
             )
-        from dpauc_tf.mechanisms.release import frozen_options
-
         frozen = frozen_options(options)
         options = dict(frozen)
         self.base_name = mechanism
@@ -458,6 +457,13 @@ class OneVsRest:
         if full:
             return float(self.statement().epsilon)
         return 2.0 * float(self.class_mechanism.achieved_epsilon(num_reporting))
+
+    def achieved(self, num_reporting: int | None) -> tuple[PrivacyStatement, bool]:
+        """The statement achieved by ``num_reporting`` reports, and whether fewer shares
+        arrived than the noise was sized for (the whole output then composes basically:
+        [`dpauc_tf.mechanisms.release.finish_release`][])."""
+        short = num_reporting is not None and num_reporting < self.num_clients
+        return self.statement(num_reporting if short else None), short
 
     def statement(self, num_reporting: int | None = None) -> PrivacyStatement:
         """The guarantee of one release of all classes (achieved by ``num_reporting``

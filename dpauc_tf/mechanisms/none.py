@@ -8,11 +8,15 @@ Examples:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
+import numpy as np
 
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.mechanisms.laws import GridRule, IntervalLaw
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -20,6 +24,9 @@ class NoNoise(CountMechanism):
     """No noise at all: the exact counts. **Not private**; for ground truth and tests."""
 
     name = "none"
+    capabilities: ClassVar[Capabilities] = Capabilities(protects="nothing", fed_eval=True)
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # no noise at all
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.DELTA_METHOD  # of zero noise
     adds_noise = False
 
     def __init__(self, epsilon: float | None = None, num_thresholds: int = 200, delta=None):
@@ -35,6 +42,10 @@ class NoNoise(CountMechanism):
 
     def to_confusion(self, release):
         return confusion_from_histogram(release["pos"], release["neg"])
+
+    def noise_variances(self, release):
+        """No noise: zero variance on the exact counts."""
+        return {"pos": np.zeros(()), "neg": np.zeros(())}
 
     def dp_event(self):
         return dp_accounting.NonPrivateDpEvent()

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
+from dpauc_tf.mechanisms.laws import NOISE_KINDS
 
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
@@ -182,7 +183,7 @@ FRACTION = OptionType(
 # (register_mechanism(options=...)); an undeclared one is typed by its default.
 OPTION_TYPES: dict[str, OptionType] = {
     "public_scores": BOOL,
-    "noise": OptionType("choice", ("continuous", "discrete")),
+    "noise": OptionType("choice", NOISE_KINDS),
     "estimator": OptionType("choice", ("mann-whitney", "mann-whitney-smooth", "reference")),
     "family": OptionType("choice", ("discrete-laplace", "skellam")),
     "positive_share": FRACTION,
@@ -204,3 +205,23 @@ RESERVED_OPTIONS: dict[str, str] = {
     "delta": "delta=",
     "num_thresholds": "num_thresholds= (or threshold_grid=)",
 }
+
+
+def frozen_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """A mechanism's options as sorted, hashable ``(name, value)`` pairs (lists and arrays,
+    e.g. a tree's budget per level, as tuples): the one normalisation of every spec
+    ([`ReleaseSpec`][], binary or one-vs-rest, and the per-class budget).
+
+        >>> frozen_options({"budget": [1, 2, 3], "branching": 4})
+        (('branching', 4), ('budget', (1, 2, 3)))
+    """
+    return tuple(sorted((str(key), _frozen(value)) for key, value in (options or {}).items()))
+
+
+def _frozen(value: Any) -> Any:
+    """An option value as a hashable one (lists, e.g. a tree's budget per level, as tuples)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(part) for part in value)
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # NumPy arrays and scalars
+        return _frozen(value.tolist())
+    return value

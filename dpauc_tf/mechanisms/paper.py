@@ -8,13 +8,16 @@ Examples:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
+import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.curve import Confusion, confusion_from_histogram
 from dpauc_tf.core.postprocessing import consistent_confusion
-from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.base import CountMechanism, summed_laplace_counts
+from dpauc_tf.mechanisms.laws import IntervalLaw
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.privacy.accounting import analytic_gaussian_sigma
@@ -44,6 +47,7 @@ class PaperLaplace(CountMechanism):
     """
 
     name = "paper"
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.DELTA_METHOD
 
     @property
     def noise_scale(self) -> float:
@@ -62,6 +66,27 @@ class PaperLaplace(CountMechanism):
         seeds = split_seed(seed, 4)
         return {
             key: value + samplers.laplace(shape, self.noise_scale, seeds[i], value.dtype)
+            for i, (key, value) in enumerate(exact._asdict().items())
+        }
+
+    def noise_variances(self, release):
+        """Independent noise of one variance on each of the 4T released counts."""
+        variance = np.asarray(self.noise_stddev**2)
+        return {key: variance for key in ("tp", "fp", "tn", "fn")}
+
+    def sums_client_noise(self) -> bool:
+        """Laplace noise: the sum of ``K`` clients' noise is ``b (G1 - G2)``."""
+        return True
+
+    def summed_client_release(self, pos, neg, num_clients, seed, repeats):
+        """The exact cumulative counts of the summed histograms plus one draw of ``K``
+        clients' summed Laplace noise each (seeds split four ways, as `_noisy_release`)."""
+        pos = tf.reduce_sum(pos, axis=0, keepdims=True)
+        neg = tf.reduce_sum(neg, axis=0, keepdims=True)
+        exact = confusion_from_histogram(pos, neg)
+        seeds = split_seed(seed, 4)
+        return {
+            key: summed_laplace_counts(value, self.noise_scale, num_clients, seeds[i], repeats)
             for i, (key, value) in enumerate(exact._asdict().items())
         }
 
@@ -91,6 +116,8 @@ class PaperLaplace(CountMechanism):
             epsilon=self.epsilon / 2.0,
             delta=0.0,
             claimed_epsilon=self.epsilon,
+            sensitivity_value=float(2 * self.num_thresholds),
+            noise_scale=self.noise_scale,
         )
 
 
@@ -105,6 +132,11 @@ class PaperGaussian(PaperLaplace):
     """
 
     name = "paper-gaussian"
+
+    def sums_client_noise(self) -> bool:
+        """Drawn client by client."""
+        return False
+
     requires_delta = True
 
     @property
@@ -142,4 +174,7 @@ class PaperGaussian(PaperLaplace):
             f"{4 * self.num_thresholds} cumulative counts",
             epsilon=self.epsilon,
             delta=self.delta,
+            sensitivity_value=self.l2_sensitivity,
+            sensitivity_norm="L2",
+            noise_scale=self.noise_stddev,
         )

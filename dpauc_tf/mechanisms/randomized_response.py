@@ -46,14 +46,18 @@ Where ``0 < pi < 1`` the debiased value is defined and is clipped to [0, 1].
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
+import numpy as np
 import tensorflow as tf
 from dp_accounting import dp_event
 
 from dpauc_tf.core.curve import auc_from_confusion, confusion_from_histogram
-from dpauc_tf.core.postprocessing import mann_whitney_auc
-from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.core.postprocessing import mann_whitney_auc, monotone_confusion
+from dpauc_tf.mechanisms.base import CountMechanism, area_over_pairs, histogram_of
+from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.mechanisms.laws import GridRule, IntervalLaw
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_epsilon
 
@@ -116,6 +120,11 @@ class RandomizedResponse(CountMechanism):
     """
 
     name = "rr"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        integer_counts=True, unit_weights=True, xla=False
+    )
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # no per-bucket noise
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.FLIPS
     roc_note = "ROC of the flipped labels; only the AUC is debiased"
 
     @property
@@ -151,6 +160,45 @@ class RandomizedResponse(CountMechanism):
         )
         flipped = stay + come
         return {"pos": flipped, "neg": pos + neg - flipped}
+
+    # -- the noise law -------------------------------------------------------------------
+    def noise_variances(self, release):
+        """The variance ``n[b] p (1 - p)`` of the flipped positive count of every bucket
+        (its negative count is the released total minus it)."""
+        p = self.flip_probability
+        total = np.asarray(release["pos"], np.float64) + np.asarray(release["neg"], np.float64)
+        return {"pos": total * p * (1.0 - p)}
+
+    def with_noisy_entries(self, release, noisy):
+        """The flipped negatives are the released totals minus the (noisy) positives."""
+        out = dict(release, **noisy)
+        total = tf.stop_gradient(release["pos"] + release["neg"])
+        out["neg"] = total - noisy["pos"]
+        return out
+
+    def unclipped_estimate(self, release):
+        """Menon et al.'s debiasing ([`debias_auc`][]) of the flipped counts' Mann-Whitney
+        area, without its clip; where it is undefined the release's AUC is NaN anyway."""
+        flipped = area_over_pairs(
+            confusion_from_histogram(release["pos"], release["neg"]), self.within_bucket
+        )
+        p = q = self.flip_probability
+        pos = tf.reduce_sum(release["pos"], -1)
+        n = pos + tf.reduce_sum(release["neg"], -1)
+        neg = n - pos
+        pi = ((pos * (1 - q) - neg * q) / (1 - p - q)) / tf.where(n > 0, n, tf.ones_like(n))
+        pi = tf.clip_by_value(pi, 1e-9, 1 - 1e-9)
+        alpha = (1 - pi) * q / (pi * (1 - p) + (1 - pi) * q)
+        beta = pi * p / (pi * p + (1 - pi) * (1 - q))
+        return (flipped - (alpha + beta) / 2) / (1 - alpha - beta)
+
+    def projected_counts(self, release):
+        """The monotone projection of the debiased bucket counts."""
+        tensors = {key: tf.constant(np.asarray(v, np.float64)) for key, v in release.items()}
+        p = self.flip_probability
+        total = tensors["pos"] + tensors["neg"]
+        pos = (tensors["pos"] * (1 - p) - tensors["neg"] * p) / (1 - 2 * p)
+        return histogram_of(monotone_confusion(pos, total - pos))
 
     def to_confusion(self, release):
         """The flipped labels' cumulative counts (the ROC is not debiased, only the AUC)."""

@@ -48,14 +48,20 @@ Examples:
 
 from __future__ import annotations
 
+import math
+from typing import ClassVar
+
 import dp_accounting
 import numpy as np
 import tensorflow as tf
 
+from dpauc_tf.core.sampling_variance import hanley_mcneil_variance
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.auc_only import COUNT_RESOLUTION
 from dpauc_tf.mechanisms.base import CountMechanism, float_counts, with_repeats
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
+from dpauc_tf.mechanisms.laws import GridRule, IntervalLaw
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.statement import PrivacyStatement
@@ -102,6 +108,14 @@ def rank_sum_statistics(pos: tf.Tensor, neg: tf.Tensor) -> dict[str, tf.Tensor]:
     }
 
 
+# Past this relative noise of the positive (or negative) count, std / min(P~, N~), the
+# first-order law of 1 / (P N) misses the ratio's skew: 90-93% sample coverage at 10-20
+# positives (docs/rank_sum.md); the interval is then the conservative box (RankSum.sample_box).
+RANK_SUM_COUNT_NOISE_LIMIT = 0.2
+# The share of the error rate the box spends on the count (the rest on the rank sum).
+RANK_SUM_BOX_COUNT_SHARE = 0.25
+
+
 class RankSum(CountMechanism):
     """The ROC AUC from a noisy centred rank sum and a noisy positive count (pure epsilon).
 
@@ -122,6 +136,11 @@ class RankSum(CountMechanism):
     """
 
     name = "rank-sum"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        unit_weights=True, federated=False, releases="auc"
+    )
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # counts on its own grid
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.RANK_SUM
     roc_note = NO_CURVE
 
     def __init__(
@@ -219,6 +238,68 @@ class RankSum(CountMechanism):
     def to_confusion(self, release):
         del release
         raise ValueError(NO_CURVE)
+
+    # -- the noise law (the RANK_SUM interval law) ------------------------------------------
+    @staticmethod
+    def released_class_sizes(release) -> tuple[np.ndarray, np.ndarray]:
+        """The class sizes ``max(P~, 1)``, ``max(W - P~, 1)`` that the estimate divides by
+        ([`estimate_auc`][])."""
+        num_pos = np.asarray(release["num_pos"], np.float64)
+        num_neg = np.asarray(release["total"], np.float64) - num_pos
+        return np.maximum(num_pos, 1.0), np.maximum(num_neg, 1.0)
+
+    def auc_noise_laws(self, release) -> tuple[np.ndarray, np.ndarray]:
+        """The AUC's Laplace scale from the rank sum's noise (``D / (eps_S P~ N~)``) and the
+        first-order variance of the count's noise through ``1 / (P N)``, at the released
+        values."""
+        rank_sum = np.asarray(release["rank_sum"], np.float64)
+        num_pos, num_neg = self.released_class_sizes(release)
+        product = num_pos * num_neg
+        scale = self.rank_scale(release["sensitivity"]) / product
+        # d/dP of S / (P (W - P)) = -S (N - P) / (P N)^2
+        gradient = rank_sum * (num_neg - num_pos) / product**2
+        return scale, 2.0 * self.count_scale**2 * gradient**2
+
+    def sampling_variance(self, release, auc, num_examples):
+        """Hanley-McNeil from the AUC and the noisy class sizes ``P~`` and ``W - P~``."""
+        del num_examples
+        return hanley_mcneil_variance(auc, *self.released_class_sizes(release))
+
+    def few_positives(self, release) -> np.ndarray:
+        """Where the count's noise is too large against the released class sizes for the
+        first-order interval (`RANK_SUM_COUNT_NOISE_LIMIT`); the box is used there."""
+        num_pos, num_neg = self.released_class_sizes(release)
+        relative = math.sqrt(2.0) * self.count_scale / np.minimum(num_pos, num_neg)
+        return np.atleast_1d(relative > RANK_SUM_COUNT_NOISE_LIMIT)
+
+    def sample_box(self, release, tail: float) -> tuple[np.ndarray, np.ndarray]:
+        """A conservative interval for the sample AUC ``1/2 + S / (P (W - P))`` of a release:
+        Laplace intervals for the exact ``S`` (error rate ``(1 - c) tail``) and ``P``
+        (``c tail``, `RANK_SUM_BOX_COUNT_SHARE`), and the AUC's range over both
+        (Bonferroni: it covers with probability at least ``1 - tail`` whatever the class
+        sizes), clipped to [0, 1]."""
+        rank_sum = np.asarray(release["rank_sum"], np.float64)
+        num_pos = np.asarray(release["num_pos"], np.float64)
+        total = np.asarray(release["total"], np.float64)
+        count_tail = RANK_SUM_BOX_COUNT_SHARE * tail
+        rank_half = self.rank_scale(release["sensitivity"]) * math.log(1.0 / (tail - count_tail))
+        count_half = self.count_scale * math.log(1.0 / count_tail)
+        ceiling = np.maximum(total - 1.0, 1.0)
+        p_low = np.clip(num_pos - count_half, 1.0, ceiling)
+        p_high = np.clip(num_pos + count_half, 1.0, ceiling)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inverse = [1.0 / (p * (total - p)) for p in (p_low, p_high)]
+            middle = (p_low <= total / 2) & (total / 2 <= p_high)
+            smallest = np.where(middle, 4.0 / total**2, np.minimum(*inverse))
+            largest = np.maximum(*inverse)
+            corners = np.stack(
+                [(rank_sum + sign * rank_half) * g for sign in (-1, 1) for g in (smallest, largest)]
+            )
+        low = np.clip(0.5 + np.min(corners, 0), 0.0, 1.0)
+        high = np.clip(0.5 + np.max(corners, 0), 0.0, 1.0)
+        # no class size is possible inside the count's interval: the whole range
+        impossible = (num_pos + count_half < 1.0) | (num_pos - count_half > total - 1.0)
+        return np.where(impossible, 0.0, low), np.where(impossible, 1.0, high)
 
     # -- the guarantee --------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:

@@ -1,11 +1,14 @@
-"""The one registry of mechanisms: every name, where its class lives, and what it can take.
+"""The one registry of mechanisms: every name, where its class lives, and a one-line summary.
 
 Every caller (the Keras metric, the command line, the simulation, TFF, the audit, the demo,
 the docs table) reads this registry: [`list_mechanisms`][] for choices,
 [`get_mechanism`][] to build one, [`require`][] to refuse what a mechanism's
 [`Capabilities`][] exclude, with one message per
-capability. The entries are plain data and the classes load on first use, so listing the
-mechanisms (``dpauc --help``) imports neither TensorFlow nor dp-accounting.
+capability. What a mechanism can take (capabilities, accepted estimators, grid rule, option
+types) is stated on its class ([`CountMechanism`][]); an entry holds only the name, where the
+class lives and its summary, and the classes load on first use, so listing the names and
+summaries (``dpauc --help``) imports neither TensorFlow nor dp-accounting (filtering on a
+capability loads the classes).
 
 Adding a mechanism means one new module and one [`MechanismSpec`][] line in
 `BUILTIN_MECHANISMS` (or [`register_mechanism`][] from outside the package).
@@ -31,20 +34,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dpauc_tf.mechanisms.capabilities import Capabilities
-from dpauc_tf.mechanisms.option_types import (  # noqa: F401  (re-exported)
-    _FALSE,
-    _INVALID,
-    _TRUE,
+from dpauc_tf.mechanisms.option_types import (
     BOOL,
-    FRACTION,
     OPTION_TYPES,
     RESERVED_OPTIONS,
     OptionType,
     OptionValueError,
     _is_bool,
-    _number,
-    _parse_option,
-    _show,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,21 +49,29 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclasses.dataclass(frozen=True)
 class MechanismSpec:
-    """One registry entry: the name, the class (``"module:Class"`` or the class itself), a
-    one-line summary, the capabilities and the declared types of options not in
-    `OPTION_TYPES`."""
+    """One registry entry: the name, the class (``"module:Class"`` or the class itself) and a
+    one-line summary. ``capabilities`` and ``options`` are the class's own (its
+    ``capabilities`` and ``option_types`` class attributes; reading them loads the class)."""
 
     name: str
     target: Any
     summary: str
-    capabilities: Capabilities = dataclasses.field(default_factory=Capabilities)
-    options: Mapping[str, OptionType] = dataclasses.field(default_factory=dict)
 
     def load(self) -> type[CountMechanism]:
         if isinstance(self.target, str):
             module, _, attribute = self.target.partition(":")
             return getattr(importlib.import_module(module), attribute)
         return self.target
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The class's [`Capabilities`][] (loads the class)."""
+        return self.load().capabilities
+
+    @property
+    def options(self) -> Mapping[str, OptionType]:
+        """The class's declared option types beyond `OPTION_TYPES` (loads the class)."""
+        return self.load().option_types
 
 
 _M = "dpauc_tf.mechanisms."
@@ -76,13 +80,11 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "histogram",
         _M + "histogram:HistogramLaplace",
         "Laplace(2/eps) on the positive and negative counts of every score bucket",
-        Capabilities(fed_eval=True),
     ),
     MechanismSpec(
         "histogram-public-scores",
         _M + "histogram:HistogramPublicScores",
         "Laplace(1/eps) on the positive counts; the score histogram is published",
-        Capabilities(unit_weights=True, fed_eval=True),
     ),
     MechanismSpec(
         "tree-histogram",
@@ -93,13 +95,11 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "secure-histogram",
         _M + "secure_histogram:SecureHistogram",
         "integer counts + discrete Laplace (or Skellam) shares, summed by secure aggregation",
-        Capabilities(secure=True, integer_counts=True, xla=False, fed_eval=True),
     ),
     MechanismSpec(
         "secure-tree-histogram",
         _M + "tree:SecureTreeHistogram",
         "the tree with integer noise shares, summed by secure aggregation",
-        Capabilities(secure=True, integer_counts=True, xla=False, fed_eval=True),
     ),
     MechanismSpec(
         "paper",
@@ -115,31 +115,26 @@ BUILTIN_MECHANISMS: tuple[MechanismSpec, ...] = (
         "rr",
         _M + "randomized_response:RandomizedResponse",
         "randomized response on every label (flip with p = 1/(1+e^eps)), debiased AUC",
-        Capabilities(integer_counts=True, unit_weights=True, xla=False),
     ),
     MechanismSpec(
         "score-noise",
         _M + "score_noise:ScoreNoise",
         "Laplace(1/eps) on every score, exact labels: score DP, labels NOT protected",
-        Capabilities(protects="scores", transforms_data=True, keras_metric=False, federated=False),
     ),
     MechanismSpec(
         "auc-only",
         _M + "auc_only:AucOnly",
         "one holder's exact AUC + Laplace(1/(m eps)), m a noisy lower bound of min(P, N); no curve",
-        Capabilities(unit_weights=True, federated=False, releases="auc"),
     ),
     MechanismSpec(
         "rank-sum",
         _M + "rank_sum:RankSum",
         "centred rank sum + Laplace(D/((1-c) eps)), positive count + Laplace; pure eps; no curve",
-        Capabilities(unit_weights=True, federated=False, releases="auc"),
     ),
     MechanismSpec(
         "none",
         _M + "none:NoNoise",
         "no noise: the exact counts, NOT private (ground truth)",
-        Capabilities(protects="nothing", fed_eval=True),
     ),
 )
 
@@ -167,23 +162,15 @@ _REFUSALS = {
 }
 
 
-def register_mechanism(
-    cls: type[CountMechanism],
-    *,
-    summary: str,
-    capabilities: Capabilities | None = None,
-    options: Mapping[str, OptionType] | None = None,
-) -> type[CountMechanism]:
-    """Makes a mechanism class available by its ``name``, with its summary and capabilities.
+def register_mechanism(cls: type[CountMechanism], *, summary: str) -> type[CountMechanism]:
+    """Makes a mechanism class available by its ``name``, with its one-line summary.
 
-    The class must subclass [`CountMechanism`][]; a name that
-    is taken raises. ``options`` declares the types of constructor options that are not in
-    `OPTION_TYPES`; an undeclared one is typed by its default (``bool``, ``int``,
-    ``float``, ``str``), or passed as given when the default is ``None``.
+    The class must subclass [`CountMechanism`][] and states what it can take as class
+    attributes: ``capabilities`` ([`Capabilities`][]) and ``option_types``, the types of
+    constructor options that are not in `OPTION_TYPES` (an undeclared one is typed by its
+    default: ``bool``, ``int``, ``float``, ``str``, or passed as given when the default is
+    ``None``). A name that is taken raises.
     """
-    options = dict(options or {})
-    if not all(isinstance(v, OptionType) for v in options.values()):
-        raise TypeError("options must map option names to OptionType instances")
     from dpauc_tf.mechanisms.base import CountMechanism
 
     if not (isinstance(cls, type) and issubclass(cls, CountMechanism)):
@@ -191,12 +178,13 @@ def register_mechanism(
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
         raise TypeError(f"{cls.__name__} needs a class attribute 'name'")
-    capabilities = Capabilities() if capabilities is None else capabilities
-    if not isinstance(capabilities, Capabilities):
-        raise TypeError("capabilities must be a Capabilities instance")
+    if not isinstance(cls.capabilities, Capabilities):
+        raise TypeError(f"{cls.__name__}.capabilities must be a Capabilities instance")
+    if not all(isinstance(v, OptionType) for v in cls.option_types.values()):
+        raise TypeError(f"{cls.__name__}.option_types must map option names to OptionType")
     if name in MECHANISMS and MECHANISMS[name].load() is not cls:
         raise ValueError(f"a mechanism named {name!r} is already registered")
-    MECHANISMS[name] = MechanismSpec(name, cls, summary, capabilities, options)
+    MECHANISMS[name] = MechanismSpec(name, cls, summary)
     return cls
 
 
@@ -219,9 +207,12 @@ def mechanism_class(name: str) -> type[CountMechanism]:
     return mechanism_spec(name).load()
 
 
-def capabilities_of(cls: type) -> Capabilities:
-    """The registered capabilities of a mechanism class (by its ``name``)."""
-    return mechanism_spec(cls.name).capabilities
+def capabilities_of(cls: type | str) -> Capabilities:
+    """The capabilities of a mechanism class, or of the class registered under a name (the
+    class attribute ``capabilities``)."""
+    if isinstance(cls, str):
+        return mechanism_class(cls).capabilities
+    return cls.capabilities
 
 
 def list_mechanisms(*, private: bool | None = None, **capabilities: Any) -> list[str]:
@@ -234,6 +225,8 @@ def list_mechanisms(*, private: bool | None = None, **capabilities: Any) -> list
     unknown = set(capabilities) - fields
     if unknown:
         raise TypeError(f"unknown capabilities {sorted(unknown)}; known: {sorted(fields)}")
+    if private is None and not capabilities:  # names only: no class is loaded
+        return sorted(MECHANISMS)
     names = []
     for name, spec in MECHANISMS.items():
         caps = spec.capabilities
@@ -423,10 +416,16 @@ def require(mechanism: CountMechanism, capability: str) -> CountMechanism:
     return mechanism
 
 
-def describe_mechanisms() -> list[dict[str, Any]]:
-    """One dict per registered mechanism: name, summary and capabilities (docs, CLI help)."""
+def describe_mechanisms(*, capabilities: bool = False) -> list[dict[str, Any]]:
+    """One dict per registered mechanism: name and summary (CLI help: no class is loaded),
+    and with ``capabilities=True`` its [`Capabilities`][] fields too (docs; loads the
+    classes)."""
     return [
-        {"name": name, "summary": spec.summary, **dataclasses.asdict(spec.capabilities)}
+        {
+            "name": name,
+            "summary": spec.summary,
+            **(dataclasses.asdict(spec.capabilities) if capabilities else {}),
+        }
         for name, spec in sorted(MECHANISMS.items())
     ]
 
@@ -460,7 +459,7 @@ def mechanisms_markdown() -> str:
         + " |"
         for row in (
             {**row, "weights": MECHANISMS[row["name"]].capabilities.weights}
-            for row in describe_mechanisms()
+            for row in describe_mechanisms(capabilities=True)
         )
     ]
     return "\n".join([header, rule, *rows])

@@ -32,13 +32,18 @@ import dataclasses
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.comparison import PAIRED_COMPARISON
+from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import mechanism_spec
+
+if TYPE_CHECKING:
+    from dpauc_tf.mechanisms.comparison import ComparisonResult
 
 
 def check_repeats(repeats: int) -> int:
@@ -83,13 +88,20 @@ class ReleaseSpec:
     """What describes a release, as every backend needs it (hashable, picklable).
 
     Attributes:
-      mechanism: a registered mechanism's name (``dpauc_tf.list_mechanisms()``).
-      epsilon: epsilon of one release (``None``: no noise, NOT private).
+      mechanism: a registered mechanism's name (``dpauc_tf.list_mechanisms()``); with
+        ``num_classes`` the binary curve mechanism every class is released with.
+      epsilon: epsilon of one release (``None``: no noise, NOT private); with
+        ``num_classes``, of one release of all classes.
       delta: for the mechanisms that take one.
       thresholds: the grid of the release ([`Thresholds`][]).
       options: the mechanism's constructor options as sorted ``(name, value)`` pairs.
       seed: ``None`` (every release draws fresh operating-system entropy) or an int (every
         seed is derived from it and the release's keys: reproducible, for experiments).
+      num_classes: ``None`` (a binary release) or ``C >= 2``: a one-vs-rest release, whose
+        mechanism ([`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest]) releases every
+        class's ``[C, T + 1]`` counts through ``mechanism``.
+      average: the headline average of a one-vs-rest release (``"macro"``, ``"weighted"``
+        or ``"micro"``; ignored without ``num_classes``).
 
     Examples:
         >>> spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=10, seed=0)
@@ -97,6 +109,9 @@ class ReleaseSpec:
         ('histogram', 10)
         >>> spec.seed_for("slice-a").numpy().tolist() == spec.seed_for("slice-a").numpy().tolist()
         True
+        >>> multi = ReleaseSpec.make(None, epsilon=1.0, num_classes=3, num_thresholds=10)
+        >>> multi.mechanism, multi.build().class_epsilon
+        ('histogram', 0.5)
     """
 
     mechanism: str
@@ -105,11 +120,13 @@ class ReleaseSpec:
     thresholds: Thresholds
     options: tuple[tuple[str, Any], ...] = ()
     seed: int | None = None
+    num_classes: int | None = None
+    average: str = "macro"
 
     @classmethod
     def make(
         cls,
-        mechanism: str = "histogram",
+        mechanism: str | None = "histogram",
         *,
         epsilon: float | None,
         num_thresholds: int | str = DEFAULT_NUM_THRESHOLDS,
@@ -118,11 +135,29 @@ class ReleaseSpec:
         options: Mapping[str, Any] | None = None,
         seed: int | None = None,
         num_examples: float | None = None,
+        num_classes: int | None = None,
+        average: str = "macro",
+        needs_curve: bool = False,
     ) -> ReleaseSpec:
         """A checked spec: the mechanism is built once here, so that a bad name, epsilon,
         delta or option fails before any work, with the registry's one-line message.
         ``num_thresholds="auto"`` picks the grid from ``num_examples`` (public under label
-        DP: [`dpauc_tf.mechanisms.auto_grid`][])."""
+        DP: [`dpauc_tf.mechanisms.auto_grid`][]). ``mechanism=None`` takes the registry's
+        default for what is asked
+        ([`default_mechanism`][dpauc_tf.mechanisms.registry.default_mechanism]: a curve
+        mechanism for ``needs_curve`` or a one-vs-rest release). ``num_classes`` makes
+        the release one-vs-rest (``average`` its headline average)."""
+        if num_classes is not None:
+            from dpauc_tf.mechanisms.multiclass import check_average, check_num_classes
+
+            num_classes = check_num_classes(num_classes)
+            average = check_average(average)
+        if mechanism is None:
+            from dpauc_tf.mechanisms.registry import default_mechanism
+
+            mechanism = default_mechanism(
+                delta=delta, needs_curve=needs_curve or num_classes is not None
+            )
         if num_thresholds == "auto":
             from dpauc_tf.mechanisms.auto_grid import resolve_num_thresholds
 
@@ -140,9 +175,16 @@ class ReleaseSpec:
             thresholds=Thresholds.make(num_thresholds, threshold_grid),
             options=frozen_options(options),
             seed=seed,
+            num_classes=num_classes,
+            average=average,
         )
         spec.build()
         return spec
+
+    @property
+    def one_vs_rest(self) -> bool:
+        """Whether the release is one-vs-rest (a class count)."""
+        return self.num_classes is not None
 
     @property
     def num_thresholds(self) -> int:
@@ -173,7 +215,9 @@ class ReleaseSpec:
     def capabilities(self):
         """The registry's [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] entry,
         with the built mechanism's ``unit_weights`` (an option such as ``public_scores`` sets
-        it; no noise, no weight rule)."""
+        it; no noise, no weight rule); a one-vs-rest spec's is its class mechanism's."""
+        if self.one_vs_rest:
+            return mechanism_spec(self.mechanism).capabilities
         built = self.build().capabilities
         return dataclasses.replace(
             mechanism_spec(self.mechanism).capabilities, unit_weights=built.unit_weights
@@ -181,7 +225,8 @@ class ReleaseSpec:
 
     def build(self, num_clients: int | None = None):
         """The mechanism for ``num_clients`` clients (the number of shares for secure
-        mechanisms; ignored by the others); cached per spec and number."""
+        mechanisms; ignored by the others); cached per spec and number. A one-vs-rest
+        spec builds a [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest]."""
         return _build(self, 1 if num_clients is None else int(num_clients))
 
     def count_grid(self) -> Thresholds:
@@ -193,6 +238,8 @@ class ReleaseSpec:
         (slice, client, repeat chunk, ...): see [`dpauc_tf.noise.seeds.derive_seed`][]."""
         from dpauc_tf.noise.seeds import derive_seed
 
+        if self.one_vs_rest:
+            keys = ("one-vs-rest", *keys)
         return derive_seed(self.seed, *keys)
 
     def check_releases_counts(self, surface: str) -> None:
@@ -214,28 +261,24 @@ class ReleaseSpec:
             )
 
 
-def frozen_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
-    """A mechanism's options as sorted, hashable ``(name, value)`` pairs (lists and arrays,
-    e.g. a tree's budget per level, as tuples): the one normalisation of every spec
-    ([`ReleaseSpec`][], the multi-class spec and its per-class budget).
-
-        >>> frozen_options({"budget": [1, 2, 3], "branching": 4})
-        (('branching', 4), ('budget', (1, 2, 3)))
-    """
-    return tuple(sorted((str(key), _frozen(value)) for key, value in (options or {}).items()))
-
-
-def _frozen(value: Any) -> Any:
-    """An option value as a hashable one (lists, e.g. a tree's budget per level, as tuples)."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(part) for part in value)
-    if isinstance(value, np.ndarray):
-        return tuple(value.tolist())
-    return value
-
-
 @functools.lru_cache(maxsize=128)
 def _build(spec: ReleaseSpec, num_clients: int):
+    if spec.mechanism == PAIRED_COMPARISON:
+        from dpauc_tf.mechanisms.comparison import PairedComparison
+
+        return PairedComparison(spec.epsilon, **dict(spec.options))
+    if spec.one_vs_rest:
+        from dpauc_tf.mechanisms.multiclass import OneVsRest
+
+        return OneVsRest(
+            spec.mechanism,
+            epsilon=spec.epsilon,
+            num_classes=spec.num_classes,
+            num_thresholds=spec.num_thresholds,
+            delta=spec.delta,
+            num_clients=num_clients,
+            options=dict(spec.options),
+        )
     from dpauc_tf.mechanisms.registry import get_mechanism
 
     return get_mechanism(
@@ -276,6 +319,16 @@ class AUCResult:
       interval: the [`AUCInterval`][dpauc_tf.mechanisms.intervals.AUCInterval] of every release
         (``finish_release(..., confidence=0.95)``; ``None`` when none was asked), computed
         from the release alone (no privacy cost).
+      num_classes: ``None`` for a binary release; ``C`` for a one-vs-rest one, whose
+        ``aucs`` are the headline ``average`` of every repeat, ``fpr``/``tpr`` are per
+        class ``[R, C, T]`` and the class axis is below.
+      average: the headline average of a one-vs-rest release (``"macro"``, ``"weighted"``
+        or ``"micro"``).
+      class_aucs: per-class AUCs ``[R, C]`` (one-vs-rest).
+      support: released positives per class ``[R, C]`` (the weights of ``weighted``).
+      macro: the mean of the class AUCs ``[R]`` (NaN where a class's AUC is undefined).
+      weighted: their mean weighted by the released supports ``[R]``.
+      micro: the AUC of the counts summed over the classes ``[R]``.
     """
 
     aucs: np.ndarray
@@ -294,6 +347,13 @@ class AUCResult:
     slice_key: Any = None
     slices_per_example: int = 1
     interval: Any = None
+    num_classes: int | None = None
+    average: str | None = None
+    class_aucs: np.ndarray | None = None
+    support: np.ndarray | None = None
+    macro: np.ndarray | None = None
+    weighted: np.ndarray | None = None
+    micro: np.ndarray | None = None
 
     @property
     def ci_low(self) -> np.ndarray | None:
@@ -342,7 +402,10 @@ class AUCResult:
         return self.fpr.shape[-1] > 0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values (``None`` for NaN and infinity; the first repeat's curve)."""
+        """Plain JSON-ready values (``None`` for NaN and infinity; the first repeat's curve,
+        one per class for a one-vs-rest release)."""
+        if self.num_classes is not None:
+            return self._class_dict()
         return {
             "slice_key": _plain(self.slice_key),
             "mechanism": self.mechanism,
@@ -363,6 +426,34 @@ class AUCResult:
             "num_reporting": self.num_reporting,
             "slices_per_example": self.slices_per_example,
             **self._interval_dict(),
+        }
+
+    def _class_dict(self) -> dict[str, Any]:
+        """A one-vs-rest release's ``to_dict()``: the headline average, the three
+        averages, every class's AUC, support and curve (first repeat)."""
+        return {
+            "mechanism": self.mechanism,
+            "average": self.average,
+            "auc": finite_or_none(self.auc),
+            "aucs": [finite_or_none(v) for v in self.aucs.tolist()],
+            "macro": finite_or_none(float(self.macro[0])),
+            "weighted": finite_or_none(float(self.weighted[0])),
+            "micro": finite_or_none(float(self.micro[0])),
+            "class_aucs": [finite_or_none(v) for v in self.class_aucs[0].tolist()],
+            "class_support": self.support[0].tolist(),
+            "roc": [
+                {"fpr": fpr.tolist(), "tpr": tpr.tolist()}
+                for fpr, tpr in zip(self.fpr[0], self.tpr[0], strict=True)
+            ],
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "epsilon_total": self.epsilon_total,
+            "delta_total": self.delta_total,
+            "privacy": None if self.statement is None else str(self.statement),
+            "num_examples": self.num_examples,
+            "num_classes": self.num_classes,
+            "num_clients": self.num_clients,
+            "num_reporting": self.num_reporting,
         }
 
     def _interval_dict(self) -> dict[str, Any]:
@@ -425,12 +516,18 @@ def _interval(mechanism, summed, aucs, confidence, target, num_examples, clients
 
 
 def with_interval(
-    result: AUCResult, mechanism, *, confidence: float, ci_target: str = "population"
+    result: AUCResult,
+    mechanism,
+    *,
+    confidence: float,
+    ci_target: str = "population",
+    num_examples: float | None = None,
 ) -> AUCResult:
     """``result`` with the interval of every release at ``confidence`` for ``ci_target``,
     computed as [`finish_release`][] computes it: from the release's own counts, number of
     examples and reports that arrived (a dropout's missing noise shares are not counted).
-    ``mechanism`` is the one the release was built with. Post-processing: no privacy cost."""
+    ``mechanism`` is the one the release was built with; ``num_examples`` (public under
+    label DP) is used where the result states none. Post-processing: no privacy cost."""
     from dpauc_tf.mechanisms.intervals import check_confidence, check_target
 
     if result.interval is not None and (result.interval.confidence, result.interval.target) == (
@@ -442,17 +539,23 @@ def with_interval(
         raise ValueError("the result carries no release counts to compute an interval from")
     check_confidence(confidence)
     check_target(ci_target)
+    if result.num_examples is not None or num_examples is None:
+        num_examples = result.num_examples
     interval = _interval(
         mechanism,
         result.noisy_counts,
         result.aucs,
         confidence,
         ci_target,
-        result.num_examples,
+        num_examples,
         result.num_clients,
         result.num_reporting,
     )
-    return dataclasses.replace(result, interval=interval)
+    return dataclasses.replace(
+        result,
+        interval=interval,
+        num_examples=None if num_examples is None else float(num_examples),
+    )
 
 
 def finish_release(
@@ -462,38 +565,57 @@ def finish_release(
     num_examples: float | None,
     num_clients: int | None = None,
     num_reporting: int | None = None,
+    shares: int | None = None,
+    shares_arrived: int | None = None,
+    unmasked_groups: Sequence[int] = (),
     slice_key: Any = None,
     slices_per_example: int = 1,
     mechanism=None,
     confidence: float | None = None,
     ci_target: str = "population",
-) -> AUCResult:
+) -> AUCResult | ComparisonResult:
     """Post-processing of a (summed) release with a leading repeats axis, and its accounting.
 
     Args:
-      spec: the release's description.
+      spec: the release's description (binary, or one-vs-rest with ``num_classes``: the
+        result then has a class axis; the paired comparison: a
+        [`ComparisonResult`][dpauc_tf.mechanisms.comparison.ComparisonResult] of one
+        release ``{"pos", "neg"}`` of joint counts, at ``confidence``, 0.95 by default).
       summed: the release, or the sum of the clients' reports (arrays ``[R, ...]``).
       num_examples: the number of examples counted (rows, not weights).
-      num_clients: clients whose shares the mechanism was built for (``None``: central).
-      num_reporting: clients whose reports were summed (default: ``num_clients``); the
-        statement is the guarantee that many reports achieve.
+      num_clients: clients asked to report, as the result states it (``None``: one data
+        holder, central noise).
+      num_reporting: clients whose reports were summed, as the result states it (default:
+        ``num_clients``).
+      shares: noise shares the mechanism was built for (default: ``num_clients``).
+      shares_arrived: shares whose reports were summed (default: ``num_reporting``, else
+        ``shares``); the statement is the guarantee they achieve.
+      unmasked_groups: when dropouts split a secure sum's neighbourhoods (SecAgg+), the
+        sizes of the groups whose sums the server can unmask separately: the guarantee is
+        the one the smallest group's shares achieve (basic composition over the repeats).
       slice_key: the slice this release is of.
       slices_per_example: a bound on the slices one example is in (whole-output cost).
       mechanism: the mechanism the caller built and released with (default:
-        ``spec.build(num_clients)``; ``spec`` may then be ``None``).
+        ``spec.build(shares)``; ``spec`` may then be ``None``).
       confidence: e.g. 0.95: also an interval for every release
         ([`dpauc_tf.mechanisms.intervals.release_interval`][], post-processing of the
         release: no privacy cost); ``ValueError`` where the mechanism has no valid one.
       ci_target: ``"population"`` (default: privacy noise and sampling error) or
         ``"sample"`` (this test set's AUC: privacy noise only).
     """
-    import tensorflow as tf
-
-    from dpauc_tf.core.curve import roc_from_confusion
-    from dpauc_tf.mechanisms.base import achieved_statement
-
+    shares = num_clients if shares is None else int(shares)
     if mechanism is None:
-        mechanism = spec.build(num_clients)
+        mechanism = spec.build(shares)
+    if mechanism.name == PAIRED_COMPARISON:
+        from dpauc_tf.mechanisms.comparison import DEFAULT_CONFIDENCE, comparison_result
+
+        return comparison_result(
+            mechanism,
+            summed,
+            DEFAULT_CONFIDENCE if confidence is None else confidence,
+            None if num_examples is None else int(num_examples),
+        )
+    one_vs_rest = getattr(mechanism, "num_classes", None) is not None
     private = (mechanism.epsilon if spec is None else spec.epsilon) is not None
     if confidence is not None:  # refuse before any work, with the one-line reason
         from dpauc_tf.mechanisms.intervals import (
@@ -504,43 +626,54 @@ def finish_release(
 
         check_confidence(confidence)
         check_target(ci_target)
+        if one_vs_rest:
+            raise ValueError("no interval is given for a one-vs-rest release")
         check_interval_support(mechanism)
-    tensors = {key: tf.constant(np.asarray(value), tf.float64) for key, value in summed.items()}
-    aucs = np.atleast_1d(mechanism.estimate_auc(tensors).numpy()).astype(np.float64)
-    repeats = int(aucs.size)
-    if mechanism.capabilities.releases == "curve":
-        roc = roc_from_confusion(mechanism.to_confusion(tensors))
-        fpr, tpr = np.atleast_2d(roc.fpr.numpy()), np.atleast_2d(roc.tpr.numpy())
-    else:  # the mechanism releases only the AUC
-        fpr = tpr = np.zeros((repeats, 0))
     reporting = num_clients if num_reporting is None else int(num_reporting)
-    statement = achieved_statement(mechanism, 1 if reporting is None else reporting)
+    if shares_arrived is None:
+        shares_arrived = shares if num_reporting is None else int(num_reporting)
+    groups = tuple(int(g) for g in unmasked_groups)
+    split = len(groups) > 1 and private
+    achieved = min(groups) if split else shares_arrived
+    if one_vs_rest:
+        estimates = _class_estimates(mechanism, summed, "macro" if spec is None else spec.average)
+        statement, short = mechanism.achieved(achieved)
+    else:
+        estimates = _estimates(mechanism, summed)
+        statement = achieved_statement_of(mechanism, 1 if achieved is None else achieved)
+        short = private and statement.epsilon > mechanism.statement().epsilon
+    if split:
+        statement = _split_statement(mechanism, statement, groups)
+    repeats = int(estimates["aucs"].size)
     k = max(int(slices_per_example), 1)
     if not private:
         epsilon = epsilon_total = None
         delta = delta_total = 0.0
     else:
         epsilon, delta = finite_or_none(float(statement.epsilon)), float(statement.delta)
-        whole = mechanism.privacy_spent(repeats * k)
-        full = mechanism.statement().epsilon
-        epsilon_total = finite_or_none(whole.best)
-        if epsilon_total is not None and statement.epsilon > full:
-            # fewer shares arrived than the noise was sized for: the composition of the
-            # achieved releases (basic, a valid bound) where the full-noise event would
-            # understate it
+        if short or split:
+            # fewer shares arrived (or could be unmasked together) than the noise was sized
+            # for: the composition of the achieved releases (basic, a valid bound) where the
+            # full-noise event would understate it
             epsilon_total = finite_or_none(repeats * k * float(statement.epsilon))
             delta_total = min(1.0, repeats * k * delta)
         else:
-            delta_total = float(whole.delta)
+            whole = mechanism.privacy_spent(repeats * k)
+            epsilon_total, delta_total = finite_or_none(whole.best), float(whole.delta)
     interval = None
     if confidence is not None:
         interval = _interval(
-            mechanism, summed, aucs, confidence, ci_target, num_examples, num_clients, reporting
+            mechanism,
+            summed,
+            estimates["aucs"],
+            confidence,
+            ci_target,
+            num_examples,
+            shares,
+            shares_arrived,
         )
     return AUCResult(
-        aucs=aucs,
-        fpr=fpr,
-        tpr=tpr,
+        **estimates,
         mechanism=mechanism.name,
         statement=statement,
         epsilon=epsilon,
@@ -554,4 +687,59 @@ def finish_release(
         slice_key=slice_key,
         slices_per_example=k,
         interval=interval,
+    )
+
+
+def achieved_statement_of(mechanism, num_reporting: int):
+    """The binary mechanism's statement achieved by ``num_reporting`` reports
+    ([`dpauc_tf.mechanisms.base.achieved_statement`][])."""
+    from dpauc_tf.mechanisms.base import achieved_statement
+
+    return achieved_statement(mechanism, num_reporting)
+
+
+def _estimates(mechanism, summed: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """A binary release's AUC ``[R]`` and ROC ``[R, T]`` (``[R, 0]`` for an AUC-only one)."""
+    import tensorflow as tf
+
+    from dpauc_tf.core.curve import roc_from_confusion
+
+    tensors = {key: tf.constant(np.asarray(value), tf.float64) for key, value in summed.items()}
+    aucs = np.atleast_1d(mechanism.estimate_auc(tensors).numpy()).astype(np.float64)
+    if mechanism.capabilities.releases == "curve":
+        roc = roc_from_confusion(mechanism.to_confusion(tensors))
+        fpr, tpr = np.atleast_2d(roc.fpr.numpy()), np.atleast_2d(roc.tpr.numpy())
+    else:  # the mechanism releases only the AUC
+        fpr = tpr = np.zeros((int(aucs.size), 0))
+    return {"aucs": aucs, "fpr": fpr, "tpr": tpr}
+
+
+def _class_estimates(mechanism, summed: Mapping[str, Any], average: str) -> dict[str, Any]:
+    """A one-vs-rest release's class axis: per-class AUCs, supports and curves, the three
+    averages, and the headline ``average`` as ``aucs``."""
+    estimate = mechanism.estimate(summed)
+    class_aucs = np.atleast_2d(estimate["class_aucs"])
+    repeats = class_aucs.shape[0]
+    averages = {key: np.atleast_1d(estimate[key]) for key in ("macro", "weighted", "micro")}
+    return {
+        "aucs": averages[average],
+        "fpr": estimate["fpr"].reshape(repeats, mechanism.num_classes, -1),
+        "tpr": estimate["tpr"].reshape(repeats, mechanism.num_classes, -1),
+        "num_classes": mechanism.num_classes,
+        "average": average,
+        "class_aucs": class_aucs,
+        "support": np.atleast_2d(estimate["support"]),
+        **averages,
+    }
+
+
+def _split_statement(mechanism, statement, groups: tuple[int, ...]):
+    """The statement when dropouts split a secure sum's neighbourhoods into ``groups``."""
+    smallest = min(groups)
+    return dataclasses.replace(
+        statement,
+        noise=f"{mechanism.statement().noise}; dropouts split SecAgg+'s neighbourhoods into "
+        f"groups of {sorted(groups, reverse=True)} clients whose sums the server can unmask "
+        f"separately, so epsilon is the one achieved by the smallest group's {smallest} shares: "
+        f"{statement.epsilon:g}",
     )

@@ -31,6 +31,7 @@ merges the most extreme scores). The grid depends only on epsilon, never on the 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
 import numpy as np
@@ -39,6 +40,8 @@ import tensorflow as tf
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.mechanisms.laws import GridRule
 from dpauc_tf.noise import samplers
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -65,6 +68,10 @@ class ScoreNoise(CountMechanism):
     """
 
     name = "score-noise"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        protects="scores", transforms_data=True, keras_metric=False, federated=False
+    )
+    grid_rule: ClassVar[GridRule] = GridRule.DEFAULT_GRID  # noise on scores, not on buckets
     neighbouring = SCORE_DP
     roc_note = "ROC of the noisy scores on their own grid (exact labels)"
     l1_sensitivity = 1.0
@@ -121,6 +128,8 @@ class ScoreNoise(CountMechanism):
             noise=f"Laplace(scale={self.noise_scale:g}) on every score",
             epsilon=self.epsilon,
             delta=0.0,
+            sensitivity_value=float(self.l1_sensitivity),
+            noise_scale=self.noise_scale,
         )
 
     def options(self) -> dict:

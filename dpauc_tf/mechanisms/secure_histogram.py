@@ -59,14 +59,18 @@ integer counts); the counts stay integers, as secure aggregation needs.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import dp_accounting
+import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import monotone_confusion
 from dpauc_tf.mechanisms.base import CountMechanism
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
+from dpauc_tf.mechanisms.laws import IntervalLaw
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.noise.shares import (
@@ -115,6 +119,10 @@ class SecureHistogram(CountMechanism):
     """
 
     name = "secure-histogram"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        secure=True, integer_counts=True, xla=False, fed_eval=True
+    )
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.DELTA_METHOD
 
     def __init__(
         self,
@@ -189,6 +197,17 @@ class SecureHistogram(CountMechanism):
                 for i in range(2)
             ]
         return {"pos": pos + shares[0], "neg": neg + shares[1]}
+
+    def noise_variances(self, release):
+        """The total (all shares') noise on every summed count: Skellam ``2 mu`` or the
+        discrete Laplace variance of the class's scale."""
+        pos_scale, neg_scale = self.class_scales
+        if self.family == "skellam":
+            return {"pos": np.asarray(2.0 * pos_scale), "neg": np.asarray(2.0 * neg_scale)}
+        return {
+            "pos": np.asarray(discrete_laplace_variance(pos_scale)),
+            "neg": np.asarray(discrete_laplace_variance(neg_scale)),
+        }
 
     def released_confusion(self, release):
         """The suffix sums of the summed noisy histograms (the AUC is estimated from these)."""
@@ -273,6 +292,8 @@ class SecureHistogram(CountMechanism):
             noise=noise_text,
             epsilon=self.epsilon,
             delta=self.delta,
+            sensitivity_value=HISTOGRAM_L1,
+            noise_scale=None if self.family == "skellam" else max(self.class_scales),
         )
 
     def options(self) -> dict:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import dp_accounting
 import numpy as np
@@ -58,8 +59,11 @@ import tensorflow as tf
 from dpauc_tf.core.curve import Confusion, confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc, monotone_confusion
 from dpauc_tf.core.tree import DEFAULT_BRANCHING, TreeLayout, least_squares_leaves, level_weights
-from dpauc_tf.mechanisms.base import CountMechanism, Release
+from dpauc_tf.mechanisms.base import CountMechanism, Release, area_over_pairs, histogram_of
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
+from dpauc_tf.mechanisms.estimators import AUCEstimator
+from dpauc_tf.mechanisms.laws import IntervalLaw
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import split_seed
@@ -127,6 +131,12 @@ class TreeHistogram(CountMechanism):
     """
 
     name = "tree-histogram"
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    accepted_estimators: ClassVar[frozenset[AUCEstimator]] = frozenset(
+        {AUCEstimator.MANN_WHITNEY, AUCEstimator.MANN_WHITNEY_SMOOTH}
+    )
+    estimator_note: ClassVar[str] = "estimates the AUC from its least-squares leaves"
+    interval_law: ClassVar[IntervalLaw] = IntervalLaw.DELTA_METHOD
 
     def __init__(
         self,
@@ -140,11 +150,6 @@ class TreeHistogram(CountMechanism):
         positive_rate: float | None = None,
         estimator: str = "mann-whitney",
     ):
-        if estimator == "reference":
-            raise ValueError(
-                f"{self.name} estimates the AUC from its least-squares leaves: estimator must "
-                "be 'mann-whitney' or 'mann-whitney-smooth', got 'reference'"
-            )
         super().__init__(
             epsilon=epsilon, num_thresholds=num_thresholds, delta=delta, estimator=estimator
         )
@@ -158,14 +163,7 @@ class TreeHistogram(CountMechanism):
         if self.public_scores and (positive_share, positive_rate) != (None, None):
             raise ValueError("public_scores noises the positive tree only: no class split")
         if self.public_scores:  # the exact bucket totals are label-free for unit weights only
-            from dpauc_tf.mechanisms.registry import capabilities_of
-
-            try:
-                base = capabilities_of(type(self))
-            except ValueError:  # a subclass that is not registered
-                base = None
-            if base is not None:
-                self._capabilities = dataclasses.replace(base, unit_weights=True)
+            self.capabilities = dataclasses.replace(type(self).capabilities, unit_weights=True)
         self.positive_rate = positive_rate
         family = "skellam" if getattr(self, "family", "") == "skellam" else "laplace"
         self.positive_share = resolve_positive_share(positive_share, positive_rate, family)
@@ -256,6 +254,26 @@ class TreeHistogram(CountMechanism):
             out.append(tf.cast(release["total"], out[0].dtype) - out[0])
         return out[0], out[1]
 
+    # -- the noise law -------------------------------------------------------------------
+    def noise_variances(self, release):
+        """Independent noise on every real node, of its level's variance per class; the
+        public totals are exact."""
+        levels = self.layout.node_levels()
+        real = np.asarray(self.layout.real_nodes, np.float64)
+        per_class = [np.asarray(v, np.float64)[levels] * real for v in self.class_level_variances]
+        if self.public_scores:
+            return {"pos_tree": per_class[0], "total": np.zeros(())}
+        return {"pos_tree": per_class[0], "neg_tree": per_class[1]}
+
+    def unclipped_estimate(self, release):
+        """The Mann-Whitney area of the least-squares leaves (before the clip)."""
+        return area_over_pairs(confusion_from_histogram(*self.leaves(release)), self.within_bucket)
+
+    def projected_counts(self, release):
+        """The monotone projection of the least-squares leaves."""
+        tensors = {key: tf.constant(np.asarray(v, np.float64)) for key, v in release.items()}
+        return histogram_of(monotone_confusion(*self.leaves(tensors)))
+
     def to_confusion(self, release: Release) -> Confusion:
         """Least-squares leaves, then consistent totals and monotone cumulative counts."""
         if "pos" in release and "pos_tree" not in release:  # exact counts (no noise)
@@ -333,6 +351,8 @@ class TreeHistogram(CountMechanism):
                 noise=self._noise_text() + "; positive tree only, bucket totals exact",
                 epsilon=self.epsilon,
                 delta=0.0,
+                sensitivity_value=float(levels),
+                noise_scale=self._largest_scale(),
             )
         return PrivacyStatement(
             mechanism=self.name,
@@ -342,7 +362,13 @@ class TreeHistogram(CountMechanism):
             noise=self._noise_text(),
             epsilon=self.epsilon,
             delta=0.0,
+            sensitivity_value=float(2 * levels),
+            noise_scale=self._largest_scale(),
         )
+
+    def _largest_scale(self) -> float:
+        """The largest Laplace scale of any node (levels and classes differ)."""
+        return float(max(max(scales) for scales in self.class_level_scales))
 
     def options(self) -> dict:
         return {
@@ -394,6 +420,9 @@ class SecureTreeHistogram(TreeHistogram):
     """
 
     name = "secure-tree-histogram"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        secure=True, integer_counts=True, xla=False, fed_eval=True
+    )
 
     def __init__(
         self,
@@ -572,6 +601,7 @@ class SecureTreeHistogram(TreeHistogram):
                 replaced,
                 sensitivity=replaced.sensitivity + f"; L2^2 = {l1:g} per level",
                 delta=self.delta,
+                noise_scale=None,  # Skellam: a variance per level, no Laplace scale
             )
         return replaced
 

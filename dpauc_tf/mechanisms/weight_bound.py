@@ -1,4 +1,5 @@
-"""Sample weights up to a declared bound ``W``: any float-noise mechanism, on counts / W.
+"""Sample weights up to a declared bound ``W``: a decorator of any float-noise mechanism,
+which releases counts / W and scales the law.
 
 Every mechanism's sensitivity assumes weights in [0, 1]: one label change moves at most
 one unit of weight. With weights in ``[0, W]`` a label change moves up to ``W``: the
@@ -8,6 +9,13 @@ wraps a mechanism so that it releases the counts divided by ``W`` (whose weights
 weighted counts that is noise ``W`` times larger, and the statement says so. The release
 stays in units of ``W`` (every AUC and curve from it is scale-free); ``noise_stddev`` is the
 noise on one released (scaled) count, ``weighted_noise_stddev`` the same in weighted counts.
+
+The law, scaled: the statement's numeric ``sensitivity_value`` and ``noise_scale`` are the
+wrapped mechanism's times ``W`` (in weighted counts) and its texts are written from those
+numbers (nothing is read back from the wrapped mechanism's prose); the noise law of a release
+(``noise_variances``, the interval law, the unclipped estimate) is the wrapped mechanism's in
+released units, so intervals need no unwrapping, and ``examples_in_release_units`` divides
+the number of examples by ``W``.
 
 Integer-noise mechanisms (``capabilities.integer_counts``: secure, ``rr``) take weights 0 or
 1 only; ``W != 1`` is refused for them (a count divided by W is a fraction, and integer
@@ -20,6 +28,8 @@ Examples:
     (2.5, 5.0)
     >>> m.statement().sensitivity
     'L1 = 5 in weighted counts (weights in [0, 2.5]): L1 = 2 (one unit of weight moves between pos[b] and neg[b]) on the counts divided by max_weight = 2.5'
+    >>> m.statement().sensitivity_value, m.statement().noise_scale
+    (5.0, 5.0)
 """
 
 from __future__ import annotations
@@ -29,7 +39,7 @@ import math
 
 import tensorflow as tf
 
-from dpauc_tf.privacy.statement import PrivacyStatement
+from dpauc_tf.privacy.statement import PrivacyStatement, label_dp
 
 
 def check_max_weight(max_weight) -> float:
@@ -47,7 +57,9 @@ class WeightBounded:
     """``mechanism`` for weights in ``[0, max_weight]``: releases counts / ``max_weight``.
 
     Everything not defined here is the wrapped mechanism's (its AUC estimate, curve,
-    capabilities, dp-accounting event and epsilon: the guarantee of the scaled counts).
+    capabilities, dp-accounting event and epsilon: the guarantee of the scaled counts; its
+    noise law in released units: ``interval_law``, ``noise_variances``,
+    ``unclipped_estimate``, ``projected_counts``).
     """
 
     def __init__(self, mechanism, max_weight: float):
@@ -66,6 +78,10 @@ class WeightBounded:
         neg = tf.cast(tf.convert_to_tensor(neg), tf.float64) / scale
         return self.inner.release(pos, neg, seed=seed, repeats=repeats)
 
+    def examples_in_release_units(self, num_examples: float | None) -> float | None:
+        """The number of examples in the released units (divided by ``max_weight``)."""
+        return None if num_examples is None else float(num_examples) / self.max_weight
+
     @property
     def weighted_noise_stddev(self) -> float:
         """The noise on one count, in weighted counts (``W`` times ``noise_stddev``)."""
@@ -77,22 +93,29 @@ class WeightBounded:
         return self.max_weight * float(self.inner.noise_scale)
 
     def statement(self) -> PrivacyStatement:
+        """The wrapped mechanism's statement with its law scaled by ``W``: the numbers
+        (``sensitivity_value``, ``noise_scale``) in weighted counts, and texts written from
+        them."""
         inner = self.inner.statement()
         w = self.max_weight
-        # The number the mechanism carries, never one read back from its prose.
-        number = getattr(self.inner, "l1_sensitivity", None)
+        number = inner.sensitivity_value
         scaled = (
-            f"L1 = {number * w:g} in weighted counts"
+            f"{inner.sensitivity_norm} = {number * w:g} in weighted counts"
             if number is not None
             else f"{w:g} times the sensitivity below in weighted counts"
         )
+        neighbouring = inner.neighbouring
+        if neighbouring.startswith(label_dp(1.0)):  # the relation, stated for weights in [0, W]
+            neighbouring = label_dp(w) + neighbouring[len(label_dp(1.0)) :]
         return dataclasses.replace(
             inner,
-            neighbouring=inner.neighbouring.replace("weights in [0, 1]", f"weights in [0, {w:g}]"),
+            neighbouring=neighbouring,
             sensitivity=f"{scaled} (weights in [0, {w:g}]): {inner.sensitivity} on the counts "
             f"divided by max_weight = {w:g}",
             noise=f"{inner.noise}, on the counts divided by {w:g} (noise {w:g} times as large "
             "in weighted counts)",
+            sensitivity_value=None if number is None else number * w,
+            noise_scale=None if inner.noise_scale is None else inner.noise_scale * w,
         )
 
     def options(self) -> dict:

@@ -13,10 +13,21 @@ from __future__ import annotations
 import dataclasses
 import math
 
-LABEL_DP = (
-    "label DP: neighbouring test sets differ only in the label of one example "
-    "(scores and weights in [0, 1] unchanged)"
-)
+
+def label_dp(max_weight: float = 1.0) -> str:
+    """The label-DP neighbouring relation for sample weights in ``[0, max_weight]``.
+
+    Examples:
+        >>> label_dp(2.5).endswith("(scores and weights in [0, 2.5] unchanged)")
+        True
+    """
+    return (
+        "label DP: neighbouring test sets differ only in the label of one example "
+        f"(scores and weights in [0, {max_weight:g}] unchanged)"
+    )
+
+
+LABEL_DP = label_dp(1.0)
 
 
 def check_epsilon(epsilon: float | None) -> float | None:
@@ -53,7 +64,16 @@ class PrivacyStatement:
 
     ``epsilon``/``delta`` are the guarantee this library proves and accounts;
     ``claimed_epsilon`` is what the source (e.g. the paper) claims for the same noise, when
-    it differs.
+    it differs. ``sensitivity`` and ``noise`` are the texts; ``sensitivity_value`` (of the
+    norm ``sensitivity_norm``) and ``noise_scale`` are the same figures as numbers, in the
+    units of the released counts (``None`` where one number does not describe them, e.g. a
+    data-dependent scale): what a decorator such as the weight bound scales, never the text.
+
+    Examples:
+        >>> s = PrivacyStatement("histogram", LABEL_DP, "L1 = 2", "Laplace(2)", 1.0, 0.0,
+        ...                      sensitivity_value=2.0, noise_scale=2.0)
+        >>> s.sensitivity_value * 2.5, s.sensitivity_norm
+        (5.0, 'L1')
     """
 
     mechanism: str
@@ -63,6 +83,9 @@ class PrivacyStatement:
     epsilon: float
     delta: float
     claimed_epsilon: float | None = None
+    sensitivity_value: float | None = None
+    sensitivity_norm: str = "L1"
+    noise_scale: float | None = None
 
     def __str__(self) -> str:
         claim = (

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpauc_tf.cli.main import main
-from dpauc_tf.mechanisms.comparison import compare_models
+from dpauc_tf.mechanisms.comparison_release import compare_models
 
 
 @pytest.fixture

@@ -129,7 +129,7 @@ def test_defaults_mirror_the_library():
     from dpauc_tf.io import readers as score_sources
     from dpauc_tf.io import streaming
 
-    cli_main = importlib.import_module("dpauc_tf.cli.main")
+    cli_main = importlib.import_module("dpauc_tf.cli.arguments")
 
     assert cli_main.DEFAULT_MAX_ROWS_IN_MEMORY == streaming.DEFAULT_MAX_ROWS_IN_MEMORY
     assert cli_main.DEFAULT_CHUNK_ROWS == score_sources.DEFAULT_CHUNK_ROWS

@@ -24,11 +24,8 @@ from dpauc_tf.flower import (
 from dpauc_tf.flower.local import run_in_process
 from dpauc_tf.mechanisms.auc_only import grid_error_bound
 from dpauc_tf.mechanisms.multiclass import AVERAGES, one_vs_rest_counts, to_one_hot
-from dpauc_tf.mechanisms.multiclass_release import (
-    MultiClassResult,
-    MultiClassSpec,
-)
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass as central
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
 
 T = 20
 
@@ -63,7 +60,7 @@ def test_noise_off_equals_the_central_release_and_scikit_learn():
     clients.append((np.zeros((0, 3)), np.zeros(0)))  # an empty client reports zeros
     clients[0] = (clients[0][0], to_one_hot(clients[0][1], 3))  # one-hot labels too
     out = _run(clients, epsilon=None)
-    assert isinstance(out.result, MultiClassResult)
+    assert isinstance(out.result, AUCResult) and out.result.num_classes is not None
     reference = central(labels, scores, epsilon=None, num_thresholds=T)
     pos, neg = one_vs_rest_counts(labels, scores, Thresholds.make(T))
     per_class = np.array([grid_error_bound(p, n) for p, n in zip(pos, neg, strict=True)])
@@ -131,7 +128,7 @@ def test_multiclass_release_travels_in_the_message_and_the_strategy_runs_it_ever
     spec = spec_from_run_config(
         {"num-classes": 3, "epsilon": 1.0, "num-thresholds": T, "average": "weighted"}
     )
-    assert isinstance(spec, MultiClassSpec) and spec.average == "weighted"
+    assert isinstance(spec, ReleaseSpec) and spec.one_vs_rest and spec.average == "weighted"
     back = release_from_config(release_config(spec, num_clients=4))
     assert back.spec == spec and back.multiclass and back.report_shapes()["pos"] == (1, 3, T + 1)
     labels, scores = _data(200)
@@ -155,7 +152,7 @@ def test_multiclass_release_travels_in_the_message_and_the_strategy_runs_it_ever
     results = outcome["strategy"].results
     assert sorted(results) == [1, 2]
     for result in results.values():
-        assert isinstance(result, MultiClassResult) and result.average == "weighted"
+        assert isinstance(result, AUCResult) and result.average == "weighted"
         assert result.epsilon == 1.0 and result.num_reporting == 3 and result.num_examples == 200
     metrics = outcome["strategy"].aggregate_evaluate(2, [])
     assert metrics["dpauc-weighted"] == pytest.approx(results[2].weighted[0], nan_ok=True)

@@ -96,7 +96,7 @@ def test_flower_refusals_name_flower_not_tff(score_file, capsys, name):
 
 
 def test_round_timeout_is_flower_only_and_mirrors_the_default(score_file, capsys):
-    from dpauc_tf.cli.main import DEFAULT_FLOWER_ROUND_TIMEOUT
+    from dpauc_tf.cli.arguments import DEFAULT_FLOWER_ROUND_TIMEOUT
 
     assert DEFAULT_FLOWER_ROUND_TIMEOUT == flower_evaluate.DEFAULT_ROUND_TIMEOUT
     argv = ["--scores", score_file, "--mechanism", "none", "--round-timeout", "5"]

@@ -190,8 +190,8 @@ def test_thresholds_from_a_pipe_with_no_writer_does_not_block(tmp_path):
     fifo = tmp_path / "grid"
     os.mkfifo(fifo)
     code = (
-        "from dpauc_tf.cli.evaluate import read_thresholds\n"
-        "from dpauc_tf.cli.main import CommandError\n"
+        "from dpauc_tf.cli.release import read_thresholds\n"
+        "from dpauc_tf.cli.errors import CommandError\n"
         f"try:\n    read_thresholds({str(fifo)!r})\n"
         "except CommandError as e:\n    print(e)\n"
     )

@@ -163,7 +163,10 @@ def test_the_weight_bound_states_the_sensitivity_the_mechanism_carries():
     prose: the tree's per-level figure and auc-only's text gave L1 = 4 and L1 = 2e-06."""
     tree = DPAUC(epsilon=1.0, mechanism="tree-histogram", num_thresholds=8, max_weight=2)
     text = tree.privacy_statement().sensitivity
-    assert "L1 = 4 in weighted counts" not in text and text.startswith("2 times")
+    levels_l1 = tree.mechanism.inner.statement().sensitivity_value  # 2 per level x levels
+    assert "L1 = 4 in weighted counts" not in text
+    assert text.startswith(f"L1 = {2 * levels_l1:g} in weighted counts")
+    assert tree.privacy_statement().sensitivity_value == 2 * levels_l1
     # auc-only and histogram-public-scores release totals as label-free: weights of 1 only
     for name, delta in (("auc-only", 1e-6), ("histogram-public-scores", None)):
         with pytest.raises(ValueError, match="max_weight must be 1"):

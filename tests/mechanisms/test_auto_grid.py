@@ -4,6 +4,7 @@ chosen from public information only, and the small-n warning fires where noise d
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -71,6 +72,21 @@ def test_warning_where_noise_would_dominate():
     small = get_mechanism("histogram", epsilon=1.0, num_thresholds=33)
     privacy, sampling = predicted_noise_std(small, Thresholds.make(33), 20000)
     assert privacy < sampling and noise_dominates_warning(privacy, sampling) is None
+
+
+def test_rank_sum_prediction_counts_whole_examples_on_its_fine_grid():
+    """rank-sum counts on 2^17 buckets: rounding each bucket's expected count emptied them
+    all, and the CLI then warned that the noise would leave the AUC undefined on 3,000
+    examples, where its noise is a fifth of the sampling error."""
+    rank_sum = get_mechanism("rank-sum", epsilon=1.0, num_thresholds=200)
+    privacy, sampling = predicted_noise_std(rank_sum, Thresholds.make(200), 3000)
+    assert math.isfinite(privacy) and 0 < privacy < sampling / 2
+    assert noise_dominates_warning(privacy, sampling) is None
+    # the same prediction with a tenth of the epsilon grows about tenfold (it does not
+    # collapse to "undefined"): the check can fail
+    weak = get_mechanism("rank-sum", epsilon=0.1, num_thresholds=200)
+    privacy_weak, _ = predicted_noise_std(weak, Thresholds.make(200), 3000)
+    assert 5 * privacy < privacy_weak < 20 * privacy
 
 
 def test_cli_auto(capsys, tmp_path):

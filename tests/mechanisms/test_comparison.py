@@ -17,10 +17,10 @@ from scipy import stats
 
 from dpauc_tf.mechanisms.comparison import (
     PairedComparison,
-    compare_models,
     joint_counts,
     paired_statistics,
 )
+from dpauc_tf.mechanisms.comparison_release import compare_models
 from dpauc_tf.privacy.accounting import pure_epsilon
 
 

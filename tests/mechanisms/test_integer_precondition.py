@@ -103,6 +103,7 @@ class _RoundedLaplace(CountMechanism):
     """A registered integer-noise mechanism that compiles under XLA (rounded Laplace)."""
 
     name = "toy-rounded-laplace"
+    capabilities = Capabilities(integer_counts=True, xla=True)
     noise_stddev = 1.0
 
     def _noisy_release(self, pos, neg, seed):
@@ -121,9 +122,7 @@ class _RoundedLaplace(CountMechanism):
 
 def test_under_xla_a_fraction_becomes_nan_not_a_release():
     """XLA drops assertions: the counts of a refused release are NaN there."""
-    register_mechanism(
-        _RoundedLaplace, summary="toy", capabilities=Capabilities(integer_counts=True, xla=True)
-    )
+    register_mechanism(_RoundedLaplace, summary="toy")
     try:
         mechanism = get_mechanism("toy-rounded-laplace", epsilon=1.0, num_thresholds=2)
         release = tf.function(lambda p, n: mechanism.release(p, n, seed=0), jit_compile=True)

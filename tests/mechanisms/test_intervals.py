@@ -212,8 +212,6 @@ def test_rank_sum_sample_interval_covers_with_few_positives():
 
 
 def test_rank_sum_box_is_used_only_where_the_count_noise_is_large():
-    from dpauc_tf.mechanisms.intervals import rank_sum_box, rank_sum_few_positives
-
     m = get_mechanism("rank-sum", epsilon=1.0, num_thresholds=10)
     release = {
         "rank_sum": np.array([3000.0, 3000.0]),
@@ -221,8 +219,8 @@ def test_rank_sum_box_is_used_only_where_the_count_noise_is_large():
         "total": np.array([2000.0, 2000.0]),
         "sensitivity": np.array([1000.0, 1000.0]),
     }
-    assert rank_sum_few_positives(m, release).tolist() == [True, False]
-    low, high = rank_sum_box(m, release, 0.05)
+    assert m.few_positives(release).tolist() == [True, False]
+    low, high = m.sample_box(release, 0.05)
     auc = 0.5 + release["rank_sum"] / (release["num_pos"] * (2000 - release["num_pos"]))
     assert np.all((low <= auc) & (auc <= high)) and np.all((0 <= low) & (high <= 1))
     ci = release_interval(m, release, confidence=0.95, target="sample")

@@ -375,19 +375,40 @@ def test_skellam_shares_sum_to_the_calibrated_variance(counts):
 # -- issue 30: list options (a tree's budget per level) as ReleaseSpec takes them --------------
 def test_multiclass_spec_takes_list_options_like_release_spec():
     """``MultiClassSpec.make(..., options={"budget": [1, 2, 3]})`` raised ``TypeError:
-    unhashable type: 'list'``; both specs share one normalisation now."""
+    unhashable type: 'list'``; one-vs-rest is now a ``ReleaseSpec`` with a class count."""
     from dpauc_tf.mechanisms.multiclass import OneVsRest
-    from dpauc_tf.mechanisms.multiclass_release import MultiClassSpec
-    from dpauc_tf.mechanisms.release import ReleaseSpec, frozen_options
+    from dpauc_tf.mechanisms.option_types import frozen_options
+    from dpauc_tf.mechanisms.release import ReleaseSpec
 
     options = {"budget": [1, 2, 3]}
     binary = ReleaseSpec.make("tree-histogram", epsilon=1.0, num_thresholds=15, options=options)
-    multi = MultiClassSpec.make(
+    multi = ReleaseSpec.make(
         "tree-histogram", epsilon=1.0, num_classes=3, num_thresholds=15, options=options
     )
     assert binary.options == multi.options == frozen_options(options) == (("budget", (1, 2, 3)),)
     assert hash(multi) == hash(multi)  # a spec is hashable (cached builds, shipped to workers)
+    assert isinstance(multi.build(), OneVsRest) and multi != binary
     assert multi.build().class_mechanism.budget == binary.build().budget
     direct = OneVsRest("tree-histogram", epsilon=1.0, num_classes=3, num_thresholds=15,
                        options={"budget": np.array([1.0, 2.0, 3.0])})  # fmt: skip
     assert direct.class_mechanism.budget == binary.build().budget
+
+
+def test_release_spec_owns_the_default_mechanism_rule_for_one_vs_rest():
+    """``mechanism=None``: the registry's default; one-vs-rest needs a curve (``histogram``),
+    a binary AUC from one holder takes ``rank-sum``; a bad class count or average fails in
+    one line; a one-vs-rest spec's seeds are its own (not the binary spec's)."""
+    from dpauc_tf.mechanisms.registry import default_mechanism
+    from dpauc_tf.mechanisms.release import ReleaseSpec
+
+    multi = ReleaseSpec.make(None, epsilon=1.0, num_classes=3, num_thresholds=10, seed=1)
+    binary = ReleaseSpec.make(None, epsilon=1.0, num_thresholds=10, seed=1)
+    assert multi.mechanism == default_mechanism(needs_curve=True) == "histogram"
+    assert binary.mechanism == default_mechanism() == "rank-sum"
+    assert multi.seed_for("central").numpy().tolist() != binary.seed_for("central").numpy().tolist()
+    with pytest.raises(ValueError, match="num_classes must be >= 2"):
+        ReleaseSpec.make(epsilon=1.0, num_classes=1)
+    with pytest.raises(ValueError, match="average must be one of"):
+        ReleaseSpec.make(epsilon=1.0, num_classes=3, average="mean")
+    with pytest.raises(ValueError, match="cannot release one-vs-rest counts"):
+        ReleaseSpec.make("rank-sum", epsilon=1.0, num_classes=3)

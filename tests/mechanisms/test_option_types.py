@@ -9,6 +9,7 @@ line and from Python alike; a constructor given a non-bool refuses it.
 from __future__ import annotations
 
 import inspect
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -16,10 +17,9 @@ import pytest
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, list_mechanisms
 from dpauc_tf.mechanisms.base import ESTIMATORS
 from dpauc_tf.mechanisms.histogram import NOISE_KINDS
+from dpauc_tf.mechanisms.option_types import OPTION_TYPES, OptionType
 from dpauc_tf.mechanisms.registry import (
     BUILTIN_MECHANISMS,
-    OPTION_TYPES,
-    OptionType,
     check_mechanism_options,
     mechanism_options,
     option_type,
@@ -157,6 +157,7 @@ class _Toy(CountMechanism):
     """An outside mechanism with one declared and two undeclared options."""
 
     name = "toy-options"
+    option_types: ClassVar = {"level": OptionType("int", minimum=1, maximum=5)}
 
     def __init__(self, epsilon, num_thresholds, delta=None, loud=False, level=3, tag=None):
         super().__init__(epsilon=epsilon, num_thresholds=num_thresholds, delta=delta)
@@ -178,9 +179,7 @@ class _Toy(CountMechanism):
 
 
 def test_an_outside_mechanism_declares_or_infers_its_option_types():
-    register_mechanism(
-        _Toy, summary="toy", options={"level": OptionType("int", minimum=1, maximum=5)}
-    )
+    register_mechanism(_Toy, summary="toy")
     try:
         assert option_type("toy-options", "loud").kind == "bool"  # from its default
         assert option_type("toy-options", "tag").kind == "any"  # default None: as given
@@ -193,7 +192,7 @@ def test_an_outside_mechanism_declares_or_infers_its_option_types():
     finally:
         unregister_mechanism("toy-options")
     with pytest.raises(TypeError, match="OptionType"):
-        register_mechanism(_Toy, summary="toy", options={"level": int})
+        register_mechanism(type("Bad", (_Toy,), {"option_types": {"level": int}}), summary="toy")
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,7 @@ class ToyLaplace(CountMechanism):
     """Laplace(2/eps) on the class histograms, written from scratch outside the package."""
 
     name = "toy-laplace"
+    capabilities = Capabilities()
 
     @property
     def noise_scale(self) -> float:
@@ -77,9 +78,7 @@ class ToyLaplace(CountMechanism):
 
 @pytest.fixture
 def toy():
-    register_mechanism(
-        ToyLaplace, summary="a toy for the registry test", capabilities=Capabilities()
-    )
+    register_mechanism(ToyLaplace, summary="a toy for the registry test")
     yield ToyLaplace
     unregister_mechanism(ToyLaplace.name)
 

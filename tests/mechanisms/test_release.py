@@ -142,3 +142,62 @@ def test_list_options_are_frozen_so_the_spec_stays_hashable():
     )
     assert dict(spec.options)["budget"] == (0.2, 0.3, 0.5)
     assert spec.build() is spec.build()
+
+
+def test_finish_takes_what_backends_patched_shares_and_unmasked_groups(counts):
+    """``shares`` (asked), ``shares_arrived`` and ``unmasked_groups`` reach the statement;
+    ``num_clients``/``num_reporting`` are only what the result states (the backends no
+    longer patch them in afterwards)."""
+    _, _, (pos, neg) = counts
+    spec = ReleaseSpec.make("secure-histogram", epsilon=1.0, num_thresholds=T, seed=1)
+    mechanism = spec.build(10)
+    release = mechanism.aggregate().release(pos[0], neg[0], seed=spec.seed_for("x"), repeats=3)
+    summed = {key: value.numpy() for key, value in release.items()}
+    full = finish_release(spec, summed, num_examples=500.0, num_clients=7, shares=10,
+                          shares_arrived=10)  # fmt: skip
+    assert full.num_clients == 7 and full.num_reporting == 7
+    assert full.epsilon == pytest.approx(1.0)  # the statement of all 10 shares
+    short = finish_release(
+        spec, summed, num_examples=500.0, num_clients=8, num_reporting=7, shares=10
+    )
+    assert short.epsilon == pytest.approx(mechanism.achieved_epsilon(7)) and short.epsilon > 1.0
+    assert short.epsilon_total == pytest.approx(3 * short.epsilon)  # basic, a valid bound
+    split = finish_release(spec, summed, num_examples=500.0, num_clients=10, num_reporting=9,
+                           unmasked_groups=(6, 3))  # fmt: skip
+    assert split.epsilon == pytest.approx(mechanism.achieved_epsilon(3))
+    assert split.epsilon > short.epsilon and split.num_reporting == 9
+    assert "groups of [6, 3] clients" in split.statement.noise
+    assert split.epsilon_total == pytest.approx(3 * split.epsilon)
+    assert split.delta_total == pytest.approx(min(1.0, 3 * split.delta))
+    one_group = finish_release(spec, summed, num_examples=500.0, num_clients=10,
+                               num_reporting=9, unmasked_groups=(9,))  # fmt: skip
+    assert one_group.epsilon == pytest.approx(mechanism.achieved_epsilon(9))
+
+
+def test_one_vs_rest_and_the_paired_comparison_finish_through_the_spec():
+    """The class axis and the comparison come out of the one ``finish_release``."""
+    from dpauc_tf.mechanisms.comparison import ComparisonResult, joint_counts
+    from dpauc_tf.mechanisms.comparison_release import compare_models
+
+    spec = ReleaseSpec.make(None, epsilon=None, num_classes=3, num_thresholds=4)
+    pos = np.array([[0.0, 0, 2, 0, 0], [0, 1, 1, 0, 0], [0, 0, 0, 3, 0]])
+    neg = np.array([[0.0, 2, 0, 0, 1], [0, 1, 1, 0, 0], [1, 2, 0, 0, 0]])
+    release = spec.build().release(pos, neg, repeats=2)
+    result = finish_release(spec, {k: v.numpy() for k, v in release.items()}, num_examples=9.0)
+    assert isinstance(result, AUCResult) and result.num_classes == 3
+    assert result.class_aucs.shape == (2, 3) and result.fpr.shape[:2] == (2, 3)
+    assert result.aucs == pytest.approx(result.macro) and result.to_dict()["num_classes"] == 3
+    with pytest.raises(ValueError, match="one-vs-rest"):
+        finish_release(spec, {k: v.numpy() for k, v in release.items()}, num_examples=9.0,
+                       confidence=0.9)  # fmt: skip
+    rng = np.random.default_rng(3)
+    labels = rng.random(400) < 0.4
+    a, b = rng.random(400) + labels, rng.random(400)
+    direct = compare_models(labels, a, b, epsilon=1.0, num_buckets=3, seed=4)
+    paired = ReleaseSpec.make("paired-comparison", epsilon=1.0, seed=4)
+    bucket_a = np.searchsorted(np.quantile(a, [1 / 3, 2 / 3]), a, side="left")
+    bucket_b = np.searchsorted(np.quantile(b, [1 / 3, 2 / 3]), b, side="left")
+    noisy = paired.build().release(*joint_counts(labels, bucket_a, bucket_b, (3, 3)), seed=4)
+    finished = finish_release(paired, noisy, num_examples=400)
+    assert isinstance(finished, ComparisonResult)
+    assert finished.to_dict() == direct.to_dict()

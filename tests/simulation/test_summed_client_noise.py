@@ -14,10 +14,10 @@ from dpauc_tf import get_mechanism
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.synthetic import binormal_score_set
 from dpauc_tf.experiments.tables import TableRunner
+from dpauc_tf.mechanisms.base import sum_of_laplace
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed
 from dpauc_tf.simulation import (
-    _sum_of_laplace,
     client_histograms,
     even_grid_buckets,
     simulate,
@@ -80,7 +80,7 @@ def test_the_default_changes_only_the_summed_mechanisms_draws():
 @pytest.mark.parametrize("clients", [1, 7, 300])
 def test_sum_of_laplace_has_the_distribution_of_the_clients_sum(clients):
     n, scale = 20_000, 3.0
-    summed = _sum_of_laplace([n], scale, clients, make_seed(1), tf.float64).numpy()
+    summed = sum_of_laplace([n], scale, clients, make_seed(1), tf.float64).numpy()
     draws = samplers.laplace([clients, n], scale, make_seed(2)).numpy().sum(axis=0)
     assert stats.ks_2samp(summed, draws).pvalue > 1e-3
     # a halved or doubled scale is caught (the test has the power to fail)

@@ -1,0 +1,82 @@
+"""The vocabularies of a mechanism's law: how its noise is drawn, which interval law its
+releases follow and how ``num_thresholds="auto"`` sizes its grid.
+
+Every mechanism family states these as class attributes (``noise_kind`` per instance where an
+option picks it); the generic code (intervals, auto grid, simulation) reads them and never
+asks which family a mechanism is. Pure Python: no TensorFlow, no dp-accounting.
+
+Examples:
+    >>> NoiseKind("discrete").exact, GridRule.NOISE_PER_BUCKET.grows_with_grid
+    (True, True)
+    >>> IntervalLaw.DELTA_METHOD.has_interval, IntervalLaw.NONE.has_interval
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class NoiseKind(str, enum.Enum):
+    """How a mechanism draws its noise on a count (a ``str``: compares equal to its value).
+
+    * ``CONTINUOUS`` (``"continuous"``): floating-point samples (open to Mironov's 2012
+      low-order-bit attack, like every floating-point sampler).
+    * ``DISCRETE`` (``"discrete"``): exact integer samples (integer counts only).
+    """
+
+    CONTINUOUS = "continuous"
+    DISCRETE = "discrete"
+
+    @property
+    def exact(self) -> bool:
+        """Whether the noise is exact integer noise (integer counts only)."""
+        return self is NoiseKind.DISCRETE
+
+
+# The noise kinds, as the mechanisms' ``noise`` option takes them.
+NOISE_KINDS = tuple(kind.value for kind in NoiseKind)
+
+
+class IntervalLaw(enum.Enum):
+    """Which law [`dpauc_tf.mechanisms.intervals.release_interval`][] applies to a release.
+
+    * ``DELTA_METHOD``: independent noise of stated variances on released entries
+      (``noise_variances``), carried to the AUC by the gradient of the mechanism's
+      unclipped estimate (``unclipped_estimate``), less the curvature counted twice.
+    * ``FLIPS``: the delta method, and where few flips are expected the quantile of the
+      flips' exact law (randomized response).
+    * ``LAPLACE_ON_AUC``: one Laplace draw of a released scale on the AUC itself (its
+      exact quantile; ``auc-only``).
+    * ``RANK_SUM``: a Laplace draw on the rank sum and the count's noise through
+      ``1 / (P N)``, with a conservative box where the count's noise is large.
+    * ``NONE``: no valid interval (the release does not tell the noise's effect).
+    """
+
+    DELTA_METHOD = "delta-method"
+    FLIPS = "flips"
+    LAPLACE_ON_AUC = "laplace-on-auc"
+    RANK_SUM = "rank-sum"
+    NONE = "none"
+
+    @property
+    def has_interval(self) -> bool:
+        return self is not IntervalLaw.NONE
+
+
+class GridRule(enum.Enum):
+    """How ``num_thresholds="auto"`` sizes a mechanism's grid
+    ([`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`][]).
+
+    * ``NOISE_PER_BUCKET``: the release's noise grows with the number of buckets: the grid
+      balances that noise against the grid's bias (``0.6 (eps n)^0.4`` on a ladder).
+    * ``DEFAULT_GRID``: the noise does not grow with the grid (no per-bucket noise, or the
+      mechanism counts on its own grid): TensorFlow's default.
+    """
+
+    NOISE_PER_BUCKET = "noise-per-bucket"
+    DEFAULT_GRID = "default-grid"
+
+    @property
+    def grows_with_grid(self) -> bool:
+        return self is GridRule.NOISE_PER_BUCKET
