@@ -80,6 +80,12 @@ case "$cmd" in
     sync_env .venv federated 3.11
     sync_env .venv-keras3 keras3 3.11 "${KERAS3_EXTRAS[@]}" --group docs
     sync_env .venv-py313 keras3 3.13 --extra jax
+    # a headless browser for the `dpauc report` page's test (it skips without one)
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! command -v chromium >/dev/null 2>&1; then
+      echo "[run.sh] installing chromium (tests/cli/test_report.py)" >&2
+      { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } ||
+        echo "[run.sh] chromium could not be installed: the browser test will skip" >&2
+    fi
     ;;
   demo)
     sync_env .venv federated 3.11

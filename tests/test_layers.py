@@ -165,7 +165,12 @@ MECHANISM_LAYERS: list[set[str]] = [
     {"multiclass", "comparison"},
     {"release"},  # the one release path (it builds and finishes every estimand)
     # faces built on the path
-    {"tensor_view", "multiclass_release", "comparison_release"},
+    {
+        "tensor_view",
+        "multiclass_release",
+        "comparison_release",
+        "release_summaries",
+    },
 ]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpauc_tf.cli import evaluation_summaries  # metrics (issue 33)
 from dpauc_tf.cli.arguments import (
     DEFAULT_CHUNK_ROWS,
     DEFAULT_FLOWER_ROUND_TIMEOUT,
@@ -202,6 +203,7 @@ def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
         "--flink_master=HOST:8081' (docs/beam.md); default: the local runner, 2 processes",
     )
     add_progress_flags(ev)
+    evaluation_summaries.add_summary_flags(ev)  # metrics (issue 33)
     ev.add_argument(
         "--max-rows-in-memory",
         type=int_at_least(0),
@@ -244,6 +246,7 @@ class EvaluateRequest:
     spark_master: str = "local[2]"
     round_timeout: float | None = None
     format: str = "table"
+    summaries: Any = None  # metrics (issue 33): evaluation_summaries.SummaryRequest
 
     def backend_run(self, spec) -> BackendRun:
         """What the backend receives: the spec and how to run it."""
@@ -267,6 +270,7 @@ def prepare_evaluate(args) -> EvaluateRequest:
     file), what the backend cannot run, and a local score file that is not there."""
     clients = (args.clients or 1) > 1 or bool(args.client_column)
     needs_curve = clients or args.backend in FEDERATED_BACKENDS or bool(args.plot)
+    needs_curve = needs_curve or evaluation_summaries.wanted(args)  # metrics (issue 33)
     release = release_request(args, needs_curve=needs_curve)
     _check_backend(args.backend, release.mechanism, args.round_timeout)
     # A URI (hdfs://, gs://, s3a://) is read by the engine's own file systems (Beam, Spark).
@@ -298,6 +302,7 @@ def prepare_evaluate(args) -> EvaluateRequest:
         spark_master=args.spark_master,
         round_timeout=args.round_timeout,
         format=args.format,
+        summaries=evaluation_summaries.summary_request(args),  # metrics (issue 33)
     )
 
 
@@ -426,6 +431,7 @@ def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
     thresholds = spec.thresholds
     grid = spec.count_grid()
     check_confidence(request.confidence, spec.build())
+    evaluation_summaries.check_summary_flags(request, spec.build(), grid)  # metrics
     private = mechanism_spec(release.mechanism).capabilities.protects != "nothing"
     show_exact = request.show_exact
     run = request.backend_run(spec)
@@ -532,6 +538,7 @@ def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
     output["exact_fields"] = [k for k in (*REFERENCE_FIELDS, *EXACT_EXTRA_FIELDS) if k in output]
     if not private:
         output["exact_fields"] += [k for k in RELEASE_FIELDS if k in output]
+    evaluation_summaries.add_summaries(output, request, mechanism, result, grid)  # metrics
     return output
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dpauc_tf.cli import evaluation_summaries  # metrics (issue 33)
 from dpauc_tf.cli.formats import (
     format_rows,
     format_with_notes,
@@ -32,7 +33,8 @@ def format_evaluation(result: dict[str, Any], fmt: str) -> str:
     if fmt == "markdown":
         notes = setting_notes(result, _format_pld(result), fields_note(result))
         return format_with_notes([setting_row(result)], "markdown", notes)
-    return format_rows(_evaluation_rows(result), fmt)  # csv: one row per release, for tools
+    rows = evaluation_summaries.summary_rows(_evaluation_rows(result), result)  # metrics
+    return format_rows(rows, fmt)  # csv: one row per release, for tools
 
 
 def _format_auc(value: float | None) -> str:
@@ -119,6 +121,7 @@ def _format_table(result: dict[str, Any]) -> str:
         lines.append(f"ROC curve        {result['roc_note']}")
     if result.get("plot"):
         lines.append(f"plot             {result['plot']}")
+    lines += evaluation_summaries.summary_lines(result)  # metrics (issue 33)
     lines.append(f"fields           {fields_note(result)}")
     return "\n".join(lines)
 

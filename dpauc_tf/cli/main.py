@@ -51,6 +51,7 @@ from dpauc_tf.cli import audit as audit_cli
 from dpauc_tf.cli import compare as compare_cli
 from dpauc_tf.cli import evaluate as evaluate_cli
 from dpauc_tf.cli import multiclass as multiclass_cli
+from dpauc_tf.cli import report as report_cli
 from dpauc_tf.cli import reproduce as reproduce_cli
 from dpauc_tf.cli.arguments import OneLineParser, add_common_flags
 from dpauc_tf.cli.errors import CommandError
@@ -66,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
 
-    evaluate_cli.register_cli(sub, common=add_common_flags)
+    ev = evaluate_cli.register_cli(sub, common=add_common_flags)
+    report_cli.add_report_command(sub, ev)  # metrics (issue 33): `dpauc report`
     reproduce_cli.register_cli(sub, common=add_common_flags)
     audit_cli.register_cli(sub, common=add_common_flags)
     multiclass_cli.register_cli(sub, common=add_common_flags)

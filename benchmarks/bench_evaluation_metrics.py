@@ -1,0 +1,162 @@
+"""Coverage of the intervals of the partial AUC, the recall at a false-positive rate, the
+average precision, the ECE and every reliability bin (issue 33).
+
+Test sets are drawn from a binormal population whose bucket probabilities are exact (scores
+``sigmoid(z)``, ``z ~ N(0.95 y - 0.5, 1)``, 30% positives; on a grid of 101 thresholds, i.e.
+100 buckets and 10 calibration bins): class sizes binomial, bucket counts multinomial, one
+``histogram`` release per test set, the numbers and their 95% intervals from
+[`dpauc_tf.mechanisms.release_summaries.summarize_release`][]. For each setting it prints the
+share of test sets whose interval covers
+
+* ``population``: the population's value of the number on the same grid (for the recall at
+  FPR: the population's recall at the threshold the release chose; for a bin: its
+  population positive rate);
+* ``sample``: this test set's exact value (``--ci-target sample``: privacy noise only; for
+  the recall at FPR the test set's recall at the chosen threshold).
+
+Bins are reported as the lowest and the median coverage over the bins that hold at least
+20 examples in expectation (a bin with a handful of examples has a binomial rate whose normal
+interval is not informative).
+
+Usage (from the repository root)::
+
+    PYTHONPATH=. python benchmarks/bench_evaluation_metrics.py --sets 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from scipy import stats
+
+from dpauc_tf.core import curve_summaries
+from dpauc_tf.core.calibration import BucketScores, calibration_bins, reliability
+from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.release import ReleaseSpec
+from dpauc_tf.mechanisms.release_summaries import summarize_release
+from dpauc_tf.simulation import simulate
+
+PI, SHIFT, CENTER = 0.3, 0.95, -0.5
+NUM_THRESHOLDS, NUM_BINS = 101, 10
+MAX_FPR, AT_FPR = 0.1, 0.1
+
+
+def population(grid: Thresholds):
+    """Exact bucket probabilities ``p1, p0 [T + 1]`` and the mean score of every bucket."""
+    values = grid.as_array()
+    inner = np.clip(values, 1e-12, 1 - 1e-12)
+    edges = np.concatenate([[-np.inf], np.log(inner / (1 - inner)), [np.inf]])
+    edges[1], edges[-2] = -np.inf, np.inf  # the tf grid's end thresholds hold nothing
+    p1 = np.diff(stats.norm.cdf(edges, loc=CENTER + SHIFT))
+    p0 = np.diff(stats.norm.cdf(edges, loc=CENTER))
+    middle = np.concatenate([[0.0], (values[:-1] + values[1:]) / 2, [1.0]])
+    return p1, p0, np.clip(middle, 0.0, 1.0)
+
+
+def run(n: int, epsilon: float | None, sets: int, seed: int) -> dict[str, float]:
+    grid = Thresholds.make(NUM_THRESHOLDS)
+    p1, p0, middle = population(grid)
+    bins = calibration_bins(grid, NUM_BINS)
+    truth_pauc = float(curve_summaries.partial_auc(PI * p1, (1 - PI) * p0, MAX_FPR))
+    truth_ap = float(curve_summaries.average_precision(PI * p1, (1 - PI) * p0))
+    bin_pos = np.bincount(bins, PI * p1, NUM_BINS)
+    bin_all = bin_pos + np.bincount(bins, (1 - PI) * p0, NUM_BINS)
+    truth_rate = bin_pos / bin_all
+    truth_mean = np.bincount(bins, (PI * p1 + (1 - PI) * p0) * middle, NUM_BINS) / bin_all
+    truth_ece = float(np.sum(bin_all * np.abs(truth_mean - truth_rate)))
+    informative = bin_all * n >= 20
+    mechanism = "none" if epsilon is None else "histogram"
+    rng = np.random.default_rng(seed)
+    hits = {k: {"population": [], "sample": []} for k in ("pauc", "tpr", "ap", "ece")}
+    bin_hits = {"population": [], "sample": []}
+    for s in range(sets):
+        num_pos = rng.binomial(n, PI)
+        pos = rng.multinomial(num_pos, p1).astype(np.float64)
+        neg = rng.multinomial(n - num_pos, p0).astype(np.float64)
+        spec = ReleaseSpec.make(mechanism, epsilon=epsilon, num_thresholds=NUM_THRESHOLDS)
+        result = simulate(spec, pos[None], neg[None], seed=seed * 100_000 + s)
+        scores = BucketScores(pos + neg, (pos + neg) * middle)
+        exact_table = reliability(pos, scores, bins, NUM_BINS)
+        for target in ("population", "sample"):
+            summary = summarize_release(
+                result, spec.build(1), grid, max_fpr=MAX_FPR, tpr_at_fpr=AT_FPR,
+                calibration_bins=NUM_BINS, bucket_scores=scores, target=target,
+            )  # fmt: skip
+            point = summary.tpr_at_fpr
+            top = np.arange(pos.size) >= pos.size - int(point.cut[0])  # the chosen cut
+            if target == "population":
+                want = {
+                    "pauc": truth_pauc,
+                    "tpr": p1[top].sum(),
+                    "ap": truth_ap,
+                    "ece": truth_ece,
+                }
+                rates = truth_rate
+            else:
+                want = {
+                    "pauc": float(curve_summaries.partial_auc(pos, neg, MAX_FPR)),
+                    "tpr": pos[top].sum() / max(pos.sum(), 1.0),
+                    "ap": float(curve_summaries.average_precision(pos, neg)),
+                    "ece": float(exact_table.ece[0]),
+                }
+                rates = exact_table.positive_rate[0]
+            numbers = {
+                "pauc": summary.partial_auc,
+                "tpr": point.tpr,
+                "ap": summary.average_precision,
+                "ece": summary.calibration.ece,
+            }
+            for key, number in numbers.items():
+                low, high = number.low[0], number.high[0]
+                if np.isfinite(low):
+                    hits[key][target].append(low - 1e-12 <= want[key] <= high + 1e-12)
+            cal = summary.calibration
+            covered = (cal.rate_low[0] - 1e-12 <= rates) & (rates <= cal.rate_high[0] + 1e-12)
+            bin_hits[target].append(np.where(informative, covered, np.nan))
+    out = {}
+    for key, by_target in hits.items():
+        for target, values in by_target.items():
+            out[f"{key}_{target}"] = float(np.mean(values)) if values else float("nan")
+    for target, rows in bin_hits.items():
+        per_bin = np.nanmean(np.array(rows, np.float64), 0)[informative]
+        out[f"bins_{target}_min"] = float(per_bin.min())
+        out[f"bins_{target}_median"] = float(np.median(per_bin))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", type=int, default=400, help="test sets per setting")
+    parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument(
+        "--epsilons", nargs="+", default=["1", "8", "none"], help="'none': sampling error only"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    columns = ("pauc", "tpr", "ap", "ece")
+    print(
+        "| n | epsilon | target | partial AUC | TPR at FPR 0.1 | avg precision | ECE | "
+        "bins (min / median) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for n in args.n:
+        for text in args.epsilons:
+            epsilon = None if text == "none" else float(text)
+            start = time.perf_counter()
+            out = run(n, epsilon, args.sets, args.seed)
+            for target in ("population", "sample"):
+                if epsilon is None and target == "sample":
+                    continue  # no noise: the sample interval is a point
+                cells = " | ".join(f"{100 * out[f'{c}_{target}']:.1f}%" for c in columns)
+                bins = (
+                    f"{100 * out[f'bins_{target}_min']:.1f}% / "
+                    f"{100 * out[f'bins_{target}_median']:.1f}%"
+                )
+                print(f"| {n:,} | {text} | {target} | {cells} | {bins} |")
+            print(f"<!-- {time.perf_counter() - start:.0f} s -->", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,392 @@
+"""``dpauc evaluate --max-fpr F --tpr-at-fpr F --fpr-at-tpr T --calibration-bins B``: partial
+AUC, operating points, average precision and calibration of the same release as the AUC.
+
+Post-processing of that release
+([`dpauc_tf.mechanisms.release_summaries.summarize_release`][]): no extra epsilon, which
+the output's privacy sentence states. The calibration bins must be unions of the release's
+buckets (``--num-thresholds N`` with ``N - 1`` a multiple of ``B`` on the default grid);
+their mean scores come from a second, label-free pass over the scores.
+
+    >>> from dpauc_tf.cli.main import build_parser
+    >>> args = build_parser().parse_args(
+    ...     ["evaluate", "--scores", "s.csv", "--mechanism", "none", "--max-fpr", "0.1"])
+    >>> args.max_fpr, args.calibration_bins
+    (0.1, None)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LAST_CONTEXT: dict | None = None  # the last add_summaries' objects, for `dpauc report`
+
+SUMMARY_SENTENCE = (
+    "partial AUC, operating points, average precision and calibration are post-processing "
+    "of this same release: no extra epsilon"
+)
+
+
+def _fraction(text: str) -> float:
+    """A rate in [0, 1] (finite); argparse's one-line error otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def _max_fpr(text: str) -> float:
+    value = _fraction(text)
+    if value == 0.0:
+        raise argparse.ArgumentTypeError("--max-fpr must be in (0, 1]: 0 leaves no area")
+    return value
+
+
+def _bins(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}")
+    return value
+
+
+def add_summary_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``dpauc evaluate`` (and ``dpauc report``) for the summaries."""
+    group = parser.add_argument_group(
+        "summaries of the same release (no extra epsilon; docs/evaluation_metrics.md)"
+    )
+    group.add_argument(
+        "--max-fpr",
+        type=_max_fpr,
+        help="partial AUC over FPR in [0, F], McClish-standardised as scikit-learn's "
+        "roc_auc_score(max_fpr=F)",
+    )
+    group.add_argument(
+        "--tpr-at-fpr",
+        type=_fraction,
+        metavar="F",
+        help="the recall at false-positive rate F on the private curve and its threshold",
+    )
+    group.add_argument(
+        "--fpr-at-tpr",
+        type=_fraction,
+        metavar="T",
+        help="the false-positive rate at recall T on the private curve and its threshold",
+    )
+    group.add_argument(
+        "--calibration-bins",
+        type=_bins,
+        metavar="B",
+        help="ECE and reliability table over B equal-width bins (each a union of the grid's "
+        "buckets: --num-thresholds N with N - 1 a multiple of B)",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SummaryRequest:
+    """The summary flags of ``dpauc evaluate`` (checked by argparse), as the command's
+    request carries them.
+
+    Examples:
+        >>> SummaryRequest(max_fpr=0.1).wanted
+        True
+    """
+
+    max_fpr: float | None = None
+    tpr_at_fpr: float | None = None
+    fpr_at_tpr: float | None = None
+    calibration_bins: int | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return any(
+            value is not None
+            for value in (self.max_fpr, self.tpr_at_fpr, self.fpr_at_tpr, self.calibration_bins)
+        )
+
+
+def summary_request(args) -> SummaryRequest:
+    """The flags of ``args`` as a [`SummaryRequest`][]."""
+    return SummaryRequest(
+        max_fpr=getattr(args, "max_fpr", None),
+        tpr_at_fpr=getattr(args, "tpr_at_fpr", None),
+        fpr_at_tpr=getattr(args, "fpr_at_tpr", None),
+        calibration_bins=getattr(args, "calibration_bins", None),
+    )
+
+
+def wanted(args) -> bool:
+    """Whether any summary was asked for (average precision comes with any of them)."""
+    summaries = getattr(args, "summaries", None)
+    if summaries is not None:  # the command's checked request
+        return summaries.wanted
+    return summary_request(args).wanted
+
+
+def check_summary_flags(request, mechanism, grid) -> None:
+    """Refuses, before any work and naming the flag, what the release cannot give."""
+    if not wanted(request):
+        return
+    args = request.summaries
+    from dpauc_tf.cli.errors import CommandError
+    from dpauc_tf.core.calibration import calibration_bins
+    from dpauc_tf.mechanisms.release_summaries import check_summarizable
+
+    try:
+        check_summarizable(mechanism, "--max-fpr, --tpr-at-fpr, --fpr-at-tpr, --calibration-bins")
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    if args.calibration_bins is not None:
+        try:
+            calibration_bins(grid, args.calibration_bins)
+        except ValueError as error:
+            bins = args.calibration_bins
+            hint = ""
+            if grid.grid == "tf":
+                fit = grid.num_thresholds + (-(grid.num_thresholds - 1)) % bins
+                hint = f" (e.g. --num-thresholds {fit})"
+            raise CommandError(f"--calibration-bins {bins}: {error}{hint}") from None
+
+
+def bucket_scores(request, grid):
+    """Label-free per-bucket counts and score sums on ``grid``: one more pass over the
+    scores (labels are read by the file reader but not used)."""
+    from dpauc_tf.core.calibration import BucketScores
+    from dpauc_tf.io.readers import iter_score_chunks
+
+    source = request.source
+    total = BucketScores(np.zeros(grid.num_buckets), np.zeros(grid.num_buckets))
+    for chunk in iter_score_chunks(
+        source.path,
+        score_column=source.score_column,
+        label_column=source.label_column,
+        from_logits=source.from_logits,
+        chunk_rows=request.chunk_rows,
+    ):
+        total = total + BucketScores.of(chunk.scores, grid)
+    return total
+
+
+def summarize(request, mechanism, result, grid, num_examples=None):
+    """The release's summaries ([`ReleaseSummaries`][dpauc_tf.mechanisms.release_summaries.ReleaseSummaries]),
+    or ``None`` when none was asked or there is no release."""
+    if result is None:
+        return None
+    from dpauc_tf.cli.errors import CommandError
+    from dpauc_tf.mechanisms.release_summaries import summarize_release
+
+    args = request.summaries
+    if result.num_examples is None and num_examples is not None:
+        result = dataclasses.replace(result, num_examples=num_examples)
+    scores = bucket_scores(request, grid) if args.calibration_bins is not None else None
+    try:
+        return summarize_release(
+            result,
+            mechanism,
+            grid,
+            max_fpr=args.max_fpr,
+            tpr_at_fpr=args.tpr_at_fpr,
+            fpr_at_tpr=args.fpr_at_tpr,
+            calibration_bins=args.calibration_bins,
+            bucket_scores=scores,
+            confidence=request.confidence or 0.95,
+            target=request.ci_target,
+        )
+    except ValueError as error:
+        raise CommandError(f"summaries: {error}") from None
+
+
+def flat_fields(summary) -> dict[str, Any]:
+    """The first release's summaries as output fields: a scalar per number and bound (so
+    that csv carries them) and ``reliability``, a list of bins."""
+    nested = summary.to_dict(0)
+    out: dict[str, Any] = {}
+    if "partial_auc" in nested:
+        part = nested["partial_auc"]
+        out.update(
+            partial_auc=part["value"],
+            partial_auc_max_fpr=part["max_fpr"],
+            partial_auc_ci_low=part["ci_low"],
+            partial_auc_ci_high=part["ci_high"],
+        )
+    for name, achieved in (("tpr_at_fpr", "tpr"), ("fpr_at_tpr", "fpr")):
+        if name in nested:
+            point = nested[name]
+            other = "fpr" if achieved == "tpr" else "tpr"
+            out.update(
+                {
+                    name: point[achieved]["value"],
+                    f"{name}_target": point["target"],
+                    f"{name}_threshold": point["threshold"],
+                    f"{name}_ci_low": point[achieved]["ci_low"],
+                    f"{name}_ci_high": point[achieved]["ci_high"],
+                    f"{name}_achieved_{other}": point[other]["value"],
+                    f"{name}_achieved_{other}_ci_low": point[other]["ci_low"],
+                    f"{name}_achieved_{other}_ci_high": point[other]["ci_high"],
+                }
+            )
+    if "average_precision" in nested:
+        ap = nested["average_precision"]
+        out.update(
+            average_precision=ap["value"],
+            average_precision_ci_low=ap["ci_low"],
+            average_precision_ci_high=ap["ci_high"],
+        )
+    if "ece" in nested:
+        ece = nested["ece"]
+        out.update(
+            ece=ece["value"],
+            ece_bins=ece["num_bins"],
+            ece_ci_low=ece["ci_low"],
+            ece_ci_high=ece["ci_high"],
+            reliability=nested["reliability"],
+        )
+    out["summary_confidence"] = nested["summary_confidence"]
+    out["summary_ci_target"] = nested["summary_ci_target"]
+    return out
+
+
+def add_summaries(output: dict[str, Any], request, mechanism, result, grid) -> dict | None:
+    """Adds the summaries to ``dpauc evaluate``'s output (fields, privacy sentence, the
+    private or exact field lists, ``--plot``'s reliability diagram)."""
+    if not wanted(request) or result is None:
+        return None
+    summary = summarize(request, mechanism, result, grid, output.get("num_examples"))
+    fields = flat_fields(summary)
+    output.update(fields)
+    if output.get("privacy"):
+        output["privacy"] = f"{output['privacy']}; {SUMMARY_SENTENCE}"
+    settings = ("summary_confidence", "summary_ci_target", "partial_auc_max_fpr", "ece_bins")
+    names = [k for k in fields if k not in settings and not k.endswith("_target")]
+    if output.get("private_fields"):
+        output["private_fields"] += names
+    else:
+        output.setdefault("exact_fields", []).extend(names)
+    if request.plot and summary.calibration is not None:
+        path = reliability_plot_path(request.plot)
+        title = f"{request.release.mechanism} reliability"
+        reliability_png(summary.calibration, path, title=title)
+        output["reliability_plot"] = str(path)
+        if output.get("private_fields"):
+            output["private_fields"].append("reliability_plot")
+    # what `dpauc report` draws besides the fields (never printed; one command per process)
+    global LAST_CONTEXT
+    LAST_CONTEXT = {"summary": summary, "mechanism": mechanism, "result": result}
+    return LAST_CONTEXT
+
+
+def reliability_plot_path(plot: str) -> Path:
+    """``roc.png`` -> ``roc-reliability.png`` (beside the ROC plot)."""
+    path = Path(plot)
+    return path.with_name(f"{path.stem}-reliability{path.suffix or '.png'}")
+
+
+def reliability_png(calibration, path, title: str = "") -> str:
+    """The reliability diagram of the first release (with each bin's interval) as a PNG."""
+    from dpauc_tf.experiments.plots import _pyplot
+
+    plt = _pyplot()
+    bins = calibration.bins(0)
+    fig, ax = plt.subplots(figsize=(4.5, 4.5), layout="constrained")
+    ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", label="perfect calibration")
+    shown = [b for b in bins if b["mean_score"] is not None and b["positive_rate"] is not None]
+    x = np.array([b["mean_score"] for b in shown])
+    y = np.array([b["positive_rate"] for b in shown])
+    low = np.array([b["ci_low"] if b["ci_low"] is not None else b["positive_rate"] for b in shown])
+    high = np.array(
+        [b["ci_high"] if b["ci_high"] is not None else b["positive_rate"] for b in shown]
+    )
+    ax.errorbar(x, y, yerr=[y - low, high - y], fmt="o-", color="tab:orange", capsize=3,
+                label="private positive rate")  # fmt: skip
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("mean score in bin")
+    ax.set_ylabel("positive rate in bin")
+    ax.set_title(title)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def _number(value: Any) -> str:
+    return "undefined" if value is None else f"{value:.6f}"
+
+
+def _bounds(result: dict[str, Any], name: str) -> str:
+    low, high = result.get(f"{name}_ci_low"), result.get(f"{name}_ci_high")
+    if low is None or high is None:
+        return ""
+    level = f"{100 * result['summary_confidence']:g}%"
+    return f" [{low:.6f}, {high:.6f}] ({level}, {result['summary_ci_target']})"
+
+
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    """The table format's lines for the summaries (first release)."""
+    lines = []
+    if "partial_auc" in result:
+        lines.append(
+            f"partial AUC      {_number(result['partial_auc'])}{_bounds(result, 'partial_auc')} "
+            f"(FPR <= {result['partial_auc_max_fpr']:g}, McClish)"
+        )
+    if "tpr_at_fpr" in result:
+        lines.append(
+            f"TPR at FPR {result['tpr_at_fpr_target']:<5g} {_number(result['tpr_at_fpr'])}"
+            f"{_bounds(result, 'tpr_at_fpr')} at score > {result['tpr_at_fpr_threshold']} "
+            f"(achieved FPR {_number(result['tpr_at_fpr_achieved_fpr'])})"
+        )
+    if "fpr_at_tpr" in result:
+        lines.append(
+            f"FPR at TPR {result['fpr_at_tpr_target']:<5g} {_number(result['fpr_at_tpr'])}"
+            f"{_bounds(result, 'fpr_at_tpr')} at score > {result['fpr_at_tpr_threshold']} "
+            f"(achieved TPR {_number(result['fpr_at_tpr_achieved_tpr'])})"
+        )
+    if "average_precision" in result:
+        lines.append(
+            f"avg precision    {_number(result['average_precision'])}"
+            f"{_bounds(result, 'average_precision')}"
+        )
+    if "ece" in result:
+        lines.append(
+            f"ECE ({result['ece_bins']} bins)    {_number(result['ece'])}{_bounds(result, 'ece')}"
+        )
+        for b in result["reliability"]:
+            rate = "empty" if b["count"] == 0 else _number(b["positive_rate"])
+            bounds = "" if b["ci_low"] is None else f" [{b['ci_low']:.4f}, {b['ci_high']:.4f}]"
+            mean = "" if b["mean_score"] is None else f", mean score {b['mean_score']:.4f}"
+            lines.append(
+                f"  bin ({b['low']:.2f}, {b['high']:.2f}]  rate {rate}{bounds}{mean}, "
+                f"{int(b['count'])} examples"
+            )
+    if result.get("reliability_plot"):
+        lines.append(f"reliability plot {result['reliability_plot']}")
+    return lines
+
+
+def summary_rows(rows: list[dict[str, Any]], result: dict[str, Any]) -> list[dict[str, Any]]:
+    """csv: every row gets the reliability bins as flat columns (the scalar summaries are
+    already there)."""
+    if "reliability" not in result:
+        return rows
+    columns: dict[str, Any] = {}
+    for k, b in enumerate(result["reliability"]):
+        for key in ("mean_score", "positive_rate", "ci_low", "ci_high", "count"):
+            columns[f"reliability_{k}_{key}"] = b[key]
+    private = [k for k in columns if k.endswith(("positive_rate", "ci_low", "ci_high"))]
+    out = []
+    for row in rows:
+        row = {**row, **columns}
+        if row.get("private_fields"):
+            row["private_fields"] = " ".join([row["private_fields"], *private])
+        out.append(row)
+    return out

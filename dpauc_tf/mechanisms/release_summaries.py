@@ -1,0 +1,645 @@
+"""Partial AUC, operating points, average precision and calibration of a released curve, each
+with an interval: post-processing of one [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]
+(no extra privacy cost).
+
+The numbers are computed from the release's public fields only: its (summed) counts
+``noisy_counts`` projected to non-negative bucket counts as the mechanism projects its curve
+([`dpauc_tf.mechanisms.intervals.projected_histogram`][]), then
+[`dpauc_tf.core.curve_summaries`][] and [`dpauc_tf.core.calibration`][] (whose bins must be
+unions of the release's buckets: a bin that splits a bucket is refused). So every backend that
+returns an ``AUCResult`` with its release gets them.
+
+Intervals (``docs/evaluation_metrics.md`` has the formulas and the measured coverage):
+
+* privacy noise: the delta method through the release, ``sum_i var_i (d x / d r_i)^2`` with
+  the mechanism's stated per-entry noise variances
+  ([`dpauc_tf.mechanisms.intervals.release_noise_variances`][]) and the gradient of the number
+  ``x`` with respect to the released entries ``r_i`` (its gradient with respect to the bucket
+  counts, at the projected counts, pulled back through the linear map from the release to the
+  bucket counts);
+* sampling error (``target="population"``): binomial for a rate at a fixed threshold or in a
+  fixed bin (``r (1 - r) / m``); for the partial AUC and the average precision a
+  multinomial bootstrap of the projected counts with a fixed seed (reproducible);
+* ``x +- z sqrt(privacy + sampling)``, clipped to the number's range.
+
+Examples:
+    >>> import numpy as np
+    >>> from dpauc_tf.mechanisms.release import ReleaseSpec, finish_release
+    >>> spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=5)
+    >>> pos, neg = np.array([[0., 0., 1., 3., 6., 0.]]), np.array([[0., 6., 3., 1., 0., 0.]])
+    >>> result = finish_release(spec, {"pos": pos, "neg": neg}, num_examples=20.0)
+    >>> summary = summarize_release(result, spec.build(), spec.count_grid(), max_fpr=0.5)
+    >>> round(float(summary.partial_auc.value[0]), 4), round(float(summary.average_precision.value[0]), 4)
+    (0.9467, 0.9414)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from dpauc_tf.core import calibration, curve_summaries
+from dpauc_tf.core.thresholds import Thresholds
+
+BOOTSTRAP_DRAWS = 400  # multinomial redraws for the sampling variance of pAUC and AP
+BOOTSTRAP_SEED = 0  # fixed: the interval of a release is reproducible
+_STEP = 1e-3  # central-difference step (in counts) for gradients of pAUC and AP
+
+
+@dataclasses.dataclass(frozen=True)
+class SummaryInterval:
+    """One number of every release ``[R]`` with its interval.
+
+    Attributes:
+      value: the estimate (NaN where undefined).
+      low: the interval's lower bound (NaN where undefined or not asked).
+      high: its upper bound.
+      privacy_variance: the variance the privacy noise adds.
+      sampling_variance: the sampling variance (0 for ``target="sample"``).
+
+    Examples:
+        >>> s = SummaryInterval(np.array([0.5]), np.array([0.4]), np.array([0.6]),
+        ...                     np.array([1e-3]), np.array([0.0]))
+        >>> s.to_dict(0)["ci_low"]
+        0.4
+    """
+
+    value: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    privacy_variance: np.ndarray
+    sampling_variance: np.ndarray
+
+    def to_dict(self, repeat: int = 0) -> dict[str, Any]:
+        """One release's number, bounds and standard deviations (``None`` for NaN)."""
+        return {
+            "value": _plain(self.value[repeat]),
+            "ci_low": _plain(self.low[repeat]),
+            "ci_high": _plain(self.high[repeat]),
+            "privacy_std": _plain(math.sqrt(max(float(self.privacy_variance[repeat]), 0.0))),
+            "sampling_se": _plain(math.sqrt(max(float(self.sampling_variance[repeat]), 0.0))),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class OperatingPointSummary:
+    """An operating point on the private curve: the threshold and the rates achieved there.
+
+    Attributes:
+      target: the rate asked for (``tpr_at_fpr``: the largest false-positive rate allowed;
+        ``fpr_at_tpr``: the smallest recall required).
+      threshold: the chosen threshold of every release ``[R]``.
+      cut: how many of the highest buckets that threshold predicts positive ``[R]`` (-1
+        where undefined).
+      tpr: the recall achieved at that threshold, with its interval.
+      fpr: the false-positive rate achieved at that threshold, with its interval.
+    """
+
+    target: float
+    threshold: np.ndarray
+    cut: np.ndarray
+    tpr: SummaryInterval
+    fpr: SummaryInterval
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrationSummary:
+    """The reliability table of every release and its ECE.
+
+    Attributes:
+      num_bins: the number of equal-width bins.
+      table: the [`ReliabilityTable`][dpauc_tf.core.calibration.ReliabilityTable].
+      rate_low: the lower bound of every bin's positive rate ``[R, B]``.
+      rate_high: its upper bound.
+      ece: the expected calibration error, with its interval.
+    """
+
+    num_bins: int
+    table: calibration.ReliabilityTable
+    rate_low: np.ndarray
+    rate_high: np.ndarray
+    ece: SummaryInterval
+
+    def bins(self, repeat: int = 0) -> list[dict[str, Any]]:
+        """One JSON-ready object per bin: its edges, examples, mean score, positive rate and
+        the rate's interval (``None`` for an empty bin)."""
+        t = self.table
+        return [
+            {
+                "low": k / self.num_bins,
+                "high": (k + 1) / self.num_bins,
+                "count": float(t.counts[repeat, k]),
+                "mean_score": _plain(t.mean_score[repeat, k]),
+                "positive_rate": _plain(t.positive_rate[repeat, k]),
+                "ci_low": _plain(self.rate_low[repeat, k]),
+                "ci_high": _plain(self.rate_high[repeat, k]),
+            }
+            for k in range(self.num_bins)
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseSummaries:
+    """What [`summarize_release`][] computed (``None`` for what was not asked).
+
+    Attributes:
+      confidence: the intervals' nominal coverage (``None``: no intervals).
+      target: ``"population"`` or ``"sample"``.
+      max_fpr: the partial AUC's bound.
+      partial_auc: McClish-standardised partial AUC.
+      tpr_at_fpr: the operating point at a false-positive rate.
+      fpr_at_tpr: the operating point at a recall.
+      average_precision: scikit-learn's step-sum average precision.
+      calibration: the reliability table and ECE.
+    """
+
+    confidence: float | None
+    target: str
+    max_fpr: float | None = None
+    partial_auc: SummaryInterval | None = None
+    tpr_at_fpr: OperatingPointSummary | None = None
+    fpr_at_tpr: OperatingPointSummary | None = None
+    average_precision: SummaryInterval | None = None
+    calibration: CalibrationSummary | None = None
+
+    def to_dict(self, repeat: int = 0) -> dict[str, Any]:
+        """The first (or ``repeat``-th) release's numbers as plain JSON values."""
+        out: dict[str, Any] = {}
+        if self.partial_auc is not None:
+            out["partial_auc"] = {"max_fpr": self.max_fpr, **self.partial_auc.to_dict(repeat)}
+        for name in ("tpr_at_fpr", "fpr_at_tpr"):
+            point = getattr(self, name)
+            if point is not None:
+                out[name] = {
+                    "target": point.target,
+                    "threshold": _plain(point.threshold[repeat], keep_infinite=True),
+                    "tpr": point.tpr.to_dict(repeat),
+                    "fpr": point.fpr.to_dict(repeat),
+                }
+        if self.average_precision is not None:
+            out["average_precision"] = self.average_precision.to_dict(repeat)
+        if self.calibration is not None:
+            out["ece"] = {
+                "num_bins": self.calibration.num_bins,
+                **self.calibration.ece.to_dict(repeat),
+            }
+            out["reliability"] = self.calibration.bins(repeat)
+        if out:
+            out["summary_confidence"] = self.confidence
+            out["summary_ci_target"] = self.target
+        return out
+
+
+def _plain(value: Any, keep_infinite: bool = False) -> float | str | None:
+    value = float(value)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return ("inf" if value > 0 else "-inf") if keep_infinite else None
+    return value
+
+
+# -- checks ---------------------------------------------------------------------------------
+def check_summarizable(mechanism, what: str = "these numbers") -> None:
+    """Refuses (one line) a mechanism whose release is no curve of bucket counts."""
+    if mechanism.capabilities.releases != "curve":
+        raise ValueError(
+            f"mechanism {mechanism.name!r} releases only the AUC, no curve: {what} need a "
+            "curve mechanism (e.g. --mechanism histogram)"
+        )
+    if mechanism.capabilities.transforms_data:
+        raise ValueError(
+            f"mechanism {mechanism.name!r} counts noisy scores: {what} of its curve would "
+            "describe the noisy scores, not the model"
+        )
+
+
+# -- the delta method through the release -------------------------------------------------
+def _histogram_kind(mechanism) -> str:
+    """How the bucket counts follow from the release: ``"none"`` (they are the release),
+    ``"rr"`` (debiased flipped counts), ``"tree"`` (least-squares leaves) or ``"confusion"``
+    (the suffix sums the mechanism releases, ``released_confusion``). Public names only."""
+    from dpauc_tf.mechanisms.none import NoNoise
+    from dpauc_tf.mechanisms.randomized_response import RandomizedResponse
+    from dpauc_tf.mechanisms.tree import TreeHistogram
+
+    if isinstance(mechanism, NoNoise):
+        return "none"
+    if isinstance(mechanism, RandomizedResponse):
+        return "rr"
+    if isinstance(mechanism, TreeHistogram):
+        return "tree"
+    return "confusion"
+
+
+def _release_histogram(mechanism, kind: str, tensors: dict):
+    """The bucket counts ``pos, neg [..., T + 1]`` as a differentiable (linear) function of
+    the release, before any projection."""
+    import tensorflow as tf
+
+    from dpauc_tf.core.curve import confusion_from_histogram
+
+    if kind == "none":
+        confusion = confusion_from_histogram(tensors["pos"], tensors["neg"])
+    elif kind == "rr":
+        p = mechanism.flip_probability
+        total = tensors["pos"] + tensors["neg"]
+        pos = (tensors["pos"] * (1 - p) - tensors["neg"] * p) / (1 - 2 * p)
+        return pos, total - pos
+    elif kind == "tree":
+        confusion = confusion_from_histogram(*mechanism.leaves(tensors))
+    else:
+        confusion = mechanism.released_confusion(tensors)
+    out = []
+    for above, below in ((confusion.tp, confusion.fn), (confusion.fp, confusion.tn)):
+        total = above[..., :1] + below[..., :1]
+        padded = tf.concat([total, above, tf.zeros_like(total)], -1)
+        out.append(padded[..., :-1] - padded[..., 1:])
+    return out[0], out[1]
+
+
+class _DeltaMethod:
+    """``var(x) = sum_i var_i (J^T g)_i^2`` for the gradient ``g`` of a number with respect
+    to the bucket counts; one instance per release (its noise law, watched entries)."""
+
+    def __init__(self, mechanism, release: dict[str, np.ndarray], copies: float):
+        from dpauc_tf.mechanisms import intervals
+
+        self.inner = mechanism
+        self.kind = _histogram_kind(mechanism)
+        self.copies = copies
+        self.supported = True
+        try:
+            intervals.check_interval_support(mechanism)
+        except ValueError as error:
+            self.supported = False
+            self.reason = str(error)
+            return
+        from dpauc_tf.mechanisms.weight_bound import WeightBounded
+
+        if isinstance(mechanism, WeightBounded):  # counts in units of max_weight: not yet
+            self.supported = False
+            self.reason = "intervals of weight-bounded releases are not derived yet"
+            return
+        self.laws = intervals.release_noise_variances(self.inner, release)
+        self.release = {k: np.asarray(v, np.float64) for k, v in release.items()}
+
+    def _covariance(self) -> np.ndarray:
+        """The noise covariance ``[R, 2 (T + 1), 2 (T + 1)]`` of the bucket counts
+        ``(pos, neg)``: ``J S J^T``, with ``J`` read off the (affine) map from the release
+        to the bucket counts by moving one released entry at a time (one batched call per
+        released key); computed once per release."""
+        if getattr(self, "_cov", None) is not None:
+            return self._cov
+        import tensorflow as tf
+
+        def histogram(release):
+            tensors = {k: tf.constant(v) for k, v in release.items()}
+            pos, neg = _release_histogram(self.inner, self.kind, tensors)
+            pos, neg = pos.numpy(), neg.numpy()
+            return np.concatenate([pos, neg], -1)
+
+        base = histogram(self.release)  # [R, 2B]
+        rows, size = base.shape
+        cov = np.zeros((rows, size, size))
+        for key, law in self.laws.items():
+            value = self.release[key]
+            entries = int(np.prod(value.shape[1:]))
+            eye = np.eye(entries).reshape((entries, 1, *value.shape[1:]))
+            moved = {k: np.broadcast_to(v, (entries, *v.shape)) for k, v in self.release.items()}
+            moved[key] = value[None] + eye
+            if self.kind == "rr":  # a flip moves one unit from neg to pos: the total stays
+                moved["neg"] = self.release["neg"][None] - eye
+            jac = histogram(moved) - base[None]  # [E, R, 2B]
+            jac = np.transpose(jac, (1, 2, 0))  # [R, 2B, E]
+            law = np.broadcast_to(np.asarray(law, np.float64), value.shape).reshape(rows, -1)
+            cov += np.einsum("rie,re,rje->rij", jac, law, jac)
+        self._cov = cov
+        return cov
+
+    def variance(self, grad_pos: np.ndarray, grad_neg: np.ndarray) -> np.ndarray:
+        """The variance ``[R]`` of a number whose gradient with respect to the bucket counts
+        is ``grad_pos, grad_neg [R, T + 1]``."""
+        cov = self._covariance()
+        rows = cov.shape[0]
+        g = np.concatenate(
+            [np.broadcast_to(grad_pos, (rows, cov.shape[1] // 2)),
+             np.broadcast_to(grad_neg, (rows, cov.shape[1] // 2))], -1
+        )  # fmt: skip
+        return self.copies * np.einsum("ri,rij,rj->r", g, cov, g)
+
+
+def _numeric_gradient(function, pos: np.ndarray, neg: np.ndarray):
+    """Central differences of ``function(pos, neg) -> [R]`` in every bucket count."""
+    rows, size = pos.shape
+    out = []
+    for which in (0, 1):
+        eye = np.eye(size) * _STEP
+        grads = np.zeros((rows, size))
+        for r in range(rows):
+            base = [np.repeat(pos[r : r + 1], size, 0), np.repeat(neg[r : r + 1], size, 0)]
+            up, down = [b.copy() for b in base], [b.copy() for b in base]
+            up[which] += eye
+            down[which] -= eye
+            grads[r] = (function(*up) - function(*down)) / (2 * _STEP)
+        out.append(np.nan_to_num(grads))
+    return out
+
+
+def _bootstrap_variance(function, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The variance ``[R]`` of ``function`` over multinomial redraws of each class's counts
+    (fixed seed: reproducible)."""
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    out = np.full(pos.shape[0], np.nan)
+    for r in range(pos.shape[0]):
+        num_pos, num_neg = pos[r].sum(), neg[r].sum()
+        if num_pos < 1 or num_neg < 1:
+            continue
+        p = pos[r] / num_pos
+        q = neg[r] / num_neg
+        draws_pos = rng.multinomial(round(num_pos), p, size=BOOTSTRAP_DRAWS)
+        draws_neg = rng.multinomial(round(num_neg), q, size=BOOTSTRAP_DRAWS)
+        values = function(draws_pos.astype(np.float64), draws_neg.astype(np.float64))
+        out[r] = np.nanvar(values, ddof=1)
+    return out
+
+
+def _interval(value, privacy, sampling, confidence, target, low=0.0, high=1.0) -> SummaryInterval:
+    value = np.asarray(value, np.float64)
+    privacy = np.broadcast_to(np.asarray(privacy, np.float64), value.shape)
+    sampling = np.broadcast_to(np.asarray(sampling, np.float64), value.shape)
+    if target == "sample":
+        sampling = np.zeros_like(value)
+    if confidence is None:
+        nan = np.full(value.shape, np.nan)
+        return SummaryInterval(value, nan, nan, privacy, sampling)
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    half = z * np.sqrt(privacy + sampling)
+    defined = np.isfinite(value)
+    half = np.where(defined & ~np.isfinite(half), np.inf, half)
+    return SummaryInterval(
+        value=value,
+        low=np.where(defined, np.clip(value - half, low, high), np.nan),
+        high=np.where(defined, np.clip(value + half, low, high), np.nan),
+        privacy_variance=np.where(defined, privacy, np.nan),
+        sampling_variance=np.where(defined, sampling, np.nan),
+    )
+
+
+def binomial_variance(rate: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The sampling variance of a rate over ``size`` examples, Agresti-Coull's
+    ``r~ (1 - r~) / (m + 4)`` with ``r~ = (r m + 2) / (m + 4)``: Wald's ``r (1 - r) / m``
+    is 0 at a rate of 0 or 1, where a bin of a few examples most often lies (NaN for
+    ``m = 0``).
+
+        >>> round(float(binomial_variance(np.array(0.0), np.array(16.0))), 6)
+        0.0045
+    """
+    rate = np.asarray(rate, np.float64)
+    size = np.asarray(size, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shrunk = (np.clip(rate, 0.0, 1.0) * size + 2.0) / (size + 4.0)
+        return np.where(size > 0, shrunk * (1.0 - shrunk) / (size + 4.0), np.nan)
+
+
+def _rate_gradients(tp_mask: np.ndarray, pos: np.ndarray, rate: np.ndarray):
+    """The gradient of ``sum(pos * mask) / sum(pos)`` in ``pos`` ``[R, T + 1]``."""
+    total = pos.sum(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nan_to_num((tp_mask - rate[:, None]) / total)
+
+
+def _operating_point(point, pos, neg, target_rate, delta, confidence, target):
+    """The threshold and the two rates achieved there, each with its interval."""
+    size = pos.shape[-1]
+    cut = np.where(point.cut >= 0, point.cut, 0)
+    # cut i predicts the i highest buckets positive
+    mask = (np.arange(size)[None, :] >= (size - cut)[:, None]).astype(np.float64)
+    num_pos, num_neg = pos.sum(-1), neg.sum(-1)
+    zeros = np.zeros_like(pos)
+    estimates = []
+    for rate, counts, total in ((point.tpr, pos, num_pos), (point.fpr, neg, num_neg)):
+        grad = _rate_gradients(mask, counts, np.nan_to_num(rate))
+        if delta.supported:
+            grads = (grad, zeros) if counts is pos else (zeros, grad)
+            privacy = delta.variance(*grads)
+        else:
+            privacy = np.full(rate.shape, np.nan)
+        sampling = binomial_variance(rate, total)
+        estimates.append(
+            _interval(rate, privacy, sampling, confidence if delta.supported else None, target)
+        )
+    return OperatingPointSummary(
+        target_rate, point.threshold, point.cut, estimates[0], estimates[1]
+    )
+
+
+# -- the entry point ------------------------------------------------------------------------
+def summarize_release(
+    result,
+    mechanism,
+    thresholds: Thresholds,
+    *,
+    max_fpr: float | None = None,
+    tpr_at_fpr: float | None = None,
+    fpr_at_tpr: float | None = None,
+    average_precision: bool = True,
+    calibration_bins: int | None = None,
+    bucket_scores: calibration.BucketScores | None = None,
+    confidence: float | None = 0.95,
+    target: str = "population",
+) -> ReleaseSummaries:
+    """The numbers asked for, of every release in ``result``, with intervals.
+
+    Args:
+      result: an ``AUCResult`` with its release (``noisy_counts``).
+      mechanism: the mechanism the release was drawn with (as for ``with_interval``).
+      thresholds: the grid the clients counted on (``spec.count_grid()``).
+      max_fpr: the partial AUC's bound in ``(0, 1]``.
+      tpr_at_fpr: the false-positive rate (in ``[0, 1]``) of the operating point.
+      fpr_at_tpr: the recall (in ``[0, 1]``) of the operating point.
+      average_precision: also scikit-learn's average precision.
+      calibration_bins: the number of equal-width bins of the reliability table; needs
+        ``bucket_scores`` (label-free per-bucket statistics of the scores on ``thresholds``).
+      confidence: the intervals' coverage (``None``: values only).
+      target: ``"population"`` (noise and sampling error) or ``"sample"`` (noise only).
+
+    Raises:
+      ValueError: one line, where a number cannot come from this release (no curve, bins
+        that split the buckets, a bad rate, scores of another grid).
+    """
+    from dpauc_tf.mechanisms.intervals import (
+        check_confidence,
+        check_target,
+        noise_copies,
+        projected_histogram,
+    )
+
+    check_summarizable(mechanism)
+    check_target(target)
+    confidence = check_confidence(confidence)
+    if max_fpr is not None:
+        max_fpr = curve_summaries.check_rate(max_fpr, "max_fpr")
+    if tpr_at_fpr is not None:
+        tpr_at_fpr = curve_summaries.check_rate(tpr_at_fpr, "fpr", allow_zero=True)
+    if fpr_at_tpr is not None:
+        fpr_at_tpr = curve_summaries.check_rate(fpr_at_tpr, "tpr", allow_zero=True)
+    bins = None
+    if calibration_bins is not None:
+        if bucket_scores is None:
+            raise ValueError("calibration needs the label-free per-bucket scores (bucket_scores)")
+        bins = calibration.calibration_bins(thresholds, calibration_bins)
+        if bucket_scores.counts.size != thresholds.num_buckets:
+            raise ValueError(
+                f"the scores were counted on {bucket_scores.counts.size} buckets, the release "
+                f"on {thresholds.num_buckets}: they must come from the same grid"
+            )
+    if not result.noisy_counts:
+        raise ValueError("the result carries no release counts to summarize")
+    release = {k: np.atleast_2d(np.asarray(v, np.float64)) for k, v in result.noisy_counts.items()}
+    pos, neg = projected_histogram(mechanism, release)
+    pos, neg = np.atleast_2d(pos), np.atleast_2d(neg)
+    if pos.shape[-1] != thresholds.num_buckets:
+        raise ValueError(
+            f"the release has {pos.shape[-1]} buckets, the grid {thresholds.num_buckets}: "
+            "pass the grid the release was counted on (spec.count_grid())"
+        )
+    copies = noise_copies(mechanism, result.num_clients, result.num_reporting)
+    delta = _DeltaMethod(mechanism, release, copies)
+    level = confidence if delta.supported else None
+    values = thresholds.as_array()
+    out: dict[str, Any] = {}
+    if max_fpr is not None:
+
+        def pauc(p, n):
+            return curve_summaries.partial_auc(p, n, max_fpr)
+
+        value = pauc(pos, neg)
+        privacy = delta.variance(*_numeric_gradient(pauc, pos, neg)) if delta.supported else 0.0
+        sampling = _bootstrap_variance(pauc, pos, neg) if target == "population" else 0.0
+        out["max_fpr"] = max_fpr
+        out["partial_auc"] = _interval(value, privacy, sampling, level, target)
+    if tpr_at_fpr is not None:
+        point = curve_summaries.tpr_at_fpr(pos, neg, values, tpr_at_fpr)
+        out["tpr_at_fpr"] = _operating_point(point, pos, neg, tpr_at_fpr, delta, level, target)
+    if fpr_at_tpr is not None:
+        point = curve_summaries.fpr_at_tpr(pos, neg, values, fpr_at_tpr)
+        out["fpr_at_tpr"] = _operating_point(point, pos, neg, fpr_at_tpr, delta, level, target)
+    if average_precision:
+        ap = curve_summaries.average_precision
+        value = ap(pos, neg)
+        privacy = delta.variance(*_numeric_gradient(ap, pos, neg)) if delta.supported else 0.0
+        sampling = _bootstrap_variance(ap, pos, neg) if target == "population" else 0.0
+        out["average_precision"] = _interval(value, privacy, sampling, level, target)
+    if bins is not None:
+        out["calibration"] = _calibration(
+            pos, bucket_scores, bins, calibration_bins, delta, level, target
+        )
+    return ReleaseSummaries(confidence=level, target=target, **out)
+
+
+def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> CalibrationSummary:
+    """The reliability table, every bin's rate interval and the ECE's."""
+    table = calibration.reliability(pos, scores, bins, num_bins)
+    rows = pos.shape[0]
+    counts = table.counts
+    rate = table.positive_rate
+    zeros = np.zeros_like(pos)
+    privacy = np.full((rows, num_bins), np.nan)
+    if delta.supported:
+        for k in range(num_bins):
+            if counts[0, k] > 0:
+                grad = np.broadcast_to((bins == k) / counts[0, k], pos.shape)
+                privacy[:, k] = delta.variance(grad, zeros)
+    sampling = binomial_variance(rate, counts)
+    rates = [
+        _interval(rate[:, k], privacy[:, k], sampling[:, k], confidence, target)
+        for k in range(num_bins)
+    ]
+    # the ECE: d/d pos[b] = -share_k sign(s_k - r_k) / m_k for b in bin k
+    shares = table.shares
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sign = np.nan_to_num(np.sign(table.mean_score - rate))
+        per_bin = np.where(counts > 0, -shares * sign / np.where(counts > 0, counts, 1.0), 0.0)
+    ece_privacy = np.zeros(rows)
+    if delta.supported:
+        ece_privacy = delta.variance(per_bin[:, bins], zeros)
+    ece_sampling = np.nansum(shares**2 * np.nan_to_num(sampling), -1)
+    ece = _interval(table.ece, ece_privacy, ece_sampling, confidence, target)
+    return CalibrationSummary(
+        num_bins=num_bins,
+        table=table,
+        rate_low=np.stack([r.low for r in rates], -1),
+        rate_high=np.stack([r.high for r in rates], -1),
+        ece=ece,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class CurveBands:
+    """The first release's ROC and precision-recall curves (the projected counts' cuts),
+    with a pointwise interval of the recall at every threshold of ``cuts``.
+
+    Attributes:
+      fpr: false-positive rate of every cut ``[T + 2]``.
+      tpr: recall of every cut.
+      precision: precision of every cut (NaN where nothing is predicted positive).
+      cuts: the cuts that carry an interval (at most ``max_points``).
+      tpr_low: the recall's lower bound at those cuts.
+      tpr_high: its upper bound.
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    precision: np.ndarray
+    cuts: np.ndarray
+    tpr_low: np.ndarray
+    tpr_high: np.ndarray
+
+
+def curve_bands(
+    result,
+    mechanism,
+    *,
+    confidence: float = 0.95,
+    target: str = "population",
+    max_points: int = 60,
+) -> CurveBands:
+    """The first release's curves and the recall's pointwise interval at fixed thresholds
+    (privacy noise by the delta method, binomial sampling error); post-processing."""
+    from dpauc_tf.mechanisms.intervals import noise_copies, projected_histogram
+
+    check_summarizable(mechanism, "curves")
+    release = {
+        k: np.atleast_2d(np.asarray(v, np.float64))[:1] for k, v in result.noisy_counts.items()
+    }
+    pos, neg = projected_histogram(mechanism, release)
+    pos, neg = np.atleast_2d(pos)[:1], np.atleast_2d(neg)[:1]
+    fpr, tpr = curve_summaries.roc_points(pos, neg)
+    tp, fp = curve_summaries.cut_counts(pos, neg)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(tp + fp > 0, tp / np.where(tp + fp > 0, tp + fp, 1.0), np.nan)
+    size = pos.shape[-1]
+    cuts = np.unique(np.linspace(0, size, min(max_points, size + 1)).round().astype(int))
+    delta = _DeltaMethod(
+        mechanism, release, noise_copies(mechanism, result.num_clients, result.num_reporting)
+    )
+    low, high = [], []
+    zeros = np.zeros_like(pos)
+    for cut in cuts:
+        mask = (np.arange(size)[None, :] >= size - cut).astype(np.float64)
+        rate = tpr[:, cut]
+        privacy = (
+            delta.variance(_rate_gradients(mask, pos, np.nan_to_num(rate)), zeros)
+            if delta.supported
+            else np.full(1, np.nan)
+        )
+        sampling = binomial_variance(rate, pos.sum(-1))
+        band = _interval(rate, privacy, sampling, confidence if delta.supported else None, target)
+        low.append(band.low[0])
+        high.append(band.high[0])
+    return CurveBands(fpr[0], tpr[0], precision[0], cuts, np.array(low), np.array(high))

@@ -1,0 +1,106 @@
+"""``dpauc report``: one self-contained HTML page, rendered by a real headless browser
+(Debian's chromium; the browser checks skip where it is absent): it renders, every plot is
+there, nothing is loaded from the network and the console stays silent."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from dpauc_tf.cli.main import main
+
+CHROMIUM = shutil.which("chromium") or (
+    "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
+)
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (apt-get install)")
+PLOTS = ("roc-plot", "pr-plot", "reliability-plot")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    labels = (rng.random(3000) < 0.3).astype(int)
+    values = 1 / (1 + np.exp(-rng.normal(labels * 0.95 - 0.5, 1.0)))
+    folder = tmp_path_factory.mktemp("report")
+    scores = folder / "scores.csv"
+    rows = "\n".join(f"{y},{s:.6f}" for y, s in zip(labels, values, strict=True))
+    scores.write_text("label,score\n" + rows + "\n")
+    out = folder / "report.html"
+    argv = ["report", "--scores", str(scores), "--mechanism", "histogram", "--epsilon", "1"]
+    assert main([*argv, "--seed", "0", "--out", str(out)]) == 0
+    return out
+
+
+def test_the_page_is_self_contained_and_states_the_privacy(report):
+    page = report.read_text()
+    for plot in PLOTS:
+        assert f'id="{plot}"' in page
+    # nothing fetched: no script, no external source; the only URL is SVG's namespace name
+    assert "<script" not in page.lower()
+    urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg"}
+    assert not re.search(r"""(src|href)=["'](?!data:)""", page)
+    assert "(1, 0)-DP" in page and "no extra epsilon" in page
+    assert "epsilon 1, delta 0 in total" in page
+    for number in ("partial AUC", "TPR at FPR", "average precision", "ECE (10 bins)"):
+        assert number in page
+    assert page.count("[0.") >= 5  # the numbers' intervals, the AUC's included
+
+
+def _chromium(tmp_path, url: str, *flags: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"  # fresh every run
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *flags,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _console_messages(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+@needs_chromium
+def test_the_console_check_can_fail(tmp_path):
+    """The check below would see an error: a page that logs one is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<html><body><script>console.error("boom")</script></body></html>')
+    run = _chromium(tmp_path, bad.as_uri(), "--dump-dom")
+    assert any("boom" in line for line in _console_messages(run.stderr))
+
+
+@needs_chromium
+def test_chromium_renders_every_plot_without_console_errors(report, tmp_path):
+    run = _chromium(tmp_path, report.as_uri(), "--dump-dom")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert _console_messages(run.stderr) == []
+    dom = run.stdout
+    for plot in PLOTS:
+        assert re.search(rf'<svg[^>]*id="{plot}"', dom), plot
+    assert dom.count('class="curve"') == 2 and dom.count('class="bin"') >= 5
+    assert 'class="band"' in dom
+    shot = tmp_path / "report.png"
+    run = _chromium(tmp_path, report.as_uri(), f"--screenshot={shot}", "--window-size=1100,1000")
+    assert run.returncode == 0 and shot.exists()
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # drawn, not a blank page

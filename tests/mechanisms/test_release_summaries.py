@@ -1,0 +1,209 @@
+"""Partial AUC, operating points, average precision and calibration of a release
+(``AUCResult``): equal to scikit-learn with noise off on every backend tested, privacy
+variances that match the noise actually drawn, and refusals where the release cannot give them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from dpauc_tf.core.calibration import BucketScores
+from dpauc_tf.core.counts import bucket_counts_numpy
+from dpauc_tf.mechanisms.release import ReleaseSpec
+from dpauc_tf.mechanisms.release_summaries import summarize_release
+from dpauc_tf.simulation import simulate
+
+
+def _data(n=4000, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = (rng.random(n) < 0.3).astype(np.int64)
+    scores = 1.0 / (1.0 + np.exp(-(rng.normal(size=n) + labels - 1.0)))
+    return labels, scores
+
+
+def _direct_ece(labels, scores, num_bins):
+    bins = np.clip(np.ceil(scores * num_bins).astype(int) - 1, 0, num_bins - 1)
+    return sum(
+        (bins == k).mean() * abs(scores[bins == k].mean() - labels[bins == k].mean())
+        for k in range(num_bins)
+        if (bins == k).any()
+    )
+
+
+def _check_noise_free(result, spec, labels, scores):
+    grid = spec.count_grid()
+    summary = summarize_release(
+        result,
+        spec.build(result.num_clients),
+        grid,
+        max_fpr=0.1,
+        tpr_at_fpr=0.05,
+        fpr_at_tpr=0.8,
+        calibration_bins=10,
+        bucket_scores=BucketScores.of(scores, grid),
+    )
+    bucketed = grid.bucketize_numpy(scores)
+    assert summary.partial_auc.value[0] == pytest.approx(
+        roc_auc_score(labels, bucketed, max_fpr=0.1), abs=1e-9
+    )
+    assert summary.average_precision.value[0] == pytest.approx(
+        average_precision_score(labels, bucketed), abs=1e-9
+    )
+    assert summary.calibration.ece.value[0] == pytest.approx(
+        _direct_ece(labels, scores, 10), abs=1e-6
+    )
+    predicted = scores > summary.tpr_at_fpr.threshold[0]
+    assert summary.tpr_at_fpr.fpr.value[0] <= 0.05
+    assert predicted[labels == 1].mean() == pytest.approx(summary.tpr_at_fpr.tpr.value[0])
+    predicted = scores > summary.fpr_at_tpr.threshold[0]
+    assert predicted[labels == 1].mean() >= 0.8
+    assert predicted[labels == 0].mean() == pytest.approx(summary.fpr_at_tpr.fpr.value[0])
+    out = summary.to_dict()
+    assert {"partial_auc", "tpr_at_fpr", "fpr_at_tpr", "average_precision", "ece"} <= set(out)
+    assert len(out["reliability"]) == 10
+    return summary
+
+
+def test_noise_off_simulate_with_clients_equals_scikit_learn():
+    labels, scores = _data()
+    spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=1001)
+    clients = np.arange(labels.size) % 5
+    pos, neg = bucket_counts_numpy(labels, scores, spec.count_grid(), clients, 5)
+    result = simulate(spec, pos, neg, seed=0)
+    _check_noise_free(result, spec, labels, scores)
+
+
+def test_noise_off_beam_equals_scikit_learn():
+    pytest.importorskip("apache_beam")
+    from dpauc_tf.beam.pipeline import evaluate_with_beam
+
+    labels, scores = _data(n=1500, seed=1)
+    spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=201)
+    result = evaluate_with_beam(scores, labels, np.zeros(labels.size, np.int64), 1, spec, seed=0)
+    _check_noise_free(result, spec, labels, scores)
+
+
+@pytest.mark.parametrize("mechanism", ["histogram", "histogram-public-scores"])
+def test_privacy_variance_matches_the_noise_drawn(mechanism):
+    """Sample target (noise only): the stated variance of each number against the variance
+    over 600 releases of one test set; a halved or doubled noise scale (4x or 1/4 the
+    variance) would fail."""
+    labels, scores = _data(n=20000, seed=2)
+    spec = ReleaseSpec.make(mechanism, epsilon=0.5, num_thresholds=11, seed=3)
+    pos, neg = bucket_counts_numpy(labels, scores, spec.count_grid())
+    result = simulate(spec, pos, neg, repeats=600)
+    summary = summarize_release(
+        result,
+        spec.build(1),
+        spec.count_grid(),
+        max_fpr=0.2,
+        average_precision=True,
+        calibration_bins=5,
+        bucket_scores=BucketScores.of(scores, spec.count_grid()),
+        target="sample",
+    )
+    for name, number in (
+        ("partial AUC", summary.partial_auc),
+        ("average precision", summary.average_precision),
+    ):
+        ratio = np.var(number.value) / np.median(number.privacy_variance)
+        assert 0.75 < ratio < 1.33, (name, ratio)
+    table = summary.calibration.table
+    for k in range(5):  # each bin's rate: the stated variance from its unclipped half-width
+        low, high = summary.calibration.rate_low[:, k], summary.calibration.rate_high[:, k]
+        inside = (low > 0) & (high < 1)
+        stated = np.median(((high - low)[inside] / 2 / 1.959964) ** 2)
+        ratio = np.var(table.positive_rate[:, k]) / stated
+        assert 0.75 < ratio < 1.33, (k, ratio)
+
+
+def test_coverage_of_the_sample_target_for_a_fixed_threshold_rate():
+    """The recall at a threshold fixed in advance (fpr_at_tpr 0: the lowest cut that keeps
+    every positive is data-dependent, so use the reliability bins instead): each bin's
+    sample interval covers the exact rate about 95% of the time."""
+    labels, scores = _data(n=5000, seed=4)
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=11, seed=5)
+    grid = spec.count_grid()
+    pos, neg = bucket_counts_numpy(labels, scores, grid)
+    result = simulate(spec, pos, neg, repeats=400)
+    summary = summarize_release(
+        result,
+        spec.build(1),
+        grid,
+        average_precision=False,
+        calibration_bins=5,
+        bucket_scores=BucketScores.of(scores, grid),
+        target="sample",
+    )
+    bins = np.clip(np.ceil(scores * 5).astype(int) - 1, 0, 4)
+    exact = np.array([labels[bins == k].mean() for k in range(5)])
+    covered = (summary.calibration.rate_low <= exact) & (exact <= summary.calibration.rate_high)
+    assert np.all(covered.mean(0) > 0.9), covered.mean(0)
+
+
+def test_a_mechanism_without_a_curve_is_refused():
+    labels, scores = _data(n=500)
+    spec = ReleaseSpec.make("auc-only", epsilon=1.0, delta=1e-6, seed=0)
+    pos, neg = bucket_counts_numpy(labels, scores, spec.count_grid())
+    result = simulate(spec, pos, neg)
+    with pytest.raises(ValueError, match="releases only the AUC, no curve"):
+        summarize_release(result, spec.build(1), spec.count_grid(), max_fpr=0.1)
+
+
+def test_bins_that_split_the_release_buckets_or_scores_of_another_grid_are_refused():
+    labels, scores = _data(n=500)
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=11, seed=0)
+    grid = spec.count_grid()
+    pos, neg = bucket_counts_numpy(labels, scores, grid)
+    result = simulate(spec, pos, neg)
+    with pytest.raises(ValueError, match="split the grid's buckets"):
+        summarize_release(
+            result,
+            spec.build(1),
+            grid,
+            calibration_bins=20,
+            bucket_scores=BucketScores.of(scores, grid),
+        )
+    other = ReleaseSpec.make("none", epsilon=None, num_thresholds=21).count_grid()
+    with pytest.raises(ValueError, match="same grid"):
+        summarize_release(
+            result,
+            spec.build(1),
+            grid,
+            calibration_bins=5,
+            bucket_scores=BucketScores.of(scores, other),
+        )
+    with pytest.raises(ValueError, match="buckets, the grid"):
+        summarize_release(result, spec.build(1), other, max_fpr=0.1)
+
+
+@pytest.mark.parametrize("bad", [0.0, float("nan"), 1.5])
+def test_bad_max_fpr_is_refused(bad):
+    labels, scores = _data(n=300)
+    spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=11)
+    pos, neg = bucket_counts_numpy(labels, scores, spec.count_grid())
+    result = simulate(spec, pos, neg)
+    with pytest.raises(ValueError, match="max_fpr must be in"):
+        summarize_release(result, spec.build(1), spec.count_grid(), max_fpr=bad)
+
+
+def test_one_class_gives_nulls():
+    scores = np.linspace(0.01, 0.99, 50)
+    labels = np.ones(50, np.int64)
+    spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=11)
+    grid = spec.count_grid()
+    pos, neg = bucket_counts_numpy(labels, scores, grid)
+    result = simulate(spec, pos, neg)
+    out = summarize_release(
+        result,
+        spec.build(1),
+        grid,
+        max_fpr=0.1,
+        tpr_at_fpr=0.1,
+        calibration_bins=5,
+        bucket_scores=BucketScores.of(scores, grid),
+    ).to_dict()
+    assert out["partial_auc"]["value"] is None and out["partial_auc"]["ci_low"] is None
+    assert out["tpr_at_fpr"]["tpr"]["value"] is None
+    assert out["ece"]["value"] == pytest.approx(_direct_ece(labels, scores, 5))
