@@ -27,7 +27,7 @@ A claim that the audit cannot come close to (a composition of many small losses,
 
 How the pieces are chosen:
 
-* **Worst-case neighbours** ([`worst_case_pair`][]): a tiny test set (the target example
+* **Worst-case neighbours** ([`worst_case_pair`][dpauc_tf.analysis.audit_pairs.worst_case_pair]): a tiny test set (the target example
   plus one positive and one negative) whose target example sits on a threshold, so its label
   moves a unit of weight between ``pos[b]`` and ``neg[b]`` of its bucket and, for the
   paper's cumulative release, changes ``2T`` counts. Counts come from
@@ -74,14 +74,11 @@ import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from dpauc_tf.analysis.audit_pairs import (  # noqa: F401  (re-exported)
+from dpauc_tf.analysis.audit_pairs import (
     NeighbouringPair,
-    auc_worst_case_pair,
     pair_for,
-    worst_case_pair,
 )
-from dpauc_tf.analysis.audit_statistics import (  # noqa: F401  (re-exported)
-    _Event,
+from dpauc_tf.analysis.audit_statistics import (
     _select_event,
     clopper_pearson_lower,
     clopper_pearson_upper,

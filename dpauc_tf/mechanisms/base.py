@@ -39,7 +39,7 @@ from dpauc_tf.core.curve import Confusion, RocCurve, auc_from_confusion
 from dpauc_tf.core.postprocessing import mann_whitney_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.capabilities import Capabilities
-from dpauc_tf.mechanisms.estimators import ESTIMATORS, AUCEstimator  # noqa: F401 (re-export)
+from dpauc_tf.mechanisms.estimators import AUCEstimator
 from dpauc_tf.noise.seeds import make_seed
 from dpauc_tf.privacy.accounting import EpsilonSpent, composed_epsilon
 from dpauc_tf.privacy.statement import LABEL_DP, PrivacyStatement, check_delta, check_epsilon

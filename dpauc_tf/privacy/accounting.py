@@ -56,8 +56,6 @@ from dpauc_tf.privacy.skellam import (
     skellam_rdp,
 )
 
-METHODS = ("basic", "pld", "rdp")
-
 
 @dataclasses.dataclass(frozen=True)
 class EpsilonSpent:
@@ -91,11 +89,6 @@ class EpsilonSpent:
         return (
             min((v, k) for k, v in figures.items() if v is not None)[1] if self.count else "basic"
         )
-
-
-def single_epsilon(event: dp_accounting.DpEvent, delta: float = 0.0) -> float:
-    """Epsilon of one release described by ``event``."""
-    return composed_epsilon(event, 1, delta).best
 
 
 def _rr_epsilon(event: dp_event.RandomizedResponseDpEvent) -> float:
