@@ -7,7 +7,7 @@ The same path as the simulate backend
 round every client counts its ``[C, T + 1]`` one-vs-rest histograms and releases them through
 the class mechanism (local noise, or one integer noise share for the secure mechanisms, summed
 by ``tff.federated_secure_sum_bitwidth``); the server adds the reports up and
-[`finish_multiclass`][] turns the sum
+`finish_multiclass` turns the sum
 into one [`MultiClassResult`][].
 Client ``k``'s seed of repeat ``r`` is ``spec.seed_for("tff", r, k)``.
 """

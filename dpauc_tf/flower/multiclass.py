@@ -8,7 +8,7 @@ message's config (`dpauc_tf.flower.records`: the binary release's JSON plus
 class ids, which releases its ``[C, T + 1]`` class counts through the
 [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest] mechanism (local noise, or one
 integer share masked by SecAgg+ for the secure mechanisms); the server sums the reports and
-[`finish_multiclass`][dpauc_tf.mechanisms.multiclass_release.finish_multiclass] gives one
+`finish_multiclass` gives one
 [`MultiClassResult`][dpauc_tf.mechanisms.multiclass_release.MultiClassResult]. In a Flower
 app, ``num-classes`` in the run config makes `spec_from_run_config` return such a spec, and
 `DPAUCStrategy` runs it in every evaluate round.

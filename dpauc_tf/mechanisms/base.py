@@ -62,7 +62,7 @@ class CountMechanism(abc.ABC):
     consistent (it converges to TensorFlow's AUC as epsilon grows, on any data), NaN where
     the estimated number of positives or negatives is not positive (the AUC is undefined).
     ``"mann-whitney-smooth"`` (opt-in) adds
-    [`dpauc_tf.core.postprocessing.within_bucket_correction`][]: the pairs inside a bucket
+    `dpauc_tf.core.postprocessing.within_bucket_correction`: the pairs inside a bucket
     count ``1/2 + `` the slope of the log density ratio ``/ 12`` instead of 1/2, which
     removes most of the grid's bias on **continuous, smoothly distributed** scores (so
     coarser grids, with less noise, can be used); on tied scores (point masses) it moves

@@ -4,7 +4,7 @@ The same three steps as the binary path ([`dpauc_tf.mechanisms.release`][]):
 [`MultiClassSpec`][] describes the release (hashable), every client (or the one data
 holder) counts ``[C, T + 1]`` positives and negatives per class
 ([`one_vs_rest_counts`][]) and releases them through
-[`OneVsRest`][], and [`finish_multiclass`][] turns the
+[`OneVsRest`][], and `finish_multiclass` turns the
 summed reports into one [`MultiClassResult`][]. [`evaluate_multiclass`][] runs the
 whole path in one process: centrally, or as ``K`` simulated clients that each release their
 own counts (local noise, or secure shares whose sum carries one draw of the noise).

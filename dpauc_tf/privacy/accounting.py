@@ -8,7 +8,7 @@ for one release and for many composed, by three methods, and says which one it u
   pure DP get an equal share of ``delta`` each). Always valid.
 * ``pld``: dp-accounting's privacy-loss-distribution accountant, when it supports every
   event (``accountant.supports(event)``), plus Skellam's PLD built from its pmf
-  ([`dpauc_tf.privacy.skellam.skellam_event_pld`][]); ``delta > 0`` only.
+  (`dpauc_tf.privacy.skellam.skellam_event_pld`); ``delta > 0`` only.
 * ``rdp``: dp-accounting's RDP accountant plus the Skellam Renyi curve at the same orders,
   when every other event is supported by the RDP accountant; ``delta > 0`` only.
 
