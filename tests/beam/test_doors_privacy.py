@@ -87,9 +87,7 @@ def test_tfma_follows_the_one_default_rule_and_names_it(options, expected, examp
     config = metric_config({"epsilon": 1.0, "num_thresholds": T, **options})
     ((_, values),) = _run(config, examples, tmp_path).items()
     assert _mechanism(values) == expected
-    assert (
-        tfma_metric.DPAUCMetric(epsilon=1.0, **options).getmetric_config()["mechanism"] == expected
-    )
+    assert tfma_metric.DPAUCMetric(epsilon=1.0, **options).get_config()["mechanism"] == expected
 
 
 def test_beam_follows_the_one_default_rule():
