@@ -124,8 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         _check_extras(args)
-        prepared = _check_before_tensorflow(args)
-        from dpauc_tf.tf_startup import import_tensorflow_quietly
+        from dpauc_tf.tf_startup import import_tensorflow_quietly, quiet_tensorflow_start_up
+
+        with quiet_tensorflow_start_up():  # a mechanism's capabilities load its module
+            prepared = _check_before_tensorflow(args)
 
         import_tensorflow_quietly()
         return int(args.func(prepared) or 0)
