@@ -169,6 +169,25 @@ class ReleaseSummaries:
     average_precision: SummaryInterval | None = None
     calibration: CalibrationSummary | None = None
 
+    @property
+    def num_releases(self) -> int:
+        """How many releases the numbers are of (0 where none was asked)."""
+        for name in ("partial_auc", "average_precision"):
+            number = getattr(self, name)
+            if number is not None:
+                return int(np.shape(number.value)[0])
+        for name in ("tpr_at_fpr", "fpr_at_tpr"):
+            point = getattr(self, name)
+            if point is not None:
+                return int(np.shape(point.tpr.value)[0])
+        if self.calibration is not None:
+            return int(np.shape(self.calibration.ece.value)[0])
+        return 0
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Every release's numbers (``to_dict`` of each), in release order."""
+        return [self.to_dict(repeat) for repeat in range(self.num_releases)]
+
     def to_dict(self, repeat: int = 0) -> dict[str, Any]:
         """The first (or ``repeat``-th) release's numbers as plain JSON values."""
         out: dict[str, Any] = {}
