@@ -39,7 +39,7 @@ NOISE_KINDS = tuple(kind.value for kind in NoiseKind)
 
 
 class IntervalLaw(enum.Enum):
-    """Which law [`dpauc_tf.mechanisms.intervals.release_interval`][] applies to a release.
+    """Which law `dpauc_tf.mechanisms.intervals.release_interval` applies to a release.
 
     * ``DELTA_METHOD``: independent noise of stated variances on released entries
       (``noise_variances``), carried to the AUC by the gradient of the mechanism's
@@ -66,7 +66,7 @@ class IntervalLaw(enum.Enum):
 
 class GridRule(enum.Enum):
     """How ``num_thresholds="auto"`` sizes a mechanism's grid
-    ([`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`][]).
+    (`dpauc_tf.mechanisms.auto_grid.auto_num_thresholds`).
 
     * ``NOISE_PER_BUCKET``: the release's noise grows with the number of buckets: the grid
       balances that noise against the grid's bias (``0.6 (eps n)^0.4`` on a ladder).

@@ -200,7 +200,7 @@ class RankSum(CountMechanism):
 
     def release_over_clients(self, pos, neg, num_clients, seed, repeats):
         """Without secure aggregation: every client adds its own noise to its rank sum and
-        count, computed with the global ranks ([`local_rank_sum_release`][])."""
+        count, computed with the global ranks (`local_rank_sum_release`)."""
         return local_rank_sum_release(self, pos, neg, num_clients, seed, repeats=repeats)
 
     def release(self, pos, neg, seed=None, repeats=None):

@@ -4,7 +4,7 @@ with an interval: post-processing of one [`AUCResult`][dpauc_tf.mechanisms.relea
 
 The numbers are computed from the release's public fields only: its (summed) counts
 ``noisy_counts`` projected to non-negative bucket counts as the mechanism projects its curve
-([`dpauc_tf.mechanisms.intervals.projected_histogram`][]), then
+(`dpauc_tf.mechanisms.intervals.projected_histogram`), then
 [`dpauc_tf.core.curve_summaries`][] and [`dpauc_tf.core.calibration`][] (whose bins must be
 unions of the release's buckets: a bin that splits a bucket is refused). So every backend that
 returns an ``AUCResult`` with its release gets them.
@@ -13,7 +13,7 @@ Intervals (``docs/evaluation_metrics.md`` has the formulas and the measured cove
 
 * privacy noise: the delta method through the release, ``sum_i var_i (d x / d r_i)^2`` with
   the mechanism's stated per-entry noise variances
-  ([`dpauc_tf.mechanisms.intervals.release_noise_variances`][]) and the gradient of the number
+  (`dpauc_tf.mechanisms.intervals.release_noise_variances`) and the gradient of the number
   ``x`` with respect to the released entries ``r_i`` (its gradient with respect to the bucket
   counts, at the projected counts, pulled back through the linear map from the release to the
   bucket counts);

@@ -42,7 +42,7 @@ refuses (the rank sums would be of another population than the ranks). Shares si
 ([`SecureRankSum.achieved_epsilon`][] is ``inf`` then): size them for the clients expected to
 report.
 
-**Without secure aggregation** ([`dpauc_tf.mechanisms.rank_sum.local_rank_sum_release`][]): round one sends the totals in
+**Without secure aggregation** (`local_rank_sum_release`): round one sends the totals in
 the clear (label-free) and every client adds its own ``Laplace(D / eps_S)`` and
 ``Laplace(1 / eps_P)``; the server's sum carries ``K`` draws, so the AUC's noise grows as
 ``sqrt(K)`` (``docs/rank_sum.md`` measures it against local ``histogram``).
@@ -305,7 +305,8 @@ class SecureRankSum(RankSum):
         ``(1 / eps_P)``, and its ``num_examples`` ``n_k``.
 
         Args:
-          pos, neg: the client's counts ``[B]`` (integers).
+          pos: the client's positive counts ``[B]`` (integers).
+          neg: its negative counts ``[B]``.
           totals: round one's secure sum ``[B]`` (the global bucket totals).
           seed: this client's seed (distinct per client and release).
           num_clients: the number of shares (default: the mechanism's ``num_clients``).
