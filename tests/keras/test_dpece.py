@@ -7,7 +7,11 @@ mechanism's noise; hostile input gives a right number or a one-line refusal."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -307,3 +311,18 @@ def test_reset_state_forgets_the_scores():
     metric.reset_state()
     metric.update_state(labels, scores)
     assert float(metric.result()) == pytest.approx(reference_ece(labels, scores), abs=1e-6)
+
+
+@pytest.mark.skipif(
+    KERAS_MAJOR < 3 or importlib.util.find_spec("jax") is None, reason="needs Keras 3 and JAX"
+)
+def test_the_jax_backend_is_refused_in_one_line():
+    code = (
+        "from dpauc_tf import DPECE\n"
+        "try:\n    DPECE(epsilon=1.0)\nexcept ValueError as error:\n    print('REFUSED', error)\n"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert "REFUSED DPECE runs on Keras' TensorFlow backend only" in out.stdout, out.stderr
