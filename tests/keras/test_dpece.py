@@ -326,3 +326,40 @@ def test_the_jax_backend_is_refused_in_one_line():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
     )
     assert "REFUSED DPECE runs on Keras' TensorFlow backend only" in out.stdout, out.stderr
+
+
+def test_the_score_statistics_are_label_free():
+    """Neighbouring label sets (one label flipped) give the same per-bucket examples and
+    score sums: only the release depends on the labels."""
+    labels, scores = _data()
+    flipped = labels.copy()
+    flipped[7] = 1.0 - flipped[7]
+    metrics = [DPECE(epsilon=1.0, num_bins=BINS, seed=0) for _ in range(2)]
+    for metric, y in zip(metrics, (labels, flipped), strict=True):
+        metric.update_state(y, scores)
+    first, second = (metric.bucket_scores() for metric in metrics)
+    np.testing.assert_array_equal(first.counts, second.counts)
+    np.testing.assert_array_equal(first.score_sums, second.score_sums)
+    assert not np.array_equal(metrics[0].counts()[0], metrics[1].counts()[0])
+
+
+def test_fit_charges_each_epoch_end_release():
+    labels, scores = _data(n=256)
+    metric = DPECE(epsilon=1.0, num_bins=BINS, seed=2)
+    ledger = PrivacyLedger()
+    model = tf.keras.Sequential(
+        [tf.keras.Input(shape=(1,)), tf.keras.layers.Dense(1, "sigmoid", kernel_initializer="ones")]
+    )
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.0), loss="mse", metrics=[metric])
+    history = model.fit(
+        scores[:, None],
+        labels,
+        epochs=2,
+        batch_size=64,
+        verbose=0,
+        validation_data=(scores[:, None], labels),
+        callbacks=[DPAUCBudgetCallback(ledger)],
+    )
+    assert len(history.history["dp_ece"]) == len(history.history["val_dp_ece"]) == 2
+    datasets = {entry["dataset"] for entry in ledger.entries}
+    assert sum(ledger.releases(d) for d in datasets) == 4 == metric.releases_drawn
