@@ -275,6 +275,13 @@ class DPECE(DPAUC):
             self._last_release.assign(tf.cast(value, tf.float64))
         return value
 
+    def release_interval(self, confidence: float = 0.95, target: str = "population"):
+        """Not for the ECE yet (DPAUC's is the AUC's): refused in one line."""
+        raise ValueError(
+            "DPECE has no release interval yet (DPAUC's would be the AUC's); the ECE's "
+            "interval: dpauc evaluate --calibration-bins B (docs/evaluation_metrics.md)"
+        )
+
     def roc_curve(self):
         """Not a calibration output: DPECE releases the ECE (use DPAUC for the curve)."""
         raise ValueError("DPECE releases the expected calibration error; use DPAUC for a curve")

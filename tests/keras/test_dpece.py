@@ -363,3 +363,16 @@ def test_fit_charges_each_epoch_end_release():
     assert len(history.history["dp_ece"]) == len(history.history["val_dp_ece"]) == 2
     datasets = {entry["dataset"] for entry in ledger.entries}
     assert sum(ledger.releases(d) for d in datasets) == 4 == metric.releases_drawn
+
+
+def test_what_dpece_does_not_release_is_refused_in_one_line():
+    """DPAUC's AUC interval and ROC curve are not the ECE's: refused, no release drawn."""
+    labels, scores = _data(n=50)
+    metric = DPECE(epsilon=1.0, num_bins=BINS, seed=0)
+    metric.update_state(labels, scores)
+    metric.result()
+    for call in (metric.release_interval, metric.roc_curve):
+        with pytest.raises(ValueError) as error:
+            call()
+        assert "DPECE" in _one_line(error)
+    assert metric.releases_drawn == 1
