@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's two commands. On a fresh machine with only Python 3.11 they do all the set-up:
-#   bash run.sh demo [ARGS]    the main job (python -m dpauc_tf.demo ARGS) in the federated world
+#   bash run.sh demo [ARGS]    the main job (python -m models.demo ARGS) in the federated world
 #   bash run.sh test [ARGS]    lint, the docs site, then the whole test suite in both worlds
 #                              and the keras3 world on Python 3.13 (ARGS go to pytest)
 # Environments (all locked in uv.lock):
@@ -89,7 +89,7 @@ case "$cmd" in
     ;;
   demo)
     sync_env .venv federated 3.11
-    exec .venv/bin/python -m dpauc_tf.demo "$@"
+    exec .venv/bin/python -m models.demo "$@"
     ;;
   test)
     sync_env .venv federated 3.11

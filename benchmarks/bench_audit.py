@@ -4,7 +4,7 @@
         [--epsilons 0.5 1 2] [--match paper] [--json out.json]
 
 Each row audits one mechanism on the worst-case neighbouring pair of
-:func:`dpauc_tf.analysis.audit.worst_case_pair` (T = 2 thresholds unless stated) with ``--samples``
+:func:`dpauc_tf.analysis.audit_pairs.worst_case_pair` (T = 2 thresholds unless stated) with ``--samples``
 releases per neighbour. Negative controls (the flipped example given weight 2, i.e. the
 sensitivity under-counted by half) and deliberately broken mechanisms (the noise scale
 halved, among them ``paper`` at T = 10) follow; their bound must exceed the claim. All rows
@@ -27,7 +27,7 @@ from dpauc_tf.analysis.audit import (
     per_audit_confidence,
     run_audit,
 )
-from dpauc_tf.cli.audit import DEFAULT_SAMPLES
+from dpauc_tf.core.defaults import DEFAULT_AUDIT_SAMPLES
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 from dpauc_tf.mechanisms.paper import PaperLaplace
 
@@ -82,7 +82,7 @@ def _label(name: str, options: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="per neighbour")
+    parser.add_argument("--samples", type=int, default=DEFAULT_AUDIT_SAMPLES, help="per neighbour")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     parser.add_argument("--match", default="", help="only the rows whose label contains this")

@@ -34,6 +34,7 @@ def main() -> None:
     import apache_beam  # noqa: F401
 
     from dpauc_tf.beam.pipeline import evaluate_with_beam
+    from dpauc_tf.mechanisms.release import ReleaseSpec
 
     imported = time.perf_counter() - started
     rng = np.random.default_rng(0)
@@ -47,10 +48,9 @@ def main() -> None:
         labels,
         clients,
         args.clients,
-        mechanism=args.mechanism,
-        epsilon=args.epsilon,
-        num_thresholds=args.num_thresholds,
-        seed=0,
+        ReleaseSpec.make(
+            args.mechanism, epsilon=args.epsilon, num_thresholds=args.num_thresholds, seed=0
+        ),
         beam_options=options,
     )
     wall = time.perf_counter() - start

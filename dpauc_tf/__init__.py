@@ -34,86 +34,17 @@ _PUBLIC = {
     "list_mechanisms": "dpauc_tf.mechanisms.registry",
 }
 
-# Names that were top-level in 0.1 and where they live now.
-_MOVED_NAMES = {
-    "MECHANISMS": "dpauc_tf.mechanisms.registry",
-    "CountMechanism": "dpauc_tf.mechanisms.base",
-    "private_auc": "dpauc_tf.mechanisms.tensor_view",
-    "PrivacyStatement": "dpauc_tf.privacy.statement",
-    "EpsilonSpent": "dpauc_tf.privacy.accounting",
-    "composed_epsilon": "dpauc_tf.privacy.accounting",
-    "bucket_counts": "dpauc_tf.core.counts",
-    "Thresholds": "dpauc_tf.core.thresholds",
-    "Confusion": "dpauc_tf.core.curve",
-    "RocCurve": "dpauc_tf.core.curve",
-    "auc_from_confusion": "dpauc_tf.core.curve",
-    "auc_from_histogram": "dpauc_tf.core.curve",
-    "auc_from_roc": "dpauc_tf.core.curve",
-    "confusion_from_histogram": "dpauc_tf.core.curve",
-    "roc_from_confusion": "dpauc_tf.core.curve",
-}
-
-# Modules of 0.1 and where their contents live now (0.2 moved them into the layers).
-MOVED_MODULES = {
-    "dpauc_tf.thresholds": "dpauc_tf.core.thresholds",
-    "dpauc_tf.counts": "dpauc_tf.core.counts",
-    "dpauc_tf.curve": "dpauc_tf.core.curve",
-    "dpauc_tf.postprocessing": "dpauc_tf.core.postprocessing",
-    "dpauc_tf.partitions": "dpauc_tf.core.partitions",
-    "dpauc_tf.adaptive_thresholds": "dpauc_tf.core.adaptive_thresholds",
-    "dpauc_tf.exact_noise": "dpauc_tf.noise.exact",
-    "dpauc_tf.accounting": "dpauc_tf.privacy.accounting",
-    "dpauc_tf.ledger": "dpauc_tf.privacy.ledger (the callback: dpauc_tf.keras.callbacks)",
-    "dpauc_tf.distributed": "dpauc_tf.mechanisms.secure_histogram",
-    "dpauc_tf.hierarchical": "dpauc_tf.mechanisms.tree and dpauc_tf.core.tree",
-    "dpauc_tf.randomized_response": "dpauc_tf.mechanisms.randomized_response",
-    "dpauc_tf.score_noise": "dpauc_tf.mechanisms.score_noise",
-    "dpauc_tf.keras_metric": "dpauc_tf.keras.metric",
-    "dpauc_tf.audit": "dpauc_tf.analysis.audit",
-    "dpauc_tf.noise_families": "dpauc_tf.analysis.noise_families",
-    # 0.3: every command-line face lives in dpauc_tf.cli
-    "dpauc_tf.analysis.audit_cli": "dpauc_tf.cli.audit",
-    "dpauc_tf.flower.cli": "dpauc_tf.cli.flower",
-    # 0.3: the score-file readers in dpauc_tf.io, the simulate backend in its own module
-    "dpauc_tf.experiments.score_files": "dpauc_tf.io.scores",
-    "dpauc_tf.experiments.score_sources": "dpauc_tf.io.readers",
-    "dpauc_tf.experiments.streaming": "dpauc_tf.io.streaming",
-    "dpauc_tf.experiments.simulation": "dpauc_tf.simulation",
-}
-
 __all__ = [*sorted(_PUBLIC), "__version__"]
 
 
 def __getattr__(name: str):
     if name in _PUBLIC:
         return getattr(importlib.import_module(_PUBLIC[name]), name)
-    if name in _MOVED_NAMES:
-        raise AttributeError(
-            f"dpauc_tf.{name} moved in 0.2: use `from {_MOVED_NAMES[name]} import {name}` "
-            "(see docs/changelog.md)"
-        )
     raise AttributeError(f"module 'dpauc_tf' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
     return sorted([*__all__, *globals()])
-
-
-class _MovedModuleFinder(importlib.abc.MetaPathFinder):
-    """Turns an import of a 0.1 module path into an error that names its new home."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname in MOVED_MODULES:
-            raise ModuleNotFoundError(
-                f"{fullname} moved in {'0.3' if fullname.count('.') > 1 else '0.2'} to "
-                f"{MOVED_MODULES[fullname]} (see docs/changelog.md)",
-                name=fullname,
-            )
-        return None
-
-
-if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModuleFinder())
 
 
 # -- Keras serialization: register DPAUC once Keras is there, without importing it -----------

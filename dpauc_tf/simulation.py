@@ -54,7 +54,6 @@ from dpauc_tf.mechanisms.release import (
     ReleaseSpec,
     check_repeats,
     finish_release,
-    finite_or_none,
 )
 from dpauc_tf.noise.seeds import derive_seed
 
@@ -62,37 +61,6 @@ from dpauc_tf.noise.seeds import derive_seed
 MAX_CHUNK_ELEMENTS = 10_000_000
 # The key of the simulate backend's seeds (derive_seed(seed, SEED_KEY, chunk)).
 SEED_KEY = "simulate"
-
-
-def SimulationResult(aucs, fpr, tpr, statement) -> AUCResult:
-    """Deprecated in 0.3: every backend returns an [`AUCResult`][]. Builds one from the
-    four values of 0.2's ``SimulationResult`` (the whole output's cost by basic composition
-    of the ``R`` releases, a valid bound).
-
-    Examples:
-        >>> r = SimulationResult(np.array([0.7, 0.8]), np.zeros((2, 3)), np.zeros((2, 3)), None)
-        >>> round(r.mean, 2), round(r.std, 2)
-        (0.75, 0.05)
-    """
-    aucs = np.atleast_1d(np.asarray(aucs, np.float64))
-    repeats = int(aucs.size)
-    epsilon = None if statement is None else finite_or_none(float(statement.epsilon))
-    delta = 0.0 if statement is None or epsilon is None else float(statement.delta)
-    return AUCResult(
-        aucs=aucs,
-        fpr=np.asarray(fpr),
-        tpr=np.asarray(tpr),
-        mechanism=None,
-        statement=statement,
-        epsilon=epsilon,
-        delta=delta,
-        epsilon_total=None if epsilon is None else repeats * epsilon,
-        delta_total=min(1.0, repeats * delta),
-        num_examples=None,
-        num_clients=None,
-        num_reporting=None,
-        noisy_counts={},
-    )
 
 
 def client_histograms(

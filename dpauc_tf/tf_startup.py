@@ -63,6 +63,20 @@ def _filtered_stderr():
                 sys.stderr.flush()
 
 
+@contextlib.contextmanager
+def quiet_tensorflow_start_up():
+    """Code that may import TensorFlow on the way (reading a mechanism's capabilities loads
+    its module): its start-up chatter is filtered out, every other line kept."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" in sys.modules:
+        yield
+        return
+    with _filtered_stderr():
+        yield
+    if "tensorflow" in sys.modules:
+        sys.modules["tensorflow"].get_logger().setLevel("ERROR")
+
+
 def import_tensorflow_quietly() -> ModuleType:
     """``import tensorflow`` (and device start-up) with the C++ chatter filtered out."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
+
+from tests.helpers.criteo import COMBINED_FILE
+
+
+@pytest.fixture(scope="session")
+def criteo_combined_file() -> Path:
+    """The combined file of real Criteo rows; the test is skipped where it is absent."""
+    if not COMBINED_FILE.is_file():
+        pytest.skip(f"real Criteo rows not available ({COMBINED_FILE})")
+    return COMBINED_FILE
 
 
 @pytest.fixture(scope="session", autouse=True)

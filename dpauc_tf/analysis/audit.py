@@ -17,17 +17,17 @@ claim is for this pair and sample size.
 family-wise. With ``m`` audits each bound is computed at ``1 - (1 - confidence) / m``
 (Bonferroni), so the probability that *any* honest mechanism of the family is reported
 violated stays below ``1 - confidence`` (with ``m`` separate 95% bounds it could reach
-``1 - 0.95^m``). See [`per_audit_confidence`][].
+``1 - 0.95^m``). See `per_audit_confidence`.
 
 **Power**: `AuditResult.detectable_multiple` is the smallest factor by which the
 mechanism's privacy loss would have to grow (its noise scale shrink) for the audit to catch
-it about half of the time at the observed rates and sample size ([`detectable_multiple`][]).
+it about half of the time at the observed rates and sample size (`detectable_multiple`).
 A claim that the audit cannot come close to (a composition of many small losses, such as
 ``paper`` at large ``T``) needs more samples to be checked; docs/audit.md gives figures.
 
 How the pieces are chosen:
 
-* **Worst-case neighbours** ([`worst_case_pair`][]): a tiny test set (the target example
+* **Worst-case neighbours** ([`worst_case_pair`][dpauc_tf.analysis.audit_pairs.worst_case_pair]): a tiny test set (the target example
   plus one positive and one negative) whose target example sits on a threshold, so its label
   moves a unit of weight between ``pos[b]`` and ``neg[b]`` of its bucket and, for the
   paper's cumulative release, changes ``2T`` counts. Counts come from
@@ -74,14 +74,11 @@ import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from dpauc_tf.analysis.audit_pairs import (  # noqa: F401  (re-exported)
+from dpauc_tf.analysis.audit_pairs import (
     NeighbouringPair,
-    auc_worst_case_pair,
     pair_for,
-    worst_case_pair,
 )
-from dpauc_tf.analysis.audit_statistics import (  # noqa: F401  (re-exported)
-    _Event,
+from dpauc_tf.analysis.audit_statistics import (
     _select_event,
     clopper_pearson_lower,
     clopper_pearson_upper,
@@ -435,14 +432,14 @@ def run_audit(
 ) -> AuditResult:
     """Audits one mechanism on its worst-case pair and returns the lower bound.
 
-    A mechanism that protects labels is audited for label DP on [`pair_for`][]; one that
+    A mechanism that protects labels is audited for label DP on `pair_for`; one that
     protects scores (``score-noise``) for score DP, the relation it claims: one example's
     score moves from 0 to 1, its label stays (see `_ScoreAudit`).
 
     Memory is bounded whatever ``samples`` is: the statistics the event is chosen from take
     32 bytes per selection release (twice that while they are sorted), at most
     `MAX_SELECTION_SAMPLES` of them; releases are drawn in chunks of at most
-    `MAX_CHUNK_VALUES` values ([`chunk_rows`][]) and reduced to the test statistic
+    `MAX_CHUNK_VALUES` values (`chunk_rows`) and reduced to the test statistic
     before the next chunk is drawn.
 
     Args:

@@ -1,9 +1,9 @@
 """The audit's neighbouring test sets, as bucket counts (see [`dpauc_tf.analysis.audit`][]).
 
 Curve mechanisms are audited on [`worst_case_pair`][] (three examples, the target on a
-threshold); mechanisms that release only the AUC on [`auc_worst_case_pair`][] (large
+threshold); mechanisms that release only the AUC on `auc_worst_case_pair` (large
 classes, the target above all, so the flip moves the AUC by about ``1 / min(P, N)``).
-[`pair_for`][] picks the right one.
+`pair_for` picks the right one.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ bucket probabilities (no scores are drawn), many test sets at once, and every te
 one release of the mechanism (secure mechanisms: the sum of ``num_clients`` real shares, or,
 above ``max_real_shares``, one draw of the exact distribution of that sum).
 
-For every release, the interval of [`dpauc_tf.mechanisms.intervals.release_interval`][]
+For every release, the interval of `dpauc_tf.mechanisms.intervals.release_interval`
 is checked against the test set's own AUC (``target="sample"``) and against the population
 AUC (``target="population"``), and its width against the *oracle* interval: ``2 z`` times
 the standard deviation, over the simulated sets, of the estimate around the test set's AUC

@@ -10,7 +10,7 @@ split it over the evaluations. The two families of
   larger than ``epsilon_total / n``. Here ``e`` is the largest per-evaluation epsilon whose
   ``n``-fold composition is at most ``epsilon_total`` by the best of basic / PLD / RDP.
 * ``"skellam"`` (Gaussian family): Renyi-DP bounds add over evaluations
-  ([`dpauc_tf.privacy.skellam.skellam_tree_rdp`][]); the noise grows like ``sqrt(n)``
+  (`dpauc_tf.privacy.skellam.skellam_tree_rdp`); the noise grows like ``sqrt(n)``
   instead of ``n``. dp-accounting has no Skellam event, so the Renyi bound of Agarwal,
   Kairouz & Liu (2021) is used ([`dpauc_tf.privacy.skellam`][]).
 

@@ -49,7 +49,7 @@ def mechanism_auc_variance(
     """Variance of [`TreeHistogram.estimate_auc`][] for one (summed) release (linearised).
 
     Exact for the linear estimator: ``sum_nodes (L^T g)_n^2 var_n``, with ``g`` the AUC
-    gradient ([`auc_gradient`][], of the mechanism's estimator), ``L`` the estimator of [`least_squares_leaves`][]
+    gradient (`auc_gradient`, of the mechanism's estimator), ``L`` the estimator of `least_squares_leaves`
     (applied to the basis vectors of the node space) and ``var_n`` the mechanism's node
     variances (per class, ``class_level_variances``: the mechanism's own unless
     ``level_variances`` is given for both classes). Second-order terms are of relative

@@ -36,6 +36,6 @@ import_tensorflow_quietly()
 
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets  # noqa: E402
 from dpauc_tf.beam.io import ReadScores  # noqa: E402
-from dpauc_tf.beam.release import PrivateAUC, SliceRelease  # noqa: E402
+from dpauc_tf.beam.release import PrivateAUC  # noqa: E402
 
-__all__ = ["BucketCounts", "CountBuckets", "PrivateAUC", "ReadScores", "SliceRelease"]
+__all__ = ["BucketCounts", "CountBuckets", "PrivateAUC", "ReadScores"]

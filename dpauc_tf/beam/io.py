@@ -6,7 +6,7 @@ or a list of files to a ``PCollection`` of **column batches**: ``dict``\\ s of N
 arrays, one per named column, of up to ``batch_size`` rows. What a path means is the one
 rule of [`dpauc_tf.io.paths.input_files`][] (the same files as every other backend: names
 starting with ``.`` or ``_`` skipped at every level below a directory or a glob's
-wildcard; compression by suffix; [`input_files`][] here applies it on Beam's file systems
+wildcard; compression by suffix; `input_files` here applies it on Beam's file systems
 too). It reads with Beam's sources, on the workers (``ReadAll*`` of the files):
 
 * Parquet (``.parquet``, ``.pq``): ``beam.io.ReadFromParquetBatched`` (record batches, only
@@ -120,7 +120,7 @@ class ReadScores(beam.PTransform):
 
     Args:
       file_pattern: a path (file, directory, glob) on any file system Beam supports, read by
-        the one path rule ([`input_files`][]), or a list of files.
+        the one path rule (`input_files`), or a list of files.
       columns: the columns to read (score, label, and any weight, client or slice column).
       format: ``"parquet"``, ``"tfrecord"`` or ``"csv"`` (default: from the suffix).
       batch_size: rows per batch for TFRecord and CSV (Parquet keeps its record batches).

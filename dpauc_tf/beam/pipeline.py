@@ -29,9 +29,8 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from dpauc_tf.beam.release import RELEASE_COUNTER, PrivateAUC, SliceRelease
-from dpauc_tf.mechanisms.registry import default_mechanism
-from dpauc_tf.mechanisms.release import ReleaseSpec
+from dpauc_tf.beam.release import RELEASE_COUNTER, PrivateAUC
+from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
 
 LOCAL_WORKERS = 2
 BATCH_SIZE = 65_536  # examples per element shipped to the pipeline
@@ -59,8 +58,8 @@ def _encode(value) -> str:
 
 def run_and_collect(
     build, options: PipelineOptions | None = None, directory: str | None = None
-) -> tuple[list[SliceRelease], int | None]:
-    """Runs ``build(pipeline) -> PCollection`` (of `SliceRelease` or any picklable
+) -> tuple[list[AUCResult], int | None]:
+    """Runs ``build(pipeline) -> PCollection`` (of `AUCResult` or any picklable
     values) and returns its elements read back from files, with the number of releases Beam
     counted (``None`` if the runner reports no metrics)."""
     options = options or PipelineOptions([])
@@ -112,27 +111,11 @@ def client_batches(scores, labels, client_ids, num_clients: int, batch_size: int
             yield None, client, (scores[part], labels[part])
 
 
-_UNSET = object()
-
-
-def _spec(spec: ReleaseSpec | None, seed, settings: dict, needs_curve: bool) -> ReleaseSpec:
-    """The release: ``spec`` (its seed unless ``seed`` is given), or one made from the
-    keywords of 0.2 (``mechanism=``, ``epsilon=``, ...; without ``mechanism=`` the one
-    default rule, [`default_mechanism`][dpauc_tf.mechanisms.registry.default_mechanism])."""
-    given = {key: value for key, value in settings.items() if value is not _UNSET}
-    if spec is not None:
-        if given:
-            raise TypeError(
-                f"pass the release as a ReleaseSpec or as keywords, not both ({sorted(given)})"
-            )
-        return spec if seed is None else dataclasses.replace(spec, seed=seed)
-    if "epsilon" not in given:
-        raise TypeError("missing the release: pass spec=ReleaseSpec.make(...) or epsilon=")
-    options = given.pop("mechanism_options", None)
-    mechanism = given.pop("mechanism", None) or default_mechanism(
-        delta=given.get("delta"), needs_curve=needs_curve
-    )
-    return ReleaseSpec.make(mechanism, options=options, seed=seed, **given)
+def _spec(spec: ReleaseSpec, seed) -> ReleaseSpec:
+    """The release: ``spec``, with ``seed`` in place of its own where one is given."""
+    if not isinstance(spec, ReleaseSpec):
+        raise TypeError(f"pass the release as a ReleaseSpec, got {type(spec).__name__}")
+    return spec if seed is None else dataclasses.replace(spec, seed=seed)
 
 
 def _transform(spec: ReleaseSpec, repeats: int, **columns) -> PrivateAUC:
@@ -144,40 +127,20 @@ def evaluate_with_beam(
     labels,
     client_ids,
     num_clients: int,
-    spec: ReleaseSpec | None = None,
+    spec: ReleaseSpec,
     *,
     seed: int | None = None,
     repeats: int = 1,
     beam_options: Sequence[str] | str | None = None,
-    mechanism=_UNSET,
-    epsilon=_UNSET,
-    num_thresholds=_UNSET,
-    threshold_grid=_UNSET,
-    delta=_UNSET,
-    mechanism_options=_UNSET,
-) -> SliceRelease:
+) -> AUCResult:
     """One evaluation of the whole file in a Beam pipeline (the ``--backend beam`` path).
 
-    The release is ``spec`` (a [`ReleaseSpec`][]), or the
-    keywords of 0.2 (``mechanism``, ``epsilon``, ``num_thresholds``, ``threshold_grid``,
-    ``delta``, ``mechanism_options``), which still work. With one client the counts are
+    The release is ``spec`` (a [`ReleaseSpec`][]; ``seed`` replaces its seed). With one client the counts are
     released once with central noise; with several, every client reports through the
     mechanism and the reports are summed (as ``--backend simulate`` does). Returns the one
-    slice's `SliceRelease` (an [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]).
+    slice's [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult].
     """
-    spec = _spec(
-        spec,
-        seed,
-        dict(
-            mechanism=mechanism,
-            epsilon=epsilon,
-            num_thresholds=num_thresholds,
-            threshold_grid=threshold_grid,
-            delta=delta,
-            mechanism_options=mechanism_options,
-        ),
-        needs_curve=num_clients > 1,
-    )
+    spec = _spec(spec, seed)
     per_client = num_clients > 1
     transform = _transform(spec, repeats, per_client=per_client)
     elements = list(client_batches(scores, labels, client_ids, num_clients))
@@ -195,7 +158,7 @@ def evaluate_with_beam(
 
 def evaluate_files_with_beam(
     file_pattern: str | Sequence[str],
-    spec: ReleaseSpec | None = None,
+    spec: ReleaseSpec,
     *,
     seed: int | None = None,
     repeats: int = 1,
@@ -204,17 +167,11 @@ def evaluate_files_with_beam(
     client_column: str | None = None,
     from_logits: bool = False,
     beam_options: Sequence[str] | str | None = None,
-    mechanism=_UNSET,
-    epsilon=_UNSET,
-    num_thresholds=_UNSET,
-    threshold_grid=_UNSET,
-    delta=_UNSET,
-    mechanism_options=_UNSET,
-) -> SliceRelease:
+) -> AUCResult:
     """One evaluation of score files read by Beam's own IO (``--backend beam``): the
     driver reads only the files' metadata, never a row.
 
-    The release is ``spec``, or the keywords of 0.2, as in [`evaluate_with_beam`][].
+    The release is ``spec``, as in [`evaluate_with_beam`][].
 
     ``client_column`` names the clients' column (each client's counts are a report, and the
     reports are summed); ``None`` releases the counts once, with central noise. Returns the
@@ -222,19 +179,7 @@ def evaluate_files_with_beam(
     """
     from dpauc_tf.beam.io import ReadScores
 
-    spec = _spec(
-        spec,
-        seed,
-        dict(
-            mechanism=mechanism,
-            epsilon=epsilon,
-            num_thresholds=num_thresholds,
-            threshold_grid=threshold_grid,
-            delta=delta,
-            mechanism_options=mechanism_options,
-        ),
-        needs_curve=client_column is not None,
-    )
+    spec = _spec(spec, seed)
     columns = [score_column, label_column] + ([client_column] if client_column else [])
     transform = _transform(
         spec,

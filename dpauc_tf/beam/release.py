@@ -73,11 +73,6 @@ from dpauc_tf.mechanisms.release import (
 RELEASE_COUNTER = ("dpauc_tf.beam", "releases")
 
 
-# One slice's output: the library's one result type (``slice_key``, ``aucs``, the curve, the
-# epsilon of the slice and of the whole output, the counts).
-SliceRelease = AUCResult
-
-
 def _slice_keys(keys: Any) -> list:
     if isinstance(keys, (list, set, frozenset)):
         return list(dict.fromkeys(keys))  # an example counts once per slice
@@ -127,7 +122,7 @@ class _SumReports(beam.CombineFn):
 
 
 class PrivateAUC(beam.PTransform):
-    """Keyed examples -> one `SliceRelease` per slice (see the module docstring).
+    """Keyed examples -> one `AUCResult` per slice (see the module docstring).
 
     Args:
       mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``); mechanisms that
@@ -424,7 +419,7 @@ def _interval_options(spec: ReleaseSpec, confidence, ci_target) -> dict:
     return {"confidence": check_confidence(confidence), "ci_target": check_target(ci_target)}
 
 
-def _release_slice(item, spec: ReleaseSpec, repeats, most, interval=None) -> SliceRelease:
+def _release_slice(item, spec: ReleaseSpec, repeats, most, interval=None) -> AUCResult:
     key, counts = item
     release = _release(spec, counts, spec.seed_for(key), repeats)
     return finish_release(
@@ -443,7 +438,7 @@ def _client_report(item, spec: ReleaseSpec, repeats, clients):
     return key, (release, counts.num_examples)
 
 
-def _finish_reports(item, spec: ReleaseSpec, most, interval=None) -> SliceRelease:
+def _finish_reports(item, spec: ReleaseSpec, most, interval=None) -> AUCResult:
     key, (release, num_examples, num_clients) = item
     return finish_release(
         spec,

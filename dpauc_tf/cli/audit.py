@@ -21,9 +21,6 @@ from dpauc_tf.cli.formats import FORMATS, format_rows
 from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_SAMPLES
 
-# The audit's defaults live in dpauc_tf.core.defaults; these names stay for 0.2 callers.
-DEFAULT_SAMPLES = DEFAULT_AUDIT_SAMPLES
-DEFAULT_NUM_THRESHOLDS = DEFAULT_AUDIT_NUM_THRESHOLDS
 # An audit estimated to take longer is refused unless --time-limit is raised; the estimate is
 # printed (stderr) from this many seconds on.
 DEFAULT_TIME_LIMIT_S = 3600.0
@@ -67,9 +64,9 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--epsilon", type=_positive_float, required=True)
     parser.add_argument("--delta", type=float, default=None, help="for Gaussian mechanisms")
-    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="per neighbour")
+    parser.add_argument("--samples", type=int, default=DEFAULT_AUDIT_SAMPLES, help="per neighbour")
     parser.add_argument("--seed", type=int, default=None, help="default: OS entropy")
-    parser.add_argument("--num-thresholds", type=int, default=DEFAULT_NUM_THRESHOLDS)
+    parser.add_argument("--num-thresholds", type=int, default=DEFAULT_AUDIT_NUM_THRESHOLDS)
     parser.add_argument(
         "--flip-weight",
         type=_positive_float,

@@ -268,16 +268,18 @@ def prepare_evaluate(args) -> EvaluateRequest:
     machine), once: the release's arguments ([`dpauc_tf.cli.release.release_request`][]:
     ``dpauc evaluate`` without ``--epsilon`` and ``--mechanism``, an option, a thresholds
     file), what the backend cannot run, and a local score file that is not there."""
+    # A URI (hdfs://, gs://, s3a://) is read by the engine's own file systems (Beam, Spark).
+    # First: the release checks below read a mechanism's capabilities, which loads its
+    # module (and TensorFlow).
+    if "://" not in str(args.scores):
+        from dpauc_tf.io.readers import score_files
+
+        score_files(args.scores)
     clients = (args.clients or 1) > 1 or bool(args.client_column)
     needs_curve = clients or args.backend in FEDERATED_BACKENDS or bool(args.plot)
     needs_curve = needs_curve or evaluation_summaries.wanted(args)  # metrics (issue 33)
     release = release_request(args, needs_curve=needs_curve)
     _check_backend(args.backend, release.mechanism, args.round_timeout)
-    # A URI (hdfs://, gs://, s3a://) is read by the engine's own file systems (Beam, Spark).
-    if "://" not in str(args.scores):
-        from dpauc_tf.io.readers import score_files
-
-        score_files(args.scores)
     return EvaluateRequest(
         release=release,
         source=ScoreSource(

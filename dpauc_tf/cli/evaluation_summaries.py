@@ -263,6 +263,8 @@ def add_summaries(output: dict[str, Any], request, mechanism, result, grid) -> d
         return None
     summary = summarize(request, mechanism, result, grid, output.get("num_examples"))
     fields = flat_fields(summary)
+    if summary.num_releases > 1:  # --repeats: every release's numbers, as "aucs" has its AUC
+        fields["release_summaries"] = summary.to_dicts()
     output.update(fields)
     if output.get("privacy"):
         output["privacy"] = f"{output['privacy']}; {SUMMARY_SENTENCE}"

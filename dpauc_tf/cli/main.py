@@ -13,7 +13,7 @@ Subcommands:
   ([`dpauc_tf.experiments.tables`][]).
 * ``dpauc audit ...``: the empirical privacy audit ([`dpauc_tf.analysis.audit`][]).
 * ``dpauc compare --scores A --scores-b B --epsilon E``: private paired comparison of two
-  models ([`dpauc_tf.cli.compare`][]).
+  models (`dpauc_tf.cli.compare`).
 
 Bad input (a missing file or column, a ``--client-column`` given but absent, mixed-type or
 missing client ids, labels other than 0/1, scores outside [0, 1], NaN, an empty file, more
@@ -31,7 +31,7 @@ label statistic); a release whose estimate is undefined counts in ``num_undefine
 Every subcommand takes ``--format table|json|markdown|csv`` and ``--debug`` (a traceback
 instead of the one-line error). ``dpauc --help`` and each subcommand's ``--help`` answer
 without importing TensorFlow; commands import it once, without its C++ start-up chatter
-([`dpauc_tf.tf_startup`][]).
+(`dpauc_tf.tf_startup`).
 
 Example::
 
@@ -124,8 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         _check_extras(args)
-        prepared = _check_before_tensorflow(args)
-        from dpauc_tf.tf_startup import import_tensorflow_quietly
+        from dpauc_tf.tf_startup import import_tensorflow_quietly, quiet_tensorflow_start_up
+
+        with quiet_tensorflow_start_up():  # a mechanism's capabilities load its module
+            prepared = _check_before_tensorflow(args)
 
         import_tensorflow_quietly()
         return int(args.func(prepared) or 0)

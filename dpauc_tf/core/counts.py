@@ -227,7 +227,7 @@ def bucket_counts(
       num_groups: the number of groups; required with ``group_ids``.
       max_weight: the largest weight allowed (``None``: any finite weight >= 0; only where
         nothing is private).
-      sparse: return the batch as a [`BucketUpdate`][] (one bucket and two weights per
+      sparse: return the batch as a `BucketUpdate` (one bucket and two weights per
         example) instead of dense counts: for grids far larger than a batch, whose state
         is updated in place (``scatter_add``) at O(batch) cost; without ``group_ids``.
       unit_weights: also require weights of 1 (the mechanisms that release label-free

@@ -13,13 +13,13 @@ What noisy counts violate, and how it is restored:
 * **monotone cumulative counts**: ``TP`` and ``FP`` must not increase with the threshold and
   must lie in ``[0, P]`` / ``[0, N]``; equivalently every bucket count is ``>= 0``.
   [`isotonic_regression`][] is the least-squares projection onto monotone sequences:
-  eagerly the pool-adjacent-violators algorithm ([`pool_adjacent_violators`][], O(T) per
+  eagerly the pool-adjacent-violators algorithm (`pool_adjacent_violators`, O(T) per
   row, about 0.2 s for 100 rows of 1,024), inside graphs its min-max formula
   ``x_i = max_{j <= i} min_{k >= i} mean(y_j..y_k)`` in TensorFlow ops (O(T^2) per row);
   bounds are applied by clipping the isotonic solution, which is exactly the bounded
   isotonic regression.
 * **the AUC**: on a consistent, monotone curve the ROC points are already sorted, so the
-  trapezoid area ([`auc_estimate`][]) is the Mann-Whitney statistic of the estimated
+  trapezoid area (`auc_estimate`) is the Mann-Whitney statistic of the estimated
   counts (ties in a bucket count 1/2) and equals what [`dpauc_tf.core.curve.auc_from_roc`][]
   gives after its clip-and-sort, which is then a no-op.
 
@@ -121,7 +121,7 @@ def isotonic_regression(values: tf.Tensor, *, increasing: bool = True) -> tf.Ten
     """Least-squares monotone fit along the last axis (broadcast over leading axes).
 
     Eagerly (server-side post-processing, simulations) this is
-    [`pool_adjacent_violators`][], O(n) per row. Inside a graph (a Keras metric's
+    `pool_adjacent_violators`, O(n) per row. Inside a graph (a Keras metric's
     ``result()``, a TFF computation, XLA) it is the min-max formula in TensorFlow ops,
     O(n^2) per row (about 35 ms for one row of 1,024 on two cores), chunked over rows.
 
@@ -189,7 +189,7 @@ def monotone_confusion(pos: tf.Tensor, neg: tf.Tensor) -> Confusion:
     """Consistent, monotone cumulative counts from noisy bucket counts ``[..., T + 1]``.
 
     ``P = sum(pos)`` and ``N = sum(neg)`` (clipped at 0) are the single totals; ``TP`` and
-    ``FP`` are the suffix sums projected by [`monotone_cumulative`][]; ``FN = P - TP``,
+    ``FP`` are the suffix sums projected by `monotone_cumulative`; ``FN = P - TP``,
     ``TN = N - FP``. Every count is then in ``[0, total]`` and monotone.
     """
     raw = confusion_from_histogram(pos, neg)
@@ -217,7 +217,7 @@ def least_squares_confusion(confusion: Confusion) -> Confusion:
 def consistent_confusion(confusion: Confusion) -> Confusion:
     """One P and one N for a release of the ``4T`` cumulative counts, then monotone counts.
 
-    [`least_squares_confusion`][], then [`monotone_cumulative`][] (for plotting).
+    `least_squares_confusion`, then `monotone_cumulative` (for plotting).
     """
     ls = least_squares_confusion(confusion)
     num_pos = ls.tp[..., :1] + ls.fn[..., :1]
@@ -233,7 +233,7 @@ def mann_whitney_auc(confusion: Confusion, *, within_bucket: str = "half") -> tf
     including point masses and buckets that hold only one class, because the points are
     taken in threshold order and never re-sorted. Steps:
 
-    1. [`least_squares_confusion`][] (one ``P^``, one ``N^``; a no-op on histogram counts);
+    1. `least_squares_confusion` (one ``P^``, one ``N^``; a no-op on histogram counts);
     2. the end points ``(TP, FP) = (P^, N^)`` and ``(0, 0)`` are added (an empty bucket below
        and above every score), so every bucket's noise enters the area as it enters the
        totals;
@@ -242,7 +242,7 @@ def mann_whitney_auc(confusion: Confusion, *, within_bucket: str = "half") -> tf
        bucket count 1/2). Its numerator is bilinear in the two classes' counts, so it is
        unbiased when their noises are independent;
     4. with ``within_bucket="linear"`` (opt-in) the pairs inside a bucket count
-       ``1/2 + (alpha_b + beta_b) / 12`` instead of 1/2: [`within_bucket_correction`][]
+       ``1/2 + (alpha_b + beta_b) / 12`` instead of 1/2: `within_bucket_correction`
        is added to the area (smooth, continuous scores only; see there);
     5. the value is clipped to [0, 1] (post-processing; binds only when noise swamps the
        counts).

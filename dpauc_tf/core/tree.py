@@ -4,10 +4,10 @@ The ``T + 1`` score buckets are the leaves of a ``b``-ary tree of depth
 ``h = ceil(log_b(T + 1))`` (padded on the right with empty leaves when ``T + 1 < b^h``;
 one level less, with up to ``2 b - 1`` children per node on the last level, where that
 covers the buckets: [`TreeLayout`][]);
-every node counts the leaves below it. [`least_squares_leaves`][] computes the best linear
+every node counts the leaves below it. `least_squares_leaves` computes the best linear
 unbiased estimate of the leaves from all noisy nodes (Hay et al. 2010; Honaker 2015): one
 upward and one downward pass over the levels, closed form for a complete tree with one noise
-variance per level, vectorised over any leading axes. [`level_weights`][] splits a budget
+variance per level, vectorised over any leading axes. `level_weights` splits a budget
 over the levels. Mechanisms on top of this: [`dpauc_tf.mechanisms.tree`][].
 
 Examples:

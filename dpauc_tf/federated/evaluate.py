@@ -272,7 +272,7 @@ def evaluate(
         Skellam when ``delta`` is given, discrete Laplace otherwise).
       mechanism_options: further options of the mechanism's constructor (e.g.
         ``{"positive_rate": 0.25, "budget": "uniform"}``;
-        [`mechanism_options`][dpauc_tf.mechanisms.registry.mechanism_options] lists a mechanism's).
+        `dpauc_tf.mechanisms.registry.mechanism_options` lists a mechanism's).
       secure_bitwidth: bitwidth of the modular secure sum (totals must fit in
         ``[-2^(b-1), 2^(b-1))``).
       secure_shares: number of reports the secure mechanisms' noise shares are sized for

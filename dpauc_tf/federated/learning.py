@@ -18,7 +18,7 @@ to use instead. Each round,
   Skellam shares): each client adds its integer noise *share* to its integer counts and sends
   the residues modulo ``2^secure_bitwidth``; ``tff.federated_secure_sum_bitwidth`` sums them
   and the server maps the sum back to signed counts (the code
-  [`dpauc_tf.federated.evaluate`][] runs: [`dpauc_tf.federated.computations`][]). The
+  [`dpauc_tf.federated.evaluate`][] runs: `dpauc_tf.federated.computations`). The
   shares are sized for ``num_clients`` reports per round; if fewer clients report, the
   achieved epsilon is ``mechanism.achieved_epsilon(num_reporting)`` (``num_reporting`` is in
   the output with ``report_noisy_counts=True``);
@@ -276,7 +276,7 @@ def build_dpauc_metrics_aggregation_process(
         trees) instead of the AUC alone (for audits, tests and the achieved epsilon).
 
     Secure mechanisms need TFF's test execution context in simulation; it is installed here
-    ([`dpauc_tf.federated.install_secure_sum_context`][]: an **ordinary** sum, no
+    (`dpauc_tf.federated.install_secure_sum_context`: an **ordinary** sum, no
     cryptography).
 
     Raises:

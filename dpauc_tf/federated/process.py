@@ -11,7 +11,7 @@ manager's own stop is a SIGINT followed by an unbounded ``wait()``, the one step
 shutdown that can block, and a worker is sometimes left over after switching to the test
 context.
 The library owns the worker's lifecycle from the moment ``dpauc_tf.federated`` is imported
-([`own_tff_workers`][], called by the package's ``__init__``):
+(`own_tff_workers`, called by the package's ``__init__``):
 
 * every ``worker_binary`` started afterwards in this process gets ``/dev/null`` as its stdout
   and stderr instead of Python's (TFF passes ``sys.stdout``/``sys.stderr`` to ``Popen``), so

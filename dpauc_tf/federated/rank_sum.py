@@ -16,7 +16,6 @@ every secure mechanism here, TFF's test context runs the secure sum as an ordina
 from __future__ import annotations
 
 import collections
-import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -161,12 +160,13 @@ def evaluate_rank_sum(
         release = mechanism.finish(summed, totals, num_reporting=num_reporting)
         parts.append({k: np.atleast_1d(v.numpy()) for k, v in release.items()})
     joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-    result = finish_release(
+    return finish_release(  # finish refused above where shares were missing
         spec,
         joined,
         num_examples=num_examples,
-        num_clients=mechanism.num_clients,
-        num_reporting=mechanism.num_clients,
+        num_clients=num_clients,
+        num_reporting=len(arrays),
+        shares=mechanism.num_clients,
+        shares_arrived=mechanism.num_clients,
         mechanism=mechanism,
     )
-    return dataclasses.replace(result, num_clients=num_clients, num_reporting=len(arrays))

@@ -2,7 +2,7 @@
 
 A Flower user's client holds its own model and data. To answer a private-AUC evaluation
 it calls [`evaluate_reply`][] with its own labels and scores (or
-[`model_evaluate_reply`][] with its Keras model and local data); the settings of the
+`model_evaluate_reply` with its Keras model and local data); the settings of the
 release come from the server's message (`dpauc_tf.flower.records`), never a pickled
 blob of other clients' data. The reply holds the mechanism's report
 ([`release`][dpauc_tf.mechanisms.base.CountMechanism.release] of the client's bucket counts):
@@ -23,7 +23,7 @@ reply leaves the client::
 
 Randomness is the client's own: ``seed=None`` draws from the operating system. A server
 that chose the clients' seeds could subtract their noise, so the server never sends one;
-[`client_seed`][] derives a reproducible seed for experiments from a seed the client
+`client_seed` derives a reproducible seed for experiments from a seed the client
 holds.
 
 Examples:
@@ -177,7 +177,7 @@ def evaluate_reply(
         one-hot ``[n, C]``).
       scores: this client's scores in [0, 1] (same length; one-vs-rest: ``[n, C]``).
       seed: this client's own seed (``None``: the operating system's entropy; a ``[2]``
-        seed, e.g. [`client_seed`][], for reproducible experiments).
+        seed, e.g. `client_seed`, for reproducible experiments).
 
     Returns:
       A ``Message`` replying to ``message`` with one ``ArrayRecord`` (the report). For the
@@ -340,7 +340,7 @@ def make_client_app(
 ):
     """The ``ClientApp`` of [`dpauc_tf.flower.evaluate`][]: node ``k`` (``partition-id``)
     answers with [`evaluate_reply`][] of ``client_data[k]`` (its ``(scores, labels)``),
-    seeded by [`client_seed`][] of ``seed`` when one is given.
+    seeded by `client_seed` of ``seed`` when one is given.
 
     Clients in ``vanishing_clients`` take part in SecAgg+'s key sharing, then fail before
     sending their masked vector (a dropout, for tests and audits).

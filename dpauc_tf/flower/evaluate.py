@@ -1,7 +1,7 @@
 """``evaluate``: one federated DP-AUC evaluation on Flower's simulation engine (Ray, local).
 
 Every client runs [`dpauc_tf.flower.client.client_report`][] in a Flower ``ClientApp``;
-the ``ServerApp`` ([`dpauc_tf.flower.server`][]) sums the reports, through SecAgg+ for the
+the ``ServerApp`` (`dpauc_tf.flower.server`) sums the reports, through SecAgg+ for the
 secure mechanisms, and computes the curve. The simulation runs on this machine only: Ray
 is started on the loopback address, without its dashboard, and Flower's telemetry is off.
 """
@@ -58,7 +58,7 @@ class FlowerEvaluation:
       secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
       unmasked_groups: sizes of the groups of reporting clients whose sums the server can
         unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
-        the epsilon is then the smallest group's ([`dpauc_tf.flower.secagg`][]).
+        the epsilon is then the smallest group's (`dpauc_tf.flower.secagg`).
       unanswered: clients (indices) that did not answer within ``round_timeout``.
       failed: clients whose reply was an error (index -> reason).
     """
@@ -138,7 +138,7 @@ def evaluate(
       vanishing_clients: indices of clients that drop out mid-round (secure mechanisms:
         after SecAgg+'s key sharing, before sending their masked vector).
       num_shares: SecAgg+'s neighbourhood size ``k`` (odd, or the number of clients;
-        [`SecAggSettings`][]; a float is a fraction, as in ``SecAggPlusWorkflow``). Default:
+        `SecAggSettings`; a float is a fraction, as in ``SecAggPlusWorkflow``). Default:
         ``k = 2 ceil(log2 K) + 1`` (all clients when that is not fewer); see
         ``docs/flower.md`` for the trade-off.
       reconstruction_threshold: the shares ``t`` that rebuild a client's secret (default
@@ -152,7 +152,7 @@ def evaluate(
         limit). Clients that do not answer in time are left out, as dropouts, and named in
         ``unanswered`` (and in the error when no report arrives).
       engine: ``"simulation"`` (Flower's simulation engine, ``run_simulation`` on local
-        Ray) or ``"in-process"`` (the same apps through [`LocalGrid`][dpauc_tf.flower.local.LocalGrid],
+        Ray) or ``"in-process"`` (the same apps through `LocalGrid`,
         no Ray: fast start, for tests and small machines).
 
     Raises:

@@ -16,11 +16,11 @@ A file's **format** comes from its name once a compression suffix is removed: ``
 / ``.pq`` Parquet, ``.tfrecord`` / ``.tfrecords`` / ``.tfr`` TFRecord, anything else CSV.
 Its **compression** comes from that suffix (``.gz``, ``.bz2``, ``.xz``, ``.zst``, ``.zip``,
 ``.tar``, ``.tgz``): ``scores.csv.gz`` is gzip CSV, ``scores.tfrecord.gz`` gzip TFRecord.
-What each engine can decompress differs; [`check_readable`][] says so in one line.
+What each engine can decompress differs; `check_readable` says so in one line.
 
 Only regular files are read: a named pipe (FIFO), a device (``/dev/null``, ``/dev/zero``)
 or a socket is refused for what it is (a reader would block on a pipe with no writer, or
-read a device without end). [`read_regular_bytes`][] reads a small file (a thresholds
+read a device without end). `read_regular_bytes` reads a small file (a thresholds
 file) with the same rule and a size bound, without blocking on a pipe.
 
 Examples:

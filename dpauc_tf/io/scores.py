@@ -6,7 +6,7 @@ and optionally an integer ``client`` id (column names are configurable). Every p
 NaN, labels other than 0/1, scores outside [0, 1].
 
 ``models.train`` writes one file per epoch, ``scores_epoch{N}.parquet`` (or ``.csv``);
-[`epoch_files`][] finds them in a directory.
+`epoch_files` finds them in a directory.
 
 Examples:
     >>> import numpy as np
@@ -46,7 +46,7 @@ class ScoreSet:
     @classmethod
     def checked(cls, labels, scores, clients=None, *, source: str = "input") -> ScoreSet:
         """Validates and converts; raises [`ScoreFileError`][] naming the problem. The
-        checks are the chunked reader's ([`dpauc_tf.io.readers.check_chunk`][]): one set
+        checks are the chunked reader's (`dpauc_tf.io.readers.check_chunk`): one set
         of rules for every path."""
         labels = np.asarray(labels).ravel()
         scores = np.asarray(scores).ravel()

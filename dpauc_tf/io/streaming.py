@@ -2,7 +2,7 @@
 
 [`count_score_file`][] reads a file (or a directory or glob of them) in chunks
 ([`dpauc_tf.io.readers`][]) and keeps only counts: per client, the mechanism
-grid's ``T + 1`` buckets ([`dpauc_tf.core.counts.bucket_counts_numpy`][], TensorFlow's
+grid's ``T + 1`` buckets (`dpauc_tf.core.counts.bucket_counts_numpy`, TensorFlow's
 bucket rule bit for bit, int64); summed over clients, any further grids (TensorFlow's, for
 the reference ``tf_auc``) and a fine histogram of ``2^20`` equal buckets over [0, 1] for
 the reference AUC. State is ``O(K x T + 2^20)`` whatever the number of examples.
@@ -12,7 +12,7 @@ them: then the reference AUC is scikit-learn's exact one (as for a whole file in
 and what needs every example (a ``--clients`` partition, a mechanism that transforms the
 data) can run. Past the limit they are dropped and the reference AUC comes from the fine
 histogram, with its largest possible error stated
-([`dpauc_tf.experiments.ground_truth.histogram_auc`][]); never silently approximate.
+(`dpauc_tf.experiments.ground_truth.histogram_auc`); never silently approximate.
 
 Client ids (a client column) may be any sortable values; they become ``0..K-1`` in sorted
 order, exactly as the whole-file reader numbers them.

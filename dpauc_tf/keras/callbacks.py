@@ -122,7 +122,7 @@ class DPAUCBudgetCallback(tf.keras.callbacks.Callback):
     ``train_dataset``. Each data set's releases compose on the ledger against its own budget
     (README, "What fit shows and what it spends"). While its model's ``fit`` or
     ``evaluate`` runs, the callback is a release guard of the metric
-    ([`dpauc_tf.keras.metric.add_release_guard`][]): each release of the model's DPAUC
+    (`dpauc_tf.keras.metric.add_release_guard`): each release of the model's DPAUC
     metrics asks it first, and it records ``DPAUC.dp_event()`` on the ledger before any noise
     is drawn.
 

@@ -1,7 +1,7 @@
 """The interval of a Keras metric's last release, and a callback that logs its bounds.
 
 Post-processing of the last release and the mechanism's noise law (no new release, no
-privacy cost): [`dpauc_tf.mechanisms.intervals.release_interval`][], ``docs/intervals.md``.
+privacy cost): `dpauc_tf.mechanisms.intervals.release_interval`, ``docs/intervals.md``.
 
 Examples:
     >>> import numpy as np

@@ -6,7 +6,7 @@ up to 2^47) and releases a noisy AUC from them (central
 DP: whoever runs Keras holds the labels and publishes the value). It runs unchanged in
 Keras 2 (TensorFlow 2.14) and Keras 3 (TensorFlow >= 2.16) on the TensorFlow and the JAX
 backends (on JAX it counts with ``keras.ops`` and releases on the host:
-[`dpauc_tf.keras.ops_counts`][], ``docs/keras_backends.md``). PyTorch is refused (not
+`dpauc_tf.keras.ops_counts`, ``docs/keras_backends.md``). PyTorch is refused (not
 supported yet).
 
 **Which values are releases.** A release draws fresh noise and costs its epsilon. It
@@ -24,7 +24,7 @@ ends with its releases (``docs/keras_options.md``). ``releases_drawn`` counts th
 **Training labels.** ``release_on_train=False`` draws no release at ``fit``'s epoch-end
 training value (it is NaN): only validation and ``evaluate`` releases spend budget.
 
-**Charged before drawn.** Every release first asks the release guards ([`add_release_guard`][])
+**Charged before drawn.** Every release first asks the release guards (`add_release_guard`)
 for permission, before any noise is drawn or any count is read: a guard that refuses raises,
 and the release never exists, so no callback, log, file or later step can show it.
 [`dpauc_tf.keras.callbacks.DPAUCBudgetCallback`][] is such a guard: during ``fit`` and
@@ -543,7 +543,7 @@ class DPAUC(tf.keras.metrics.Metric):
 
     def release_interval(self, confidence: float = 0.95, target: str = "population"):
         """The interval of the last release; no new release, no privacy cost
-        ([`dpauc_tf.keras.intervals.last_release_interval`][])."""
+        (`dpauc_tf.keras.intervals.last_release_interval`)."""
         from dpauc_tf.keras.intervals import last_release_interval
 
         return last_release_interval(self, confidence, target)

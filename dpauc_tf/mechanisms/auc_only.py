@@ -7,7 +7,7 @@ adds noise to that scalar. Proofs and figures: ``docs/auc_only.md``.
 
 **Sensitivity.** With ``P`` positives and ``N`` negatives (weights in [0, 1]), one label flip
 moves the AUC (Mann-Whitney, ties counted 1/2) by at most ``1 / min(P, N)``
-([`auc_flip_sensitivity`][] is the exact maximum for unit weights). The class counts are
+(`auc_flip_sensitivity` is the exact maximum for unit weights). The class counts are
 private, so the bound is itself estimated privately:
 
 1. ``m_low = min(P, N) + Laplace(1 / eps_count) - margin``, ``margin = ln(1 / (2 delta)) /

@@ -46,7 +46,7 @@ from dpauc_tf.core.postprocessing import (
 from dpauc_tf.core.sampling_variance import delong_variance
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.capabilities import Capabilities
-from dpauc_tf.mechanisms.estimators import ESTIMATORS, AUCEstimator  # noqa: F401 (re-export)
+from dpauc_tf.mechanisms.estimators import AUCEstimator
 from dpauc_tf.mechanisms.laws import GridRule, IntervalLaw
 from dpauc_tf.mechanisms.option_types import OptionType
 from dpauc_tf.noise.seeds import make_seed
@@ -74,7 +74,7 @@ class CountMechanism(abc.ABC):
     consistent (it converges to TensorFlow's AUC as epsilon grows, on any data), NaN where
     the estimated number of positives or negatives is not positive (the AUC is undefined).
     ``"mann-whitney-smooth"`` (opt-in) adds
-    [`dpauc_tf.core.postprocessing.within_bucket_correction`][]: the pairs inside a bucket
+    `dpauc_tf.core.postprocessing.within_bucket_correction`: the pairs inside a bucket
     count ``1/2 + `` the slope of the log density ratio ``/ 12`` instead of 1/2, which
     removes most of the grid's bias on **continuous, smoothly distributed** scores (so
     coarser grids, with less noise, can be used); on tied scores (point masses) it moves

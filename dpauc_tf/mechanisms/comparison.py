@@ -10,7 +10,7 @@ quantiles of that model's scores on this test set: under label DP the scores are
 no label is read). Per class, the 2-D histogram of (bucket of A, bucket of B) is counted,
 ``pos[i, j]`` and ``neg[i, j]``, and released with Laplace noise of scale ``1 / (s eps)`` on
 every positive cell and ``1 / ((1 - s) eps)`` on every negative cell (``s`` the positive
-share, 0.5 by default; [`dpauc_tf.mechanisms.class_split`][]).
+share, 0.5 by default; `dpauc_tf.mechanisms.class_split`).
 
 * Neighbouring relation: label DP (one example's label differs; scores unchanged, unit
   weights).

@@ -44,7 +44,3 @@ class AUCEstimator(enum.Enum):
         """How the Mann-Whitney estimators count the pairs inside a bucket (``None`` for the
         reference rule, which is not a Mann-Whitney estimate)."""
         return {"mann-whitney": "half", "mann-whitney-smooth": "linear"}.get(self.value)
-
-
-# The estimators' names, as the mechanisms' ``estimator`` option takes them.
-ESTIMATORS = tuple(estimator.value for estimator in AUCEstimator)

@@ -51,7 +51,7 @@ class HistogramLaplace(CountMechanism):
     fractional weights raise). Neighbours: label DP.
 
     **Unequal split** (``positive_share`` or a public ``positive_rate`` prior;
-    [`dpauc_tf.mechanisms.class_split`][]): ``Laplace(1 / (s epsilon))`` on the positive
+    `dpauc_tf.mechanisms.class_split`): ``Laplace(1 / (s epsilon))`` on the positive
     counts and ``Laplace(1 / ((1 - s) epsilon))`` on the negative counts, ``s`` the positive
     share (0.5 by default: both ``2 / epsilon``). A flip moves one unit in each: epsilon
     ``s epsilon + (1 - s) epsilon = epsilon`` whatever ``s``.
@@ -197,8 +197,8 @@ class HistogramLaplace(CountMechanism):
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """A flip moves ``l1_sensitivity`` counts by at most one each: that many
-        unit-sensitivity Laplace events composed ([`laplace_event`][]), or exact
-        discrete-Laplace ones ([`discrete_laplace_event`][]). An unequal split: the
+        unit-sensitivity Laplace events composed (`laplace_event`), or exact
+        discrete-Laplace ones (`discrete_laplace_event`). An unequal split: the
         composition of the two classes' unit-sensitivity events."""
         if self.positive_share != EQUAL_SHARE:
             return class_pair_event(*self.class_scales, discrete=self.noise_kind.exact)

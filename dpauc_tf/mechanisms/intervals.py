@@ -15,11 +15,11 @@ Variances (``docs/intervals.md`` has the formulas and the measured coverage):
 * privacy noise of a curve mechanism: the delta method, ``sum_i var_i (dA / dr_i)^2`` over
   the released entries ``r_i`` (independent noise of stated variance ``var_i``; the gradient
   of the mechanism's own estimator, without its final clip, at the released values). For a
-  histogram this is [`dpauc_tf.core.sampling_variance.count_noise_variance`][]. For ``rr``
+  histogram this is `dpauc_tf.core.sampling_variance.count_noise_variance`. For ``rr``
   the flipped count of a bucket has variance ``n[b] p (1 - p)`` (``n[b]`` is released).
   Less the curvature that the gradient at the noisy values counts twice
-  ([`dpauc_tf.mechanisms.interval_curvature`][]); ``rr`` with fewer than 3 expected flips:
-  the quantile of the flips' exact law ([`dpauc_tf.mechanisms.interval_flips`][]).
+  (`dpauc_tf.mechanisms.interval_curvature`); ``rr`` with fewer than 3 expected flips:
+  the quantile of the flips' exact law (`dpauc_tf.mechanisms.interval_flips`).
 * sampling error: DeLong's variance ([`dpauc_tf.core.sampling_variance.delong_variance`][])
   of the projected counts (monotone, non-negative), or for ``auc-only``, which releases no
   counts, Hanley & McNeil's from the AUC, the noisy ``min(P, N)`` and the public ``n``.

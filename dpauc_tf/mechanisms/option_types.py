@@ -1,5 +1,5 @@
 """The declared type of every mechanism option, and how a value given as text or a number is
-parsed and checked ([`dpauc_tf.mechanisms.registry.parse_options`][] applies them).
+parsed and checked (`dpauc_tf.mechanisms.registry.parse_options` applies them).
 
     >>> OPTION_TYPES["public_scores"].kind
     'bool'

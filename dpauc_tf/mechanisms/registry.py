@@ -2,7 +2,7 @@
 
 Every caller (the Keras metric, the command line, the simulation, TFF, the audit, the demo,
 the docs table) reads this registry: [`list_mechanisms`][] for choices,
-[`get_mechanism`][] to build one, [`require`][] to refuse what a mechanism's
+[`get_mechanism`][] to build one, `require` to refuse what a mechanism's
 [`Capabilities`][] exclude, with one message per
 capability. What a mechanism can take (capabilities, accepted estimators, grid rule, option
 types) is stated on its class ([`CountMechanism`][]); an entry holds only the name, where the

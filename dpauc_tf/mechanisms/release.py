@@ -142,7 +142,7 @@ class ReleaseSpec:
         """A checked spec: the mechanism is built once here, so that a bad name, epsilon,
         delta or option fails before any work, with the registry's one-line message.
         ``num_thresholds="auto"`` picks the grid from ``num_examples`` (public under label
-        DP: [`dpauc_tf.mechanisms.auto_grid`][]). ``mechanism=None`` takes the registry's
+        DP: `dpauc_tf.mechanisms.auto_grid`). ``mechanism=None`` takes the registry's
         default for what is asked
         ([`default_mechanism`][dpauc_tf.mechanisms.registry.default_mechanism]: a curve
         mechanism for ``needs_curve`` or a one-vs-rest release). ``num_classes`` makes
@@ -598,7 +598,7 @@ def finish_release(
       mechanism: the mechanism the caller built and released with (default:
         ``spec.build(shares)``; ``spec`` may then be ``None``).
       confidence: e.g. 0.95: also an interval for every release
-        ([`dpauc_tf.mechanisms.intervals.release_interval`][], post-processing of the
+        (`dpauc_tf.mechanisms.intervals.release_interval`, post-processing of the
         release: no privacy cost); ``ValueError`` where the mechanism has no valid one.
       ci_target: ``"population"`` (default: privacy noise and sampling error) or
         ``"sample"`` (this test set's AUC: privacy noise only).

@@ -18,9 +18,12 @@ Intervals (``docs/evaluation_metrics.md`` has the formulas and the measured cove
   counts, at the projected counts, pulled back through the linear map from the release to the
   bucket counts);
 * sampling error (``target="population"``): binomial for a rate at a fixed threshold or in a
-  fixed bin (``r (1 - r) / m``); for the partial AUC and the average precision a
-  multinomial bootstrap of the projected counts with a fixed seed (reproducible);
-* ``x +- z sqrt(privacy + sampling)``, clipped to the number's range.
+  fixed bin (``r (1 - r) / m``); for the partial AUC a multinomial bootstrap of each class's
+  projected counts, for the average precision of all projected counts together (the class
+  sizes vary: the number depends on the prevalence), with a fixed seed (reproducible);
+* ``x +- z sqrt(privacy + sampling)``, clipped to the number's range; for the average
+  precision's population target the same on the logit scale, centred on the bootstrap's
+  bias-corrected estimate.
 
 Examples:
     >>> import numpy as np
@@ -165,6 +168,25 @@ class ReleaseSummaries:
     fpr_at_tpr: OperatingPointSummary | None = None
     average_precision: SummaryInterval | None = None
     calibration: CalibrationSummary | None = None
+
+    @property
+    def num_releases(self) -> int:
+        """How many releases the numbers are of (0 where none was asked)."""
+        for name in ("partial_auc", "average_precision"):
+            number = getattr(self, name)
+            if number is not None:
+                return int(np.shape(number.value)[0])
+        for name in ("tpr_at_fpr", "fpr_at_tpr"):
+            point = getattr(self, name)
+            if point is not None:
+                return int(np.shape(point.tpr.value)[0])
+        if self.calibration is not None:
+            return int(np.shape(self.calibration.ece.value)[0])
+        return 0
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Every release's numbers (``to_dict`` of each), in release order."""
+        return [self.to_dict(repeat) for repeat in range(self.num_releases)]
 
     def to_dict(self, repeat: int = 0) -> dict[str, Any]:
         """The first (or ``repeat``-th) release's numbers as plain JSON values."""
@@ -350,22 +372,76 @@ def _numeric_gradient(function, pos: np.ndarray, neg: np.ndarray):
     return out
 
 
-def _bootstrap_variance(function, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """The variance ``[R]`` of ``function`` over multinomial redraws of each class's counts
-    (fixed seed: reproducible)."""
+def _bootstrap_draws(function, pos: np.ndarray, neg: np.ndarray, *, joint: bool) -> np.ndarray:
+    """``function`` over ``BOOTSTRAP_DRAWS`` multinomial redraws of the counts ``[R, draws]``
+    (fixed seed: reproducible; NaN rows where a class is empty). ``joint=False`` redraws each
+    class with its size fixed (enough for a number that does not depend on the prevalence,
+    as the partial AUC); ``joint=True`` redraws all examples together, so the class sizes
+    vary as they do between test sets drawn from the population (the average precision
+    depends on the prevalence: with the class sizes fixed its sampling variance is missed)."""
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    out = np.full(pos.shape[0], np.nan)
+    size = pos.shape[-1]
+    out = np.full((pos.shape[0], BOOTSTRAP_DRAWS), np.nan)
     for r in range(pos.shape[0]):
         num_pos, num_neg = pos[r].sum(), neg[r].sum()
         if num_pos < 1 or num_neg < 1:
             continue
-        p = pos[r] / num_pos
-        q = neg[r] / num_neg
-        draws_pos = rng.multinomial(round(num_pos), p, size=BOOTSTRAP_DRAWS)
-        draws_neg = rng.multinomial(round(num_neg), q, size=BOOTSTRAP_DRAWS)
-        values = function(draws_pos.astype(np.float64), draws_neg.astype(np.float64))
-        out[r] = np.nanvar(values, ddof=1)
+        if joint:
+            both = np.concatenate([pos[r], neg[r]])
+            draws = rng.multinomial(round(num_pos + num_neg), both / both.sum(), BOOTSTRAP_DRAWS)
+            draws_pos, draws_neg = draws[:, :size], draws[:, size:]
+        else:
+            draws_pos = rng.multinomial(round(num_pos), pos[r] / num_pos, size=BOOTSTRAP_DRAWS)
+            draws_neg = rng.multinomial(round(num_neg), neg[r] / num_neg, size=BOOTSTRAP_DRAWS)
+        out[r] = function(draws_pos.astype(np.float64), draws_neg.astype(np.float64))
     return out
+
+
+def _bootstrap_variance(function, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The variance ``[R]`` of ``function`` over redraws of each class's counts (class sizes
+    fixed)."""
+    draws = _bootstrap_draws(function, pos, neg, joint=False)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(draws).all(-1), np.nan, np.nanvar(draws, -1, ddof=1))
+
+
+_LOGIT_CLIP = 1e-6  # keeps the logit of a bootstrap draw at 0 or 1 finite
+
+
+def _logit(value: np.ndarray) -> np.ndarray:
+    value = np.clip(value, _LOGIT_CLIP, 1.0 - _LOGIT_CLIP)
+    return np.log(value / (1.0 - value))
+
+
+def _average_precision_interval(
+    value, privacy, draws: np.ndarray | None, confidence, target
+) -> SummaryInterval:
+    """The average precision's interval. ``target="sample"``: ``x +- z sqrt(privacy)``.
+    ``target="population"``: on the logit scale, centred on the bootstrap's bias-corrected
+    estimate ``2 logit(x) - mean(logit(x*))`` (the step sum is biased upward on a finite test
+    set), with variance ``privacy / (x (1 - x))^2 + var(logit(x*))`` over the joint
+    redraws ``x*``; mapped back to [0, 1]. ``sampling_variance`` is the redraws' variance of
+    ``x`` itself (``draws`` is ``None`` for the sample target)."""
+    if draws is None:
+        return _interval(value, privacy, 0.0, confidence, target)
+    with np.errstate(invalid="ignore"):
+        defined = ~np.isnan(draws).all(-1)
+        sampling = np.where(defined, np.nanvar(draws, -1, ddof=1), np.nan)
+    linear = _interval(value, privacy, sampling, confidence, target)
+    if confidence is None:
+        return linear
+    value = np.asarray(value, np.float64)
+    privacy = np.broadcast_to(np.asarray(privacy, np.float64), value.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        logit_draws = _logit(draws)
+        center = 2.0 * _logit(value) - np.nanmean(logit_draws, -1)
+        slope = np.clip(value * (1.0 - value), _LOGIT_CLIP, None)
+        spread = np.sqrt(privacy / slope**2 + np.nanvar(logit_draws, -1, ddof=1))
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    ok = np.isfinite(value) & defined & np.isfinite(center) & np.isfinite(spread)
+    low = np.where(ok, 1.0 / (1.0 + np.exp(-(center - z * spread))), linear.low)
+    high = np.where(ok, 1.0 / (1.0 + np.exp(-(center + z * spread))), linear.high)
+    return dataclasses.replace(linear, low=low, high=high)
 
 
 def _interval(value, privacy, sampling, confidence, target, low=0.0, high=1.0) -> SummaryInterval:
@@ -533,8 +609,8 @@ def summarize_release(
         ap = curve_summaries.average_precision
         value = ap(pos, neg)
         privacy = delta.variance(*_numeric_gradient(ap, pos, neg)) if delta.supported else 0.0
-        sampling = _bootstrap_variance(ap, pos, neg) if target == "population" else 0.0
-        out["average_precision"] = _interval(value, privacy, sampling, level, target)
+        draws = _bootstrap_draws(ap, pos, neg, joint=True) if target == "population" else None
+        out["average_precision"] = _average_precision_interval(value, privacy, draws, level, target)
     if bins is not None:
         out["calibration"] = _calibration(
             pos, bucket_scores, bins, calibration_bins, delta, level, target

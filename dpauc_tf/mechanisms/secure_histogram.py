@@ -24,10 +24,10 @@ Guarantee (per evaluation, with every share present):
     meets the target.
 
 * **Class split** (``positive_share``, or a public prior ``positive_rate``;
-  [`dpauc_tf.mechanisms.class_split`][]): discrete Laplace of scale ``1 / (s epsilon)`` on
+  `dpauc_tf.mechanisms.class_split`): discrete Laplace of scale ``1 / (s epsilon)`` on
   the positive and ``1 / ((1 - s) epsilon)`` on the negative counts (epsilon unchanged), or
   Skellam parameters ``mu_pos, mu_neg`` with Renyi precisions ``1 / mu`` in the ratio
-  ``s : 1 - s``, calibrated together ([`dpauc_tf.privacy.skellam.skellam_tree_mus`][], a
+  ``s : 1 - s``, calibrated together (`dpauc_tf.privacy.skellam.skellam_tree_mus`, a
   unit change in each class). The default ``s = 0.5`` is the equal split above.
 
 **Trust model.** The guarantee is against a server (and anyone else) who sees *only the

@@ -6,7 +6,7 @@ the negatives) of the leaves below it. Each level ``l = 0 (root) .. h (leaves)``
 ``eps_l`` of the budget (``sum eps_l = epsilon``) and noise of scale ``2 / eps_l`` on each of
 its nodes' two counts. The server then
 
-1. computes the least-squares leaves ([`dpauc_tf.core.tree.least_squares_leaves`][]);
+1. computes the least-squares leaves (`dpauc_tf.core.tree.least_squares_leaves`);
 2. estimates the AUC directly from those leaves ([`TreeHistogram.estimate_auc`][]: the
    Mann-Whitney statistic, no projection; only the final value is clipped to [0, 1]), which
    is unbiased to first order at any noise level;
@@ -26,7 +26,7 @@ totals are released exactly (as ``histogram-public-scores``): the same label-DP 
 with sensitivity 1 per level, but the score histogram is published.
 
 **Class split.** ``positive_share`` (or a public prior ``positive_rate``;
-[`dpauc_tf.mechanisms.class_split`][]) gives the positive tree the share ``s`` of every
+`dpauc_tf.mechanisms.class_split`) gives the positive tree the share ``s`` of every
 level's budget and the negative tree ``1 - s``: scales ``1 / (s eps_l)`` and ``1 / ((1 - s)
 eps_l)`` (Skellam: Renyi precisions in the ratio ``s : 1 - s``). A flip moves one unit in
 one node of each class per level, so epsilon is unchanged; the default ``s = 0.5`` is the
@@ -104,7 +104,7 @@ class TreeHistogram(CountMechanism):
     * Sensitivity: a flip moves weight ``w <= 1`` from ``pos`` to ``neg`` at one leaf and at
       every ancestor: L1 = 2 per level, ``2 (h + 1)`` in all.
     * Noise: ``Laplace(2 / eps_l)`` on each node count of level ``l``; ``eps_l = epsilon *
-      share_l`` ([`level_weights`][]). Nodes that cover only padding are public zeros.
+      share_l`` (`level_weights`). Nodes that cover only padding are public zeros.
     * Epsilon: ``sum_l 2 / (2 / eps_l) = epsilon`` (pure DP).
 
     Args:
@@ -118,7 +118,7 @@ class TreeHistogram(CountMechanism):
       positive_share: the positive tree's share of every level's budget (default 0.5; not
         with public scores).
       positive_rate: a public prior of the fraction of positives; sets the share that
-        minimises the AUC's variance ([`dpauc_tf.mechanisms.class_split`][]).
+        minimises the AUC's variance (`dpauc_tf.mechanisms.class_split`).
       estimator: ``"mann-whitney"`` (default) or ``"mann-whitney-smooth"`` (the within-bucket
         correction for smooth continuous scores, [`estimate_auc`][]); post-processing.
 
@@ -311,8 +311,8 @@ class TreeHistogram(CountMechanism):
 
     # -- accounting ----------------------------------------------------------------------
     def dp_event(self) -> dp_accounting.DpEvent:
-        """Per level, the level's unit changes composed ([`laplace_event`][]; equal split)
-        or the two classes' ([`class_pair_event`][]); composed over the levels."""
+        """Per level, the level's unit changes composed (`laplace_event`; equal split)
+        or the two classes' (`class_pair_event`); composed over the levels."""
         if self.positive_share != EQUAL_SHARE:
             return dp_accounting.ComposedDpEvent(
                 [
@@ -393,9 +393,9 @@ class SecureTreeHistogram(TreeHistogram):
       public scores).
     * ``"skellam"`` (Gaussian family, needs ``delta``): share ``Poisson(mu_l / K) -
       Poisson(mu_l / K)``; the sum is ``Skellam(mu_l, mu_l)`` (variance ``2 mu_l``) per node.
-      ``mu_l = m / p_l`` with Renyi shares ``p_l`` ([`skellam_precision_shares`][]) and the
+      ``mu_l = m / p_l`` with Renyi shares ``p_l`` (`skellam_precision_shares`) and the
       smallest ``m`` for which the levels' Renyi bounds, added up, give ``(epsilon,
-      delta)`` ([`skellam_tree_mus`][]). Many evaluations compose by Renyi DP
+      delta)`` (`skellam_tree_mus`). Many evaluations compose by Renyi DP
       ([`privacy_spent`][dpauc_tf.mechanisms.base.CountMechanism.privacy_spent]), which is where this family wins
       ([`dpauc_tf.analysis.noise_families.compare_noise_families`][]).
 

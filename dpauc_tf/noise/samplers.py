@@ -50,7 +50,7 @@ def discrete_laplace(shape, scale, seed: tf.Tensor, dtype: tf.DType = tf.float64
     """Discrete Laplace (two-sided geometric) noise, ``P(k) ~ exp(-|k| / scale)`` on the integers.
 
     The difference of two geometric variates ``floor(scale * E)``, ``E ~ Exp(1)``; variance
-    [`dpauc_tf.noise.exact.discrete_laplace_variance`][]. Values are integers stored in
+    `dpauc_tf.noise.exact.discrete_laplace_variance`. Values are integers stored in
     ``dtype``.
     """
     exponentials = _standard_exponential(tf.concat([[2], shape], 0), seed, tf.float64)

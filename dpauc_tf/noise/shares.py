@@ -5,7 +5,7 @@
   shares is exactly discrete Laplace with that scale.
 * [`skellam_share`][]: ``Poisson(mu) - Poisson(mu)``; Skellam is closed under sums (Agarwal,
   Kairouz & Liu 2021), so ``K`` shares of ``mu / K`` sum to ``Skellam(mu, mu)``.
-* [`shortfall_unit_epsilon`][]: what a unit change costs when fewer shares arrive than they
+* `shortfall_unit_epsilon`: what a unit change costs when fewer shares arrive than they
   were sized for (dropout).
 
 Examples:

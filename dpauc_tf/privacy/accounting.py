@@ -8,7 +8,7 @@ for one release and for many composed, by three methods, and says which one it u
   pure DP get an equal share of ``delta`` each). Always valid.
 * ``pld``: dp-accounting's privacy-loss-distribution accountant, when it supports every
   event (``accountant.supports(event)``), plus Skellam's PLD built from its pmf
-  ([`dpauc_tf.privacy.skellam.skellam_event_pld`][]); ``delta > 0`` only.
+  (`dpauc_tf.privacy.skellam.skellam_event_pld`); ``delta > 0`` only.
 * ``rdp``: dp-accounting's RDP accountant plus the Skellam Renyi curve at the same orders,
   when every other event is supported by the RDP accountant; ``delta > 0`` only.
 
@@ -56,8 +56,6 @@ from dpauc_tf.privacy.skellam import (
     skellam_rdp,
 )
 
-METHODS = ("basic", "pld", "rdp")
-
 
 @dataclasses.dataclass(frozen=True)
 class EpsilonSpent:
@@ -91,11 +89,6 @@ class EpsilonSpent:
         return (
             min((v, k) for k, v in figures.items() if v is not None)[1] if self.count else "basic"
         )
-
-
-def single_epsilon(event: dp_accounting.DpEvent, delta: float = 0.0) -> float:
-    """Epsilon of one release described by ``event``."""
-    return composed_epsilon(event, 1, delta).best
 
 
 def _rr_epsilon(event: dp_event.RandomizedResponseDpEvent) -> float:

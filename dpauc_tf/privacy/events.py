@@ -3,13 +3,13 @@
 A release is described by a ``dp_accounting.DpEvent``. dp-accounting has no Skellam event,
 so [`SkellamDpEvent`][] describes one Skellam release (one or several vectors, e.g. the
 levels of a tree, each with Skellam(mu, mu) noise); [`dpauc_tf.privacy.accounting`][]
-composes it by its Renyi curve ([`dpauc_tf.privacy.skellam.skellam_rdp`][]) and by its
-PLD from the pmf ([`dpauc_tf.privacy.skellam.skellam_event_pld`][]).
+composes it by its Renyi curve (`dpauc_tf.privacy.skellam.skellam_rdp`) and by its
+PLD from the pmf (`dpauc_tf.privacy.skellam.skellam_event_pld`).
 
 Events travel as JSON through ``to_named_tuple`` (dp-accounting's own representation):
-[`event_to_json`][] and [`event_from_json`][]. Reading accepts only classes of the
-``dp_accounting`` package and classes registered with [`register_event`][] (nothing else
-is imported), and [`validate_event`][] refuses parameters that would make an accountant
+`event_to_json` and `event_from_json`. Reading accepts only classes of the
+``dp_accounting`` package and classes registered with `register_event` (nothing else
+is imported), and `validate_event` refuses parameters that would make an accountant
 report a negative or undefined epsilon (negative or NaN noise, non-integer counts).
 
     >>> import dp_accounting

@@ -13,7 +13,7 @@
 
 **What it stores.** Any ``dp_accounting.DpEvent`` (nested compositions included) and the
 project's registered events ([`SkellamDpEvent`][dpauc_tf.privacy.events.SkellamDpEvent]), as JSON
-written by [`event_to_json`][]. [`PrivacyLedger.record_release`][]
+written by `event_to_json`. [`PrivacyLedger.record_release`][]
 asks the mechanism for its event (``mechanism.dp_event()``), which describes its noise
 exactly (discrete noise as dp-accounting's discrete-Laplace event, Skellam by its own
 event). A data set's spend is [`dpauc_tf.privacy.accounting.composed_epsilon`][] of all

@@ -7,8 +7,8 @@ differ by ``L1`` and ``L2^2``,
 ``eps(alpha) <= alpha L2^2 / (4 mu) + min(((2 alpha - 1) L2^2 + 6 L1) / (16 mu^2), 3 L1 / (4 mu))``,
 
 Renyi divergences add over the levels of a tree and over releases, and
-[`rdp_to_epsilon`][] converts to ``(epsilon, delta)`` (Canonne, Kamath & Steinke 2020,
-Prop. 12). Calibration uses [`dpauc_tf.privacy.calibration.smallest_parameter`][].
+`rdp_to_epsilon` converts to ``(epsilon, delta)`` (Canonne, Kamath & Steinke 2020,
+Prop. 12). Calibration uses `dpauc_tf.privacy.calibration.smallest_parameter`.
 
     >>> mu = skellam_mu(1.0, 1e-6)
     >>> skellam_epsilon(mu, 1e-6) <= 1.0

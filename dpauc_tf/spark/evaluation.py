@@ -5,7 +5,7 @@ value of a slice column) take a DataFrame with a score and a label column (optio
 client and slice columns) and:
 
 1. count per bucket on the executors: ``mapInArrow`` with
-   [`dpauc_tf.spark.counting.count_partition`][] on every partition, on the grid
+   `dpauc_tf.spark.counting.count_partition` on every partition, on the grid
    [`count_grid`][dpauc_tf.mechanisms.release.ReleaseSpec.count_grid] (the mechanism's own where
    it has one, e.g. ``auc-only``);
 2. merge: ``groupBy(slice, client, bucket)`` and a sum; what reaches the driver is those

@@ -8,16 +8,16 @@ import math
 import pytest
 from scipy import stats
 
-from dpauc_tf.analysis.audit import (
-    auditable_mechanisms,
+from dpauc_tf.analysis.audit import auditable_mechanisms, run_audit
+from dpauc_tf.analysis.audit_pairs import worst_case_pair
+from dpauc_tf.analysis.audit_statistics import (
     clopper_pearson_lower,
     clopper_pearson_upper,
     detectable_multiple,
     per_audit_confidence,
-    run_audit,
-    worst_case_pair,
 )
-from dpauc_tf.cli.audit import DEFAULT_SAMPLES, register_cli
+from dpauc_tf.cli.audit import register_cli
+from dpauc_tf.core.defaults import DEFAULT_AUDIT_SAMPLES
 from dpauc_tf.mechanisms.auc_only import AucOnly
 from dpauc_tf.mechanisms.histogram import HistogramLaplace
 from dpauc_tf.mechanisms.paper import PaperGaussian, PaperLaplace
@@ -181,7 +181,7 @@ def test_halved_noise_paper_at_ten_thresholds_is_caught_at_the_default_sample_si
     with enough samples, sees a 2x bug (it went unseen at the former default sample size;
     docs/audit.md has the figures)."""
     result = run_audit(HalvedNoisePaper(epsilon=EPSILON, num_thresholds=10), seed=1)
-    assert result.samples == DEFAULT_SAMPLES
+    assert result.samples == DEFAULT_AUDIT_SAMPLES
     assert result.statistic == "laplace-lr"
     assert result.violated, result
 

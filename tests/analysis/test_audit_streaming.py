@@ -132,9 +132,6 @@ def test_audit_takes_its_defaults_from_core_defaults():
     assert signature["num_thresholds"].default == defaults.DEFAULT_AUDIT_NUM_THRESHOLDS == 2
     # The audit's grid default is its own, not the metric's 200.
     assert defaults.DEFAULT_NUM_THRESHOLDS == 200
-    # 0.2 names stay importable from the audit's command line (dpauc_tf.cli.audit).
-    assert audit_cli.DEFAULT_SAMPLES == defaults.DEFAULT_AUDIT_SAMPLES
-    assert audit_cli.DEFAULT_NUM_THRESHOLDS == defaults.DEFAULT_AUDIT_NUM_THRESHOLDS
 
 
 def test_selection_is_capped(monkeypatch):

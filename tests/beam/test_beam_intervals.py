@@ -3,8 +3,6 @@ release; refused before any work where the mechanism has none."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -59,29 +57,13 @@ def test_private_auc_refuses_an_interval_it_cannot_give():
 
 def test_tfma_metric_outputs_the_interval_keys(tmp_path):
     pytest.importorskip("tensorflow_model_analysis")
-    import tensorflow as tf
-    from tensorflow_model_analysis.proto import config_pb2
-
     from dpauc_tf.beam import tfma_metric
+    from tests.helpers.tfma import metric_config, write_examples
 
-    path = str(tmp_path / "examples.tfrecord")
-    with tf.io.TFRecordWriter(path) as writer:
-        for _, (score, label) in _examples(2000):
-            feature = {
-                "prediction": tf.train.Feature(float_list=tf.train.FloatList(value=[score])),
-                "label": tf.train.Feature(float_list=tf.train.FloatList(value=[label])),
-            }
-            example = tf.train.Example(features=tf.train.Features(feature=feature))
-            writer.write(example.SerializeToString())
+    scores, labels = zip(*(example for _, example in _examples(2000)), strict=True)
+    path = write_examples(tmp_path / "examples.tfrecord", scores, labels)
     options = {"epsilon": 1.0, "num_thresholds": 50, "confidence": 0.95, "ci_target": "sample"}
-    metric = config_pb2.MetricConfig(
-        class_name="DPAUCMetric", module="dpauc_tf.beam.tfma_metric", config=json.dumps(options)
-    )
-    config = config_pb2.EvalConfig(
-        model_specs=[config_pb2.ModelSpec(label_key="label", prediction_key="prediction")],
-        metrics_specs=[config_pb2.MetricsSpec(metrics=[metric])],
-        slicing_specs=[config_pb2.SlicingSpec()],
-    )
+    config = metric_config(options)
     result = tfma_metric.run_model_analysis(config, path, str(tmp_path / "out"))
     values = result.slicing_metrics[0][1][""][""]
     auc = values["dpauc"]["doubleValue"]

@@ -223,10 +223,10 @@ def test_worker_start_up_prints_no_tensorflow_chatter(frame, tmp_path):
         assert chatter not in output, chatter
 
 
-def test_file_pipeline_takes_a_release_spec_and_the_old_keywords(frame, tmp_path):
-    """``evaluate_files_with_beam`` takes the release as one ReleaseSpec (the keywords of
-    0.2 still work and give the same release); noise off it equals the simulate backend on
-    the same spec (K = 10 non-IID clients)."""
+def test_file_pipeline_takes_a_release_spec(frame, tmp_path):
+    """``evaluate_files_with_beam`` takes the release as one ReleaseSpec (and nothing else);
+    noise off it equals the simulate backend on the same spec (K = 10 non-IID clients), and
+    its seed makes the noisy release reproducible."""
     from dpauc_tf.beam.pipeline import evaluate_files_with_beam
     from dpauc_tf.mechanisms.release import ReleaseSpec
 
@@ -244,15 +244,15 @@ def test_file_pipeline_takes_a_release_spec_and_the_old_keywords(frame, tmp_path
     assert out.aucs.tolist() == simulate(exact, pos, neg).aucs.tolist()
     noisy = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T, seed=9)
     by_spec = evaluate_files_with_beam(pattern, noisy, repeats=2, beam_options=local)
-    by_keywords = evaluate_files_with_beam(
+    again = evaluate_files_with_beam(
         pattern,
-        mechanism="histogram",
-        epsilon=1.0,
-        num_thresholds=T,
+        ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T),
         seed=9,
         repeats=2,
         beam_options=local,
     )
-    assert by_spec.aucs.tolist() == by_keywords.aucs.tolist()
-    with pytest.raises(TypeError, match="not both"):
+    assert by_spec.aucs.tolist() == again.aucs.tolist()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'epsilon'"):
         evaluate_files_with_beam(pattern, noisy, epsilon=1.0)
+    with pytest.raises(TypeError, match="pass the release as a ReleaseSpec"):
+        evaluate_files_with_beam(pattern, "histogram")

@@ -12,13 +12,9 @@ import pytest
 pytest.importorskip("apache_beam")
 
 from dpauc_tf.cli import main
+from tests.helpers.cli import evaluate_exact_json as run_json
 
 AUC_FIELDS = ("exact_auc", "tf_auc", "auc_mean", "auc_std", "aucs", "num_undefined", "roc")
-
-
-def run_json(capsys, *args):
-    assert main(["evaluate", *map(str, args), "--format", "json", "--show-exact"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def test_beam_backend_two_workers_equals_simulate(capsys, tmp_path):

@@ -6,7 +6,6 @@ class count under a stated epsilon)."""
 from __future__ import annotations
 
 import base64
-import json
 import math
 
 import numpy as np
@@ -16,12 +15,11 @@ pytest.importorskip("apache_beam")
 pytest.importorskip("tensorflow_model_analysis")
 
 import apache_beam as beam
-import tensorflow as tf
 from tensorflow_model_analysis.api import model_eval_lib
-from tensorflow_model_analysis.proto import config_pb2
 
 from dpauc_tf.beam import PrivateAUC, tfma_metric
 from dpauc_tf.mechanisms.registry import default_mechanism
+from tests.helpers.tfma import metric_config, write_examples
 
 T = 20
 N = 120
@@ -32,27 +30,7 @@ def examples(tmp_path_factory):
     rng = np.random.default_rng(0)
     scores = rng.random(N).astype(np.float32)
     labels = (rng.random(N) < scores).astype(np.float32)
-    path = str(tmp_path_factory.mktemp("tfma") / "examples.tfrecord")
-    with tf.io.TFRecordWriter(path) as writer:
-        for score, label in zip(scores, labels, strict=True):
-            feature = {
-                "prediction": tf.train.Feature(float_list=tf.train.FloatList(value=[score])),
-                "label": tf.train.Feature(float_list=tf.train.FloatList(value=[label])),
-            }
-            example = tf.train.Example(features=tf.train.Features(feature=feature))
-            writer.write(example.SerializeToString())
-    return path
-
-
-def _config(options: dict, slicing=((),)) -> config_pb2.EvalConfig:
-    metric = config_pb2.MetricConfig(
-        class_name="DPAUCMetric", module="dpauc_tf.beam.tfma_metric", config=json.dumps(options)
-    )
-    return config_pb2.EvalConfig(
-        model_specs=[config_pb2.ModelSpec(label_key="label", prediction_key="prediction")],
-        metrics_specs=[config_pb2.MetricsSpec(metrics=[metric])],
-        slicing_specs=[config_pb2.SlicingSpec(feature_keys=list(keys)) for keys in slicing],
-    )
+    return write_examples(tmp_path_factory.mktemp("tfma") / "examples.tfrecord", scores, labels)
 
 
 def _run(config, path, out):
@@ -69,7 +47,7 @@ def test_a_config_without_epsilon_is_refused(options, examples, tmp_path):
     with pytest.raises(ValueError, match='names no "epsilon"'):
         tfma_metric.DPAUCMetric(**options)
     with pytest.raises(ValueError, match='names no "epsilon"'):
-        _run(_config(options), examples, tmp_path)
+        _run(metric_config(options), examples, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -79,7 +57,9 @@ def test_the_exact_auc_is_asked_for_and_its_output_says_it_is_not_private(
     options, examples, tmp_path
 ):
     """As dpauc evaluate: "epsilon": null, or the mechanism "none" (--mechanism none)."""
-    ((_, values),) = _run(_config({**options, "num_thresholds": T}), examples, tmp_path).items()
+    ((_, values),) = _run(
+        metric_config({**options, "num_thresholds": T}), examples, tmp_path
+    ).items()
     assert 0.0 <= values["dpauc"]["doubleValue"] <= 1.0
     for key in ("dpauc_epsilon", "dpauc_epsilon_total"):  # before: absent
         assert math.isinf(float(values[key]["doubleValue"])), values
@@ -91,7 +71,7 @@ def _mechanism(values) -> str:
 
 
 def test_a_private_config_still_states_its_epsilon(examples, tmp_path):
-    config = _config({"epsilon": 0.5, "num_thresholds": T})
+    config = metric_config({"epsilon": 0.5, "num_thresholds": T})
     ((_, values),) = _run(config, examples, tmp_path).items()
     assert values["dpauc_epsilon"]["doubleValue"] == pytest.approx(0.5)
 
@@ -104,7 +84,7 @@ def test_tfma_follows_the_one_default_rule_and_names_it(options, expected, examp
     """Issue 34: TFMA defaulted to histogram where DPAUC and dpauc evaluate default to
     rank-sum, and its output named no mechanism."""
     expected = expected or options["mechanism"]
-    config = _config({"epsilon": 1.0, "num_thresholds": T, **options})
+    config = metric_config({"epsilon": 1.0, "num_thresholds": T, **options})
     ((_, values),) = _run(config, examples, tmp_path).items()
     assert _mechanism(values) == expected
     assert tfma_metric.DPAUCMetric(epsilon=1.0, **options).get_config()["mechanism"] == expected
@@ -136,7 +116,7 @@ def test_beam_results_name_the_default_mechanism():
 @pytest.mark.parametrize("slicing", [[("label",)], [(), ("label",)], [("label", "group")]])
 def test_tfma_refuses_a_slice_on_the_label(slicing, examples, tmp_path):
     with pytest.raises(ValueError, match="slices on the label column 'label'"):
-        _run(_config({"epsilon": 1.0, "num_thresholds": T}, slicing), examples, tmp_path)
+        _run(metric_config({"epsilon": 1.0, "num_thresholds": T}, slicing), examples, tmp_path)
 
 
 def _batches():

@@ -12,7 +12,6 @@ import pytest
 pytest.importorskip("apache_beam")
 pytest.importorskip("tensorflow_model_analysis")
 
-import tensorflow as tf
 from tensorflow_model_analysis.api import model_eval_lib
 from tensorflow_model_analysis.proto import config_pb2
 
@@ -21,6 +20,7 @@ from dpauc_tf.beam.counting import CountBuckets
 from dpauc_tf.beam.release import _release_slice
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.release import ReleaseSpec
+from tests.helpers.tfma import metric_config, write_examples
 
 T = 20
 N = 120
@@ -32,31 +32,18 @@ def examples(tmp_path_factory):
     scores = rng.random(N).astype(np.float32)
     labels = (rng.random(N) < scores).astype(np.float32)
     groups = rng.integers(0, 2, N)
-    path = str(tmp_path_factory.mktemp("tfma") / "examples.tfrecord")
-    with tf.io.TFRecordWriter(path) as writer:
-        for score, label, group in zip(scores, labels, groups, strict=True):
-            feature = {
-                "prediction": tf.train.Feature(float_list=tf.train.FloatList(value=[score])),
-                "label": tf.train.Feature(float_list=tf.train.FloatList(value=[label])),
-                "group": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"g%d" % group])),
-            }
-            example = tf.train.Example(features=tf.train.Features(feature=feature))
-            writer.write(example.SerializeToString())
-    return path, scores, labels, groups
+    path = tmp_path_factory.mktemp("tfma") / "examples.tfrecord"
+    return write_examples(path, scores, labels, groups), scores, labels, groups
 
 
 def eval_config(confidence_intervals: bool, allow: bool = False) -> config_pb2.EvalConfig:
     options = {"epsilon": None, "num_thresholds": T}
     if allow:
         options["confidence_intervals"] = "allow"
-    metric = config_pb2.MetricConfig(
-        class_name="DPAUCMetric", module="dpauc_tf.beam.tfma_metric", config=json.dumps(options)
-    )
-    return config_pb2.EvalConfig(
-        model_specs=[config_pb2.ModelSpec(label_key="label", prediction_key="prediction")],
-        metrics_specs=[config_pb2.MetricsSpec(metrics=[metric])],
-        slicing_specs=[config_pb2.SlicingSpec(), config_pb2.SlicingSpec(feature_keys=["group"])],
-        options=config_pb2.Options(compute_confidence_intervals={"value": confidence_intervals}),
+    return metric_config(
+        options,
+        slicing=[(), ("group",)],
+        compute_confidence_intervals={"value": confidence_intervals},
     )
 
 
@@ -105,7 +92,9 @@ def test_tfma_metric_equals_beam_transform_one_release_per_slice(examples, tmp_p
 def test_confidence_intervals_are_refused_by_default(examples, tmp_path):
     with pytest.raises(ValueError, match="every run is a DP release"):
         model_eval_lib.run_model_analysis(
-            eval_config=eval_config(True), data_location=examples[0], output_path=str(tmp_path)
+            eval_config=eval_config(True),
+            data_location=examples[0],
+            output_path=str(tmp_path),
         )
 
 
@@ -118,33 +107,6 @@ def test_allowed_confidence_intervals_release_once_per_resample(examples, tmp_pa
     assert values[()] == {"doubleValue": beam_transform_auc(scores, labels)}
 
 
-def _write_examples(path, predictions, labels) -> str:
-    with tf.io.TFRecordWriter(path) as writer:
-        for prediction, label in zip(predictions, labels, strict=True):
-            feature = {
-                "prediction": tf.train.Feature(
-                    float_list=tf.train.FloatList(value=np.atleast_1d(prediction))
-                ),
-                "label": tf.train.Feature(
-                    float_list=tf.train.FloatList(value=np.atleast_1d(label))
-                ),
-            }
-            example = tf.train.Example(features=tf.train.Features(feature=feature))
-            writer.write(example.SerializeToString())
-    return path
-
-
-def _config(options: dict) -> config_pb2.EvalConfig:
-    metric = config_pb2.MetricConfig(
-        class_name="DPAUCMetric", module="dpauc_tf.beam.tfma_metric", config=json.dumps(options)
-    )
-    return config_pb2.EvalConfig(
-        model_specs=[config_pb2.ModelSpec(label_key="label", prediction_key="prediction")],
-        metrics_specs=[config_pb2.MetricsSpec(metrics=[metric])],
-        slicing_specs=[config_pb2.SlicingSpec()],
-    )
-
-
 def test_score_noise_is_refused_it_would_release_the_exact_auc(examples, tmp_path):
     """score-noise noises the scores before counting; from TFMA's counts of the exact scores
     it released the exact AUC at every epsilon."""
@@ -152,7 +114,7 @@ def test_score_noise_is_refused_it_would_release_the_exact_auc(examples, tmp_pat
         tfma_metric.DPAUCMetric(mechanism="score-noise", epsilon=1.0)
     with pytest.raises(ValueError, match="changes every example before counting"):
         model_eval_lib.run_model_analysis(
-            eval_config=_config({"mechanism": "score-noise", "epsilon": 0.01}),
+            eval_config=metric_config({"mechanism": "score-noise", "epsilon": 0.01}),
             data_location=examples[0],
             output_path=str(tmp_path),
         )
@@ -165,10 +127,10 @@ def test_one_hot_examples_are_refused_not_counted_twice(tmp_path):
     positive = rng.random(40)
     predictions = np.stack([1 - positive, positive], axis=1)
     labels = np.eye(2)[(rng.random(40) < positive).astype(int)]
-    path = _write_examples(str(tmp_path / "onehot.tfrecord"), predictions, labels)
+    path = write_examples(str(tmp_path / "onehot.tfrecord"), predictions, labels)
     with pytest.raises(Exception) as info:
         model_eval_lib.run_model_analysis(
-            eval_config=_config({"epsilon": 1.0, "num_thresholds": T}),
+            eval_config=metric_config({"epsilon": 1.0, "num_thresholds": T}),
             data_location=path,
             output_path=str(tmp_path / "out"),
         )
@@ -189,10 +151,10 @@ def test_one_hot_refusal_is_the_top_level_message_and_prints_no_label(tmp_path):
     positive = rng.random(40)
     predictions = np.stack([1 - positive, positive], axis=1)
     labels = np.eye(2)[(rng.random(40) < positive).astype(int)]
-    path = _write_examples(str(tmp_path / "onehot.tfrecord"), predictions, labels)
+    path = write_examples(str(tmp_path / "onehot.tfrecord"), predictions, labels)
     with pytest.raises(ValueError) as info:
         run_model_analysis(
-            _config({"epsilon": 1.0, "num_thresholds": T}), path, str(tmp_path / "out")
+            metric_config({"epsilon": 1.0, "num_thresholds": T}), path, str(tmp_path / "out")
         )
     assert str(info.value).startswith("DPAUCMetric: one prediction and one label per example")
     assert "array(" not in str(info.value) and "add_input failed" not in str(info.value)
@@ -207,11 +169,11 @@ def test_auc_only_counts_on_its_own_grid(tmp_path):
     rng = np.random.default_rng(2)
     labels = (rng.random(2_000) < 0.4).astype(np.float32)
     scores = np.clip(0.002 * rng.standard_normal(2_000) + 0.01 + 0.002 * labels, 0, 1)
-    path = _write_examples(str(tmp_path / "narrow.tfrecord"), scores.astype(np.float32), labels)
+    path = write_examples(str(tmp_path / "narrow.tfrecord"), scores.astype(np.float32), labels)
     exact = roc_auc_score(labels, scores.astype(np.float32))
     options = {"mechanism": "auc-only", "epsilon": 1000.0, "delta": 1e-6, "num_thresholds": 200}
     result = model_eval_lib.run_model_analysis(
-        eval_config=_config(options), data_location=path, output_path=str(tmp_path / "out")
+        eval_config=metric_config(options), data_location=path, output_path=str(tmp_path / "out")
     )
     (_, metrics), *_ = result.slicing_metrics
     value = metrics[""][""]["dpauc"]["doubleValue"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
-import json
 
 import pytest
 
-from dpauc_tf.cli.main import main
+from tests.helpers import cli as helpers_cli
 
 # --backend NAME -> (package it needs, the skip reason where it is missing)
 _BACKEND_NEEDS = {
@@ -32,8 +32,4 @@ def backend(request, monkeypatch) -> str:
 def evaluate_json(capsys):
     """``dpauc evaluate ARGS --format json``, checked to succeed, as a dict."""
 
-    def run(*argv) -> dict:
-        assert main(["evaluate", *map(str, argv), "--format", "json"]) == 0
-        return json.loads(capsys.readouterr().out)
-
-    return run
+    return functools.partial(helpers_cli.evaluate_json, capsys)

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from dpauc_tf.cli.main import build_parser, main
+from tests.helpers.cli import run_cli as _run
 
 
 @pytest.fixture(scope="module")
@@ -26,13 +27,6 @@ def client_file(tmp_path_factory):
 
 
 BASE = ["--mechanism", "histogram", "--epsilon", "1", "--num-thresholds", "20", "--seed", "0"]
-
-
-def _run(capsys, *argv):
-    code = main(list(map(str, argv)))
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    return captured
 
 
 def test_markdown_is_one_row_per_setting_with_the_statement_once(capsys, client_file):

@@ -13,6 +13,7 @@ from sklearn.metrics import roc_auc_score
 
 from dpauc_tf.cli import main
 from dpauc_tf.mechanisms import list_mechanisms
+from tests.helpers.cli import evaluate_json as run_json
 
 N = 2000
 T = 50
@@ -31,11 +32,6 @@ def csv_path(score_frame, tmp_path_factory):
     path = tmp_path_factory.mktemp("scores") / "scores.csv"
     score_frame.to_csv(path, index=False)
     return path
-
-
-def run_json(capsys, *args):
-    assert main(["evaluate", *map(str, args), "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def mechanism_args(name):

@@ -11,26 +11,15 @@ import numpy as np
 import pytest
 
 from dpauc_tf.cli.main import main
+from tests.helpers.scores import normal_score_file, write_score_csv
 
 EXACT = ("exact_auc", "exact_auc_method", "exact_auc_max_error", "tf_auc", "num_positives")
 RELEASE = ["auc_mean", "auc_std", "aucs", "num_undefined", "roc"]
 
 
-def _write(path, labels, scores, clients=None):
-    rows = "".join(
-        f"{float(s)!r},{int(y)}" + ("" if clients is None else f",{int(clients[i])}") + "\n"
-        for i, (s, y) in enumerate(zip(scores, labels, strict=True))
-    )
-    path.write_text("score,label" + ("" if clients is None else ",client") + "\n" + rows)
-    return str(path)
-
-
 @pytest.fixture()
 def score_file(tmp_path):
-    rng = np.random.default_rng(5)
-    labels = rng.integers(0, 2, 120)
-    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1)
-    return _write(tmp_path / "s.csv", labels, scores)
+    return normal_score_file(tmp_path / "s.csv", 120, seed=5)
 
 
 def _args(score_file, backend, *extra):
@@ -90,8 +79,8 @@ def test_a_one_class_file_is_released_like_any_other_without_show_exact(
     file that would be released. Without --show-exact both are released."""
     rng = np.random.default_rng(1)
     scores = rng.random(100)
-    one_class = _write(tmp_path / "one.csv", np.zeros(100), scores)
-    one_positive = _write(tmp_path / "two.csv", np.eye(100)[0], scores)
+    one_class = write_score_csv(tmp_path / "one.csv", np.zeros(100), scores)
+    one_positive = write_score_csv(tmp_path / "two.csv", np.eye(100)[0], scores)
     base = ["--mechanism", "histogram", "--epsilon", "1", "--repeats", "3", "--seed", "0"]
     a = evaluate_json("--scores", one_class, *base)
     err_a = capsys.readouterr().err

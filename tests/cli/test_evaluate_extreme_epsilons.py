@@ -7,23 +7,15 @@ from __future__ import annotations
 import json
 import time
 
-import numpy as np
 import pytest
 
 from dpauc_tf.cli.main import main
+from tests.helpers.scores import normal_score_file
 
 
 @pytest.fixture(scope="module")
 def score_file(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 2, 500)
-    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1)
-    path = tmp_path_factory.mktemp("scores") / "scores.csv"
-    path.write_text(
-        "score,label\n"
-        + "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
-    )
-    return str(path)
+    return normal_score_file(tmp_path_factory.mktemp("scores") / "scores.csv", 500, seed=0)
 
 
 @pytest.mark.parametrize("epsilon", ["1000", "1e4", "1e6"])

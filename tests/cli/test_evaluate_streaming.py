@@ -12,6 +12,7 @@ from sklearn.metrics import roc_auc_score
 from dpauc_tf.cli import main
 from dpauc_tf.io.readers import iter_score_chunks
 from dpauc_tf.io.scores import ScoreFileError, read_score_file
+from tests.helpers.cli import evaluate_exact_json as run_json
 
 N = 1500
 
@@ -25,13 +26,6 @@ def csv_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("stream") / "scores.csv"
     frame.to_csv(path, index=False)
     return path
-
-
-def run_json(capsys, *args):
-    code = main(["evaluate", *map(str, args), "--format", "json", "--show-exact"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    return json.loads(captured.out)
 
 
 NOISY = ["--mechanism", "histogram", "--epsilon", "1", "--seed", "3", "--repeats", "2"]

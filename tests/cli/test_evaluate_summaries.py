@@ -166,3 +166,23 @@ def test_plot_adds_the_reliability_diagram(data, tmp_path, evaluate_json):
     )  # fmt: skip
     assert out["reliability_plot"] == str(tmp_path / "roc-reliability.png")
     assert (tmp_path / "roc-reliability.png").stat().st_size > 5000
+
+
+def test_repeats_carry_every_release_summaries_in_json(data, evaluate_json, capsys):
+    """--repeats 3: JSON carries each release's numbers (as ``aucs`` each AUC), the first
+    equal to the flat fields; csv and the table still work."""
+    common = ["--scores", data[0], "--mechanism", "histogram", "--epsilon", "1", "--seed", "0"]
+    base = [*common, "--num-thresholds", "201", *map(str, FLAGS)]
+    common = [*base, "--repeats", "3"]
+    out = evaluate_json(*common)
+    per_release = out["release_summaries"]
+    assert len(per_release) == len(out["aucs"]) == 3
+    assert per_release[0]["partial_auc"]["value"] == out["partial_auc"]
+    assert per_release[0]["ece"]["value"] == out["ece"]
+    assert len({r["average_precision"]["value"] for r in per_release}) == 3  # noise differs
+    assert "release_summaries" in out["private_fields"]
+    assert main(["evaluate", *common, "--format", "csv"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 4  # header + 3 releases
+    assert main(["evaluate", *common]) == 0
+    assert "partial AUC" in capsys.readouterr().out
+    assert "release_summaries" not in evaluate_json(*base)  # one release: the flat fields

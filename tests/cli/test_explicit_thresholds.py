@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from dpauc_tf.cli.main import main
+from tests.helpers.scores import write_score_csv
 
 
 @pytest.fixture(scope="module")
@@ -19,14 +20,12 @@ def data(tmp_path_factory):
     labels = (rng.random(2000) < 0.35).astype(int)
     scores = 1 / (1 + np.exp(-(rng.normal(size=2000) + labels)))
     folder = tmp_path_factory.mktemp("explicit")
-    path = folder / "scores.csv"
-    rows = "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
-    path.write_text("score,label\n" + rows)
+    path = write_score_csv(folder / "scores.csv", labels, scores)
     # uneven, unsorted, with a duplicate: Keras sorts and keeps duplicates
     grid = [0.62, 0.2, 0.45, 0.45, 0.8, 0.33, 0.9, 0.51]
     grid_path = folder / "grid.txt"
     grid_path.write_text("0.62, 0.2\n0.45 0.45\n0.8\n0.33,0.9,0.51\n")
-    return str(path), str(grid_path), grid, scores, labels
+    return path, str(grid_path), grid, scores, labels
 
 
 def test_noise_off_equals_keras_with_those_thresholds(backend, data, evaluate_json):

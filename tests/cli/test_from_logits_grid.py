@@ -5,16 +5,14 @@ sigmoid onto a uniform [0, 1] grid, so every logit beyond about ±12 tied in the
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from dpauc_tf.cli.main import main
 from dpauc_tf.core.logit_scale import logit_scores
+from tests.helpers.cli import evaluate_json as _json
+from tests.helpers.worlds import ENGINES
 
 
 @pytest.fixture(scope="module")
@@ -26,13 +24,6 @@ def wide_logits(tmp_path_factory):
     path = tmp_path_factory.mktemp("logits") / "logits.csv"
     pd.DataFrame({"score": logits, "label": labels}).to_csv(path, index=False)
     return path, labels, logits
-
-
-def _json(capsys, *argv) -> dict:
-    code = main(["evaluate", *map(str, argv), "--format", "json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    return json.loads(captured.out)
 
 
 def test_the_default_release_at_high_epsilon_is_near_the_exact_auc(capsys, wide_logits):
@@ -54,14 +45,6 @@ def test_the_map_is_strictly_increasing_far_into_the_tails():
     # where the sigmoid is already exactly 1 in float64
     assert 1.0 / (1.0 + np.exp(-40.0)) == 1.0 and logit_scores(np.array([40.0]))[0] < 1.0
     assert np.isnan(logit_scores(np.array([np.nan]))[0])
-
-
-ENGINES = [
-    pytest.param("beam", marks=pytest.mark.skipif(
-        importlib.util.find_spec("apache_beam") is None, reason="needs Apache Beam")),
-    pytest.param("spark", marks=pytest.mark.skipif(
-        importlib.util.find_spec("pyspark") is None, reason="needs PySpark")),
-]  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", ENGINES)

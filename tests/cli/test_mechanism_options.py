@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpauc_tf.cli.main import main
+from tests.helpers.scores import write_score_csv
 
 SMOOTH = ("--mechanism-option", "estimator=mann-whitney-smooth")
 
@@ -21,12 +22,7 @@ def score_file(tmp_path_factory):
     rng = np.random.default_rng(5)
     labels = (rng.random(4000) < 0.3).astype(int)
     scores = 1 / (1 + np.exp(-(rng.normal(size=4000) + 1.2 * labels)))
-    path = tmp_path_factory.mktemp("options") / "scores.csv"
-    path.write_text(
-        "score,label\n"
-        + "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
-    )
-    return str(path)
+    return write_score_csv(tmp_path_factory.mktemp("options") / "scores.csv", labels, scores)
 
 
 def _common(score_file, mechanism="secure-histogram"):

@@ -12,6 +12,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from dpauc_tf.cli.main import main
+from tests.helpers.cli import cli_json
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +37,7 @@ def csv_path(frame, tmp_path):
 
 
 def _json(capsys, *argv):
-    assert main(["multiclass", *map(str, argv), "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return cli_json(capsys, "multiclass", *argv)
 
 
 def test_noise_off_gives_scikit_learns_averages(capsys, csv_path, frame):

@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from dpauc_tf.cli import main
+from tests.helpers.cli import run_cli
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -37,8 +37,7 @@ def scores_csv(tmp_path_factory):
 
 
 def _run(capsys, argv) -> str:
-    assert main(argv) == 0, capsys.readouterr().err
-    return capsys.readouterr().out
+    return run_cli(capsys, *argv).out
 
 
 def _total_in(text: str, fmt: str, epsilon_total: float) -> bool:

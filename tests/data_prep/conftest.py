@@ -4,16 +4,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CRITEO_DIR = REPO_ROOT.parent / "shared" / "data" / "criteo"
-COMBINED_FILE = CRITEO_DIR / "kaggle_dac" / "combined" / "criteo_dac_labelled_dedup.tsv"
-
-
-@pytest.fixture(scope="session")
-def criteo_combined_file() -> Path:
-    if not COMBINED_FILE.is_file():
-        pytest.skip(f"real Criteo rows not available ({COMBINED_FILE})")
-    return COMBINED_FILE
+from tests.helpers.criteo import CRITEO_DIR
 
 
 @pytest.fixture(scope="session")

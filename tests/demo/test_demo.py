@@ -16,7 +16,7 @@ SMALL = [
 
 def test_run_directory_is_new_for_every_run_and_out_is_refused_when_used(tmp_path, monkeypatch):
     """No TensorFlow: the choice of directory happens before any work."""
-    from dpauc_tf import demo
+    from models import demo
 
     monkeypatch.chdir(tmp_path)
     parser = demo.build_parser()
@@ -40,7 +40,7 @@ def test_demo_runs_twice_in_one_directory(tff, tmp_path, monkeypatch, capfd):
     """``bash run.sh demo`` (a new run directory), then the same directory again: refused in
     one line, then replaced with ``--overwrite``. (A second plain run only picks another new
     directory: the test above.)"""
-    from dpauc_tf.demo import main
+    from models.demo import main
 
     monkeypatch.chdir(tmp_path)
     assert main(SMALL) == 0

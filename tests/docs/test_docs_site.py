@@ -198,15 +198,43 @@ def test_one_parameter_or_attribute_per_entry():
     assert not found, found
 
 
-def test_every_module_is_on_an_api_page():
-    """A new module's docstrings reach the site (add ``::: dpauc_tf.x.y`` to docs/api/)."""
-    rendered = set()
+def _api_pages() -> tuple[dict[str, str], set[str]]:
+    """``{module: its directive's text}`` of the API pages, and the modules that
+    docs/api/internal.md lists as internal."""
+    rendered = {}
     for page in (REPO / "docs" / "api").glob("*.md"):
-        rendered |= set(re.findall(r"^::: ([\w.]+)", page.read_text(), flags=re.M))
+        for block in re.split(r"^(?=::: )", page.read_text(), flags=re.M)[1:]:
+            module = block.split()[1]
+            assert module not in rendered, f"{module} is rendered twice"
+            rendered[module] = block
+    internal = (REPO / "docs" / "api" / "internal.md").read_text()
+    return rendered, set(re.findall(r"`(dpauc_tf\.[\w.]+)`", internal))
+
+
+def test_every_module_is_on_an_api_page_or_listed_as_internal():
+    """A new module is either public (``::: dpauc_tf.x.y`` on a page of docs/api/, with the
+    names it offers) or internal (listed in docs/api/internal.md), never both."""
+    rendered, internal = _api_pages()
     modules = {
         ".".join(path.relative_to(REPO).with_suffix("").parts)
         for path in (REPO / "dpauc_tf").rglob("*.py")
         if path.name != "__init__.py" and not path.name.startswith("_")
     }
-    missing = sorted(modules - rendered)
+    missing = sorted(modules - set(rendered) - internal)
     assert not missing, missing
+    assert not set(rendered) & internal, sorted(set(rendered) & internal)
+    assert not internal - modules, sorted(internal - modules)
+
+
+def test_the_api_pages_render_a_curated_surface():
+    """Each module directive names its members (the public surface: about 150 names), so a new
+    helper does not reach the site unless it is listed."""
+    rendered, _ = _api_pages()
+    uncurated = [
+        module
+        for module, block in rendered.items()
+        if module != "dpauc_tf" and not re.search(r"^\s+members:\s*$", block, flags=re.M)
+    ]
+    assert not uncurated, uncurated
+    names = sum(len(re.findall(r"^\s+- \w+\s*$", block, flags=re.M)) for block in rendered.values())
+    assert 100 <= names <= 200, names

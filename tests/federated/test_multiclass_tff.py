@@ -15,6 +15,7 @@ from dpauc_tf.federated import evaluate_multiclass  # noqa: E402
 from dpauc_tf.mechanisms.auc_only import grid_error_bound  # noqa: E402
 from dpauc_tf.mechanisms.multiclass import AVERAGES, one_vs_rest_counts, to_one_hot  # noqa: E402
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass as central  # noqa: E402
+from tests.helpers.stats import discrete_laplace_pvalue  # noqa: E402
 
 pytestmark = pytest.mark.federated
 
@@ -103,19 +104,6 @@ def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
     assert not np.array_equal(a.noisy_counts["pos"], c.noisy_counts["pos"])
 
 
-def _discrete_laplace_pvalue(noise, scale, support=40):
-    p = np.exp(-1.0 / scale)
-    ks = np.arange(-support, support + 1)
-    pmf = (1 - p) / (1 + p) * p ** np.abs(ks)
-    observed = np.array([(noise == k).sum() for k in ks] + [(np.abs(noise) > support).sum()])
-    expected = np.append(pmf, 1 - pmf.sum()) * noise.size
-    keep = expected > 5
-    observed = np.append(observed[keep], observed[~keep].sum())
-    expected = np.append(expected[keep], expected[~keep].sum())
-    expected *= observed.sum() / expected.sum()
-    return stats.chisquare(observed, expected).pvalue
-
-
 def test_secure_shares_sum_to_one_discrete_laplace_of_the_class_change_sensitivity():
     labels, scores, _ = _data(300)
     out = evaluate_multiclass(
@@ -128,9 +116,9 @@ def test_secure_shares_sum_to_one_discrete_laplace_of_the_class_change_sensitivi
     )
     noise = _residuals(out, labels, scores)
     assert np.all(noise == np.round(noise))
-    assert _discrete_laplace_pvalue(noise, 4.0) > 1e-3
+    assert discrete_laplace_pvalue(noise, 4.0) > 1e-3
     for wrong in (2.0, 8.0):
-        assert _discrete_laplace_pvalue(noise, wrong) < 1e-10
+        assert discrete_laplace_pvalue(noise, wrong) < 1e-10
     assert out.epsilon == 1.0 and out.num_reporting == 4
     assert "4 client shares" in str(out.statement) and "L1 = 4" in str(out.statement)
 

@@ -5,29 +5,19 @@ from __future__ import annotations
 import importlib.util
 import json
 
-import numpy as np
 import pytest
 
-from dpauc_tf.cli.main import main
+from tests.helpers.cli import cli_status
+from tests.helpers.scores import normal_score_file
 
 
 @pytest.fixture()
 def score_file(tmp_path):
-    rng = np.random.default_rng(3)
-    labels = rng.integers(0, 2, 300)
-    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1)
-    path = tmp_path / "scores.csv"
-    path.write_text(
-        "score,label\n"
-        + "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
-    )
-    return str(path)
+    return normal_score_file(tmp_path / "scores.csv", 300, seed=3)
 
 
 def _run(capsys, *argv):
-    status = main(["evaluate", *argv, "--format", "json"])
-    captured = capsys.readouterr()
-    return status, captured
+    return cli_status(capsys, "evaluate", *argv, "--format", "json")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("flwr") is None, reason="needs flwr")

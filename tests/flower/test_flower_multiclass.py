@@ -26,6 +26,7 @@ from dpauc_tf.mechanisms.auc_only import grid_error_bound
 from dpauc_tf.mechanisms.multiclass import AVERAGES, one_vs_rest_counts, to_one_hot
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass as central
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
+from tests.helpers.stats import discrete_laplace_pvalue
 
 T = 20
 
@@ -91,28 +92,15 @@ def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
     assert 0.8 < ratio < 1.25, ratio  # four draws in the sum; halved / doubled: 0.25 / 4
 
 
-def _discrete_laplace_pvalue(noise, scale, support=40):
-    p = np.exp(-1.0 / scale)
-    ks = np.arange(-support, support + 1)
-    pmf = (1 - p) / (1 + p) * p ** np.abs(ks)
-    observed = np.array([(noise == k).sum() for k in ks] + [(np.abs(noise) > support).sum()])
-    expected = np.append(pmf, 1 - pmf.sum()) * noise.size
-    keep = expected > 5
-    observed = np.append(observed[keep], observed[~keep].sum())
-    expected = np.append(expected[keep], expected[~keep].sum())
-    expected *= observed.sum() / expected.sum()
-    return stats.chisquare(observed, expected).pvalue
-
-
 def test_secagg_shares_sum_to_one_discrete_laplace_and_dropouts_are_honest():
     labels, scores = _data(200)
     clients = _clients(labels, scores, 4)
     out = _run(clients, epsilon=1.0, mechanism="secure-histogram", seed=6, repeats=60)
     noise = _residuals(out, labels, scores)
     assert np.all(noise == np.round(noise))
-    assert _discrete_laplace_pvalue(noise, 4.0) > 1e-3
+    assert discrete_laplace_pvalue(noise, 4.0) > 1e-3
     for wrong in (2.0, 8.0):
-        assert _discrete_laplace_pvalue(noise, wrong) < 1e-10
+        assert discrete_laplace_pvalue(noise, wrong) < 1e-10
     assert out.epsilon == 1.0 and out.num_reporting == 4 and out.secagg is not None
     short = _run(clients, epsilon=1.0, mechanism="secure-histogram", seed=6, vanishing_clients=[1])
     assert short.num_reporting == 3 and short.epsilon > 1.0

@@ -13,8 +13,9 @@ import pytest
 pytest.importorskip("flwr")
 
 import dpauc_tf.flower.client as flower_client
-from dpauc_tf.cli.main import main
 from dpauc_tf.flower import evaluate as flower_evaluate_function
+from tests.helpers.cli import cli_status
+from tests.helpers.scores import normal_score_file
 
 flower_evaluate = __import__("sys").modules["dpauc_tf.flower.evaluate"]
 # Long enough for the honest clients on a loaded machine, short for a test.
@@ -23,15 +24,7 @@ TIMEOUT = 8
 
 @pytest.fixture()
 def score_file(tmp_path):
-    rng = np.random.default_rng(3)
-    labels = rng.integers(0, 2, 200)
-    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1)
-    path = tmp_path / "scores.csv"
-    path.write_text(
-        "score,label\n"
-        + "".join(f"{float(s)!r},{int(y)}\n" for s, y in zip(scores, labels, strict=True))
-    )
-    return str(path)
+    return normal_score_file(tmp_path / "scores.csv", 200, seed=3)
 
 
 @pytest.fixture(autouse=True)
@@ -49,8 +42,7 @@ def _clients(k, n=30, seed=0):
 
 
 def _run(capsys, *argv):
-    status = main(["evaluate", *argv])
-    return status, capsys.readouterr()
+    return cli_status(capsys, "evaluate", *argv)
 
 
 # -- item 2: every figure the CLI states is the one the arrived reports achieve ----------------

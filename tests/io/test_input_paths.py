@@ -17,6 +17,8 @@ import pytest
 from dpauc_tf.cli.main import main
 from dpauc_tf.io.paths import describe, input_files
 from dpauc_tf.io.scores import ScoreFileError
+from tests.helpers.cli import evaluate_json
+from tests.helpers.worlds import ENGINES, FEDERATED
 
 N = 300
 
@@ -72,11 +74,8 @@ def gzip_tfrecord(root, frame):
 
 
 def _evaluate(capsys, path, backend="simulate", *extra) -> dict:
-    argv = ["evaluate", "--scores", str(path), "--mechanism", "none", "--num-thresholds", "20"]
-    code = main([*argv, "--backend", backend, "--format", "json", *extra])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    return json.loads(captured.out)
+    argv = ["--scores", path, "--mechanism", "none", "--num-thresholds", 20, "--backend", backend]
+    return evaluate_json(capsys, *argv, *extra)
 
 
 def _error(capsys, *argv) -> str:
@@ -205,12 +204,6 @@ def test_thresholds_from_a_pipe_with_no_writer_does_not_block(tmp_path):
 
 
 # -- every backend reads the same files ----------------------------------------------------------
-ENGINES = [
-    pytest.param("beam", marks=pytest.mark.skipif(
-        importlib.util.find_spec("apache_beam") is None, reason="needs Apache Beam")),
-    pytest.param("spark", marks=pytest.mark.skipif(
-        importlib.util.find_spec("pyspark") is None, reason="needs PySpark")),
-]  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", ENGINES)
@@ -278,14 +271,6 @@ def test_beams_read_scores_takes_a_directory_by_the_same_rule(tmp_path):
         lambda p: p | read | PrivateAUC(epsilon=None, slicing=[()]), pipeline_options(None)
     )
     assert releases[0].num_examples == N
-
-
-FEDERATED = [
-    pytest.param("tff", marks=pytest.mark.skipif(
-        importlib.util.find_spec("tensorflow_federated") is None, reason="needs TFF")),
-    pytest.param("flower", marks=pytest.mark.skipif(
-        importlib.util.find_spec("flwr") is None, reason="needs Flower")),
-]  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", FEDERATED)

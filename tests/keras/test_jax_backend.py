@@ -4,44 +4,21 @@ and Keras) and these tests assert on the JSON it prints. Skipped without jax or 
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
-import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-if importlib.util.find_spec("jax") is None:
-    pytest.skip('jax is not installed (pip install "dpauc-tf[jax]")', allow_module_level=True)
-if int(importlib.metadata.version("keras").split(".")[0]) < 3:
-    pytest.skip("the JAX backend needs Keras 3", allow_module_level=True)
+from tests.helpers.jax import run_jax_script, skip_without_jax_and_keras3
 
-ROOT = Path(__file__).resolve().parents[2]
+skip_without_jax_and_keras3()
+
 SCRIPT = Path(__file__).with_name("jax_backend_checks.py")
 
 
 @pytest.fixture(scope="module")
 def checks() -> dict:
-    env = {
-        **os.environ,
-        "KERAS_BACKEND": "jax",
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_jax_script(SCRIPT)
     assert out["backend"] == "jax"
     print({key: round(value, 1) for key, value in out.items() if key.endswith("seconds")})
     return out

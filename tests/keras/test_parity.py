@@ -4,20 +4,12 @@ takes, in the installed Keras (2 or 3, TensorFlow backend), and returns its valu
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import tensorflow as tf
 
 from dpauc_tf import DPAUC
 from dpauc_tf.keras.metric import KERAS_MAJOR
-
-_spec = importlib.util.spec_from_file_location(
-    "parity_cases", Path(__file__).with_name("parity_cases.py")
-)
-parity_cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(parity_cases)
+from tests.keras import parity_cases
 
 PRGAIN = hasattr(getattr(tf.keras.metrics.AUC(), "curve", None), "name") and "PRGAIN" in str(
     list(type(tf.keras.metrics.AUC().curve))

@@ -4,48 +4,19 @@ Keras 3."""
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "parity_cases", Path(__file__).with_name("parity_cases.py")
-)
-parity_cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(parity_cases)
+from tests.helpers.jax import run_jax_script, skip_without_jax_and_keras3
+from tests.keras import parity_cases
 
-if importlib.util.find_spec("jax") is None:
-    pytest.skip('jax is not installed (pip install "dpauc-tf[jax]")', allow_module_level=True)
-if int(importlib.metadata.version("keras").split(".")[0]) < 3:
-    pytest.skip("the JAX backend needs Keras 3", allow_module_level=True)
-
-ROOT = Path(__file__).resolve().parents[2]
+skip_without_jax_and_keras3()
 
 
 @pytest.fixture(scope="module")
 def report() -> dict:
-    env = {
-        **os.environ,
-        "KERAS_BACKEND": "jax",
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, str(Path(parity_cases.__file__))],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_jax_script(Path(parity_cases.__file__))
     assert out["backend"] == "jax" and out["prgain"]
     return out
 

@@ -10,13 +10,13 @@ import math
 import numpy as np
 import pytest
 import tensorflow as tf
-from scipy import stats
 
 from dpauc_tf.analysis.tree_design import mechanism_auc_variance
 from dpauc_tf.mechanisms import get_mechanism
 from dpauc_tf.mechanisms.class_split import positive_share_for_rate, resolve_positive_share
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.privacy.accounting import composed_epsilon, pure_epsilon
+from tests.helpers.stats import law_pvalue
 
 T = 15  # 16 buckets: a 4-ary tree of 3 levels
 REPEATS = 600
@@ -30,40 +30,13 @@ def _counts(seed=0):
     return tf.constant(pos), tf.constant(neg)
 
 
-def _pvalue(samples: np.ndarray, law: str, scale: float) -> float:
-    """Goodness of fit of ``samples`` to ``law`` (``laplace``, ``discrete-laplace`` or
-    ``skellam``, parameter ``scale``: Laplace scale or Skellam mu)."""
-    samples = np.asarray(samples).ravel()
-    if law == "laplace":
-        return float(stats.kstest(samples, stats.laplace(scale=scale).cdf).pvalue)
-    dist = stats.dlaplace(1.0 / scale) if law == "discrete-laplace" else stats.skellam(scale, scale)
-    edge = int(max(np.abs(samples).max(), 1))
-    values = np.arange(-edge, edge + 1)
-    expected = dist.pmf(values) * samples.size
-    expected[0] += dist.cdf(-edge - 1) * samples.size
-    expected[-1] += dist.sf(edge) * samples.size
-    observed = np.bincount((samples + edge).astype(int), minlength=values.size)
-    # pool the tails into bins that expect at least 5
-    keep, obs, exp_ = [], 0.0, 0.0
-    for o, e in zip(observed, expected, strict=True):
-        obs, exp_ = obs + o, exp_ + e
-        if exp_ >= 5:
-            keep.append((obs, exp_))
-            obs, exp_ = 0.0, 0.0
-    if keep and exp_ > 0:
-        keep[-1] = (keep[-1][0] + obs, keep[-1][1] + exp_)
-    observed, expected = np.array(keep).T
-    expected *= observed.sum() / expected.sum()
-    return float(stats.chisquare(observed, expected).pvalue)
-
-
 def _assert_law(samples, law, scale):
     """The stated law fits; the same samples reject half and twice the scale (Skellam: mu / 4
     and 4 mu, the same factor 2 on the standard deviation)."""
-    assert _pvalue(samples, law, scale) > 1e-4
+    assert law_pvalue(samples, law, scale) > 1e-4
     factor = 4.0 if law == "skellam" else 2.0
-    assert _pvalue(samples, law, scale / factor) < 1e-6
-    assert _pvalue(samples, law, scale * factor) < 1e-6
+    assert law_pvalue(samples, law, scale / factor) < 1e-6
+    assert law_pvalue(samples, law, scale * factor) < 1e-6
 
 
 def _secure_sum(mechanism, pos, neg, seed, repeats=REPEATS):

@@ -20,6 +20,7 @@ from dpauc_tf.mechanisms.multiclass import (
     to_one_hot,
 )
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
+from tests.helpers.stats import discrete_laplace_pvalue
 
 
 def _data(n=2000, classes=4, seed=1, shift=1.0):
@@ -177,30 +178,14 @@ def test_public_scores_noise_is_laplace_two_over_epsilon_and_totals_exact(counts
         assert stats.kstest(noise, stats.laplace(scale=wrong).cdf).pvalue < 1e-10
 
 
-def _discrete_laplace_pvalue(noise, scale, support=25):
-    p = np.exp(-1.0 / scale)
-    ks = np.arange(-support, support + 1)
-    pmf = (1 - p) / (1 + p) * p ** np.abs(ks)
-    observed = np.array([(noise == k).sum() for k in ks] + [(np.abs(noise) > support).sum()])
-    expected = np.append(pmf, 1 - pmf.sum()) * noise.size
-    keep = expected > 5
-    if expected[~keep].sum() > 0:  # the rare values in one bin
-        observed = np.append(observed[keep], observed[~keep].sum())
-        expected = np.append(expected[keep], expected[~keep].sum())
-    else:
-        observed, expected = observed[keep], expected[keep]
-    expected *= observed.sum() / expected.sum()
-    return stats.chisquare(observed, expected).pvalue
-
-
 def test_secure_shares_sum_to_discrete_laplace_of_scale_four_over_epsilon(counts):
     pos, neg = counts
     m = OneVsRest("secure-histogram", epsilon=1.0, num_classes=3, num_thresholds=5, num_clients=4)
     noise = _noise(m, pos, neg, 1500, seed=11, clients=4).ravel()
     assert np.all(noise == np.round(noise))
-    assert _discrete_laplace_pvalue(noise, 4.0) > 1e-3
+    assert discrete_laplace_pvalue(noise, 4.0, support=25) > 1e-3
     for wrong in (2.0, 8.0):
-        assert _discrete_laplace_pvalue(noise, wrong) < 1e-10
+        assert discrete_laplace_pvalue(noise, wrong, support=25) < 1e-10
 
 
 def test_audit_holds_and_catches_an_under_counted_sensitivity():

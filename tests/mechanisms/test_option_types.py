@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, list_mechanisms
-from dpauc_tf.mechanisms.base import ESTIMATORS
+from dpauc_tf.mechanisms.estimators import AUCEstimator
 from dpauc_tf.mechanisms.histogram import NOISE_KINDS
 from dpauc_tf.mechanisms.option_types import OPTION_TYPES, OptionType
 from dpauc_tf.mechanisms.registry import (
@@ -74,7 +74,7 @@ def test_every_builtin_option_has_a_declared_type():
         for option in mechanism_options(spec.name):
             assert option in OPTION_TYPES, f"{spec.name}.{option} has no declared type"
     # the declared choices are the ones the mechanisms check
-    assert OPTION_TYPES["estimator"].choices == ESTIMATORS
+    assert OPTION_TYPES["estimator"].choices == tuple(e.value for e in AUCEstimator)
     assert OPTION_TYPES["noise"].choices == NOISE_KINDS
     assert OPTION_TYPES["family"].choices == FAMILIES
 

@@ -207,3 +207,35 @@ def test_one_class_gives_nulls():
     assert out["partial_auc"]["value"] is None and out["partial_auc"]["ci_low"] is None
     assert out["tpr_at_fpr"]["tpr"]["value"] is None
     assert out["ece"]["value"] == pytest.approx(_direct_ece(labels, scores, 5))
+
+
+def test_average_precision_population_interval_covers_with_random_class_sizes():
+    """Test sets drawn from one population vary in their prevalence, and the average
+    precision moves with it: an interval whose bootstrap keeps each class's size fixed
+    misses that part of its sampling variance (on this weak model, where it dominates, such
+    an interval covered 76.5% of these 200 seeded sets; the joint bootstrap on the logit
+    scale covers 94%, nominal 95%)."""
+    from scipy import stats
+
+    from dpauc_tf.core.curve_summaries import average_precision
+    from dpauc_tf.mechanisms.release import finish_release
+
+    spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=21)
+    grid = spec.count_grid()
+    inner = np.clip(grid.as_array(), 1e-12, 1 - 1e-12)
+    edges = np.concatenate([[-np.inf], np.log(inner / (1 - inner)), [np.inf]])
+    edges[1], edges[-2] = -np.inf, np.inf  # the grid's end thresholds hold nothing
+    p1, p0 = np.diff(stats.norm.cdf(edges, loc=0.1)), np.diff(stats.norm.cdf(edges))
+    truth = float(average_precision(0.5 * p1, 0.5 * p0))
+    rng = np.random.default_rng(0)
+    sets, n = 200, 400
+    num_pos = rng.binomial(n, 0.5, size=sets)
+    pos = np.stack([rng.multinomial(k, p1) for k in num_pos]).astype(np.float64)
+    neg = np.stack([rng.multinomial(n - k, p0) for k in num_pos]).astype(np.float64)
+    result = finish_release(spec, {"pos": pos, "neg": neg}, num_examples=float(n))
+    summary = summarize_release(result, spec.build(), grid, average_precision=True)
+    ap = summary.average_precision
+    assert np.all(np.isfinite(ap.low)) and np.all(ap.low <= ap.value)
+    assert np.all(ap.value <= ap.high)
+    covered = (ap.low <= truth) & (truth <= ap.high)
+    assert 0.9 <= covered.mean() <= 0.99, covered.mean()

@@ -9,7 +9,7 @@ import tensorflow as tf
 from dpauc_tf.mechanisms import get_mechanism, private_auc
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
 from dpauc_tf.noise.seeds import derive_seed
-from dpauc_tf.simulation import SEED_KEY, SimulationResult, client_histograms, simulate
+from dpauc_tf.simulation import SEED_KEY, client_histograms, simulate
 
 T = 20
 K = 5
@@ -69,11 +69,6 @@ def test_private_auc_is_a_view_of_finish_release():
     assert view.result.epsilon_total == direct.epsilon_total == 5.0
     one = private_auc(m, pos, neg, seed=3)
     assert one.auc.shape.rank == 0 and one.roc.fpr.shape.as_list() == [3]
-
-
-def test_the_0_2_result_name_builds_an_auc_result():
-    old = SimulationResult(np.array([0.7, 0.8]), np.zeros((2, 3)), np.zeros((2, 3)), None)
-    assert isinstance(old, AUCResult) and old.epsilon_total is None
 
 
 def test_simulate_refuses_what_is_not_a_release():

@@ -3,8 +3,6 @@ noise (K = 10 non-IID clients), one-line errors (one local Spark session for the
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -12,6 +10,7 @@ pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
 
 from dpauc_tf.cli.main import main  # noqa: E402
+from tests.helpers.cli import evaluate_json as _evaluate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +30,6 @@ def files(tmp_path_factory):
     (root / "scores.tsv").write_text("score\tlabel\n0.5\t1\n")
     paths["tsv"] = root / "scores.tsv"
     return paths
-
-
-def _evaluate(capsys, *argv) -> dict:
-    assert main(["evaluate", *map(str, argv), "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("kind", ["csv", "parquet", "one"])

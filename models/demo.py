@@ -1,7 +1,7 @@
 """The demo: train Wide & Deep with DPAUC, then evaluate it privately with TFF.
 
     bash run.sh demo                       # sets up the environment, then runs this module
-    python -m dpauc_tf.demo [--data synthetic:200000 | PATH] [--out DIR [--overwrite]]
+    python -m models.demo [--data synthetic:200000 | PATH] [--out DIR [--overwrite]]
 
 Every run writes to a new directory, ``runs/demo/<date>-<time>`` (printed at the start and the
 end), so the demo runs any number of times; ``--out DIR`` chooses the directory, and
@@ -85,7 +85,7 @@ def _mechanism_list(text: str) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m dpauc_tf.demo",
+        prog="python -m models.demo",
         description="Train Wide & Deep with DPAUC, then a federated DP-AUC evaluation in TFF.",
     )
     parser.add_argument("--data", default="synthetic:200000", help="synthetic[:ROWS] or a file")

@@ -1,0 +1,1 @@
+"""The test suite, a package: shared helpers live in tests.helpers (see its docstring)."""

@@ -1,0 +1,1 @@
+"""Tests of data_prep."""
