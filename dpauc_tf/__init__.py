@@ -5,7 +5,7 @@ The top level holds what a Keras user needs; everything else lives in the layers
 ``simulation``, ``cli``, ``analysis``, ``experiments``). Names are loaded on first use, so
 ``import dpauc_tf`` does not import TensorFlow; once Keras is imported (before or after
 ``dpauc_tf``), the Keras adapter is loaded too, so that ``keras.models.load_model`` finds
-``DPAUC`` and ``DPMultiClassAUC`` in a saved model after ``import dpauc_tf`` alone.
+``DPAUC``, ``DPECE`` and ``DPMultiClassAUC`` in a saved model after ``import dpauc_tf`` alone.
 
     >>> from dpauc_tf import DPAUC, list_mechanisms
     >>> metric = DPAUC(epsilon=1.0, num_thresholds=100, seed=0)
@@ -26,6 +26,7 @@ __version__ = "0.3.0"
 _PUBLIC = {
     "DPAUC": "dpauc_tf.keras.metric",
     "DPAUCBudgetCallback": "dpauc_tf.keras.callbacks",
+    "DPECE": "dpauc_tf.keras.calibration",
     "DPMultiClassAUC": "dpauc_tf.keras.multiclass",
     "PrivacyLedger": "dpauc_tf.privacy.ledger",
     "BudgetExceededError": "dpauc_tf.privacy.ledger",
