@@ -73,8 +73,10 @@ def quiet_tensorflow_start_up():
         return
     with _filtered_stderr():
         yield
-    if "tensorflow" in sys.modules:
-        sys.modules["tensorflow"].get_logger().setLevel("ERROR")
+        if "tensorflow" in sys.modules:  # imported on the way: its device probes print here
+            tf = sys.modules["tensorflow"]
+            tf.config.list_logical_devices()
+            tf.get_logger().setLevel("ERROR")
 
 
 def import_tensorflow_quietly() -> ModuleType:
