@@ -134,12 +134,7 @@ def release_tff(run: BackendRun, counted, client_ids, num_clients):
     spec = run.spec
     out = evaluate(
         clients,
-        mechanism=spec.mechanism,
-        epsilon=spec.epsilon,
-        delta=spec.delta,
-        num_thresholds=spec.num_thresholds,
-        threshold_grid=spec.threshold_grid,
-        mechanism_options=dict(spec.options),
+        **spec.settings(),
         seed=spec.seed,
         repeats=run.repeats,
     )

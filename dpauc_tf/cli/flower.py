@@ -41,12 +41,7 @@ def evaluate_with_flower(run, data, client_ids, num_clients):
     spec, timeout = run.spec, run.round_timeout
     out = flower_evaluate.evaluate(
         client_data_from_partition(data.scores, data.labels, client_ids, num_clients),
-        mechanism=spec.mechanism,
-        epsilon=spec.epsilon,
-        delta=spec.delta,
-        num_thresholds=spec.num_thresholds,
-        threshold_grid=spec.threshold_grid,
-        mechanism_options=dict(spec.options),
+        **spec.settings(),
         seed=spec.seed,
         repeats=run.repeats,
         engine=os.environ.get(ENGINE_VARIABLE, "simulation"),
