@@ -326,8 +326,7 @@ class CountMechanism(abc.ABC):
             return 1.0
         reporting = num_clients if num_reporting is None else int(num_reporting)
         if self.capabilities.secure:
-            shares = int(getattr(self, "num_clients", num_clients))
-            return reporting / shares
+            return reporting / self.noise_shares(num_clients)
         return float(max(reporting, 1))
 
     def sums_client_noise(self) -> bool:
