@@ -4,7 +4,7 @@ read the files themselves (Beam's IO, Spark's reader: the driver holds no row).
 Every backend receives a [`BackendRun`][]: the release's
 [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec] (built once, by
 [`dpauc_tf.cli.release`][]), the number of releases, the interval asked for, the file's
-[`ScoreSource`][] and the engines' own settings; never the command's arguments.
+[`ScoreSource`][dpauc_tf.backends.ScoreSource] and the engines' own settings; never the command's arguments.
 
 Examples:
     >>> sorted(BACKENDS)
@@ -19,20 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from dpauc_tf.backends import REGISTRY, EvaluationData, ScoreSource, backend
 from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.core.extras import install_hint
 from dpauc_tf.mechanisms.registry import mechanism_spec
-
-
-@dataclasses.dataclass(frozen=True)
-class ScoreSource:
-    """The score file(s) of ``--scores`` and how to read them."""
-
-    path: str
-    score_column: str = "score"
-    label_column: str = "label"
-    client_column: str | None = None  # client ids only from a named column
-    from_logits: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +35,7 @@ class BackendRun:
       repeats: independent releases.
       confidence: ``--confidence`` (``None``: no interval).
       ci_target: ``--ci-target``.
-      source: the file's [`ScoreSource`][].
+      source: the file's [`ScoreSource`][dpauc_tf.backends.ScoreSource].
       beam_options: ``--beam-options``.
       spark_master: ``--spark-master``.
       round_timeout: ``--round-timeout`` (Flower).
@@ -77,32 +67,6 @@ def kept_examples(counted, what: str):
     return counted.examples
 
 
-def release_simulate(run: BackendRun, counted, client_ids, num_clients):
-    """Step 3 for ``--backend simulate``: releases from the counts (or the kept examples),
-    [`dpauc_tf.simulation`][] on the command's `ReleaseSpec`."""
-    from dpauc_tf.simulation import simulate, simulate_examples
-
-    spec = run.spec
-    transforms = spec.capabilities.transforms_data
-    if client_ids is not None or transforms:
-        what = (
-            f"mechanism {spec.mechanism!r} (it transforms every example)"
-            if transforms
-            else "--clients"
-        )
-        data = kept_examples(counted, what)
-        return simulate_examples(
-            spec,
-            data.labels,
-            data.scores,
-            spec.thresholds,
-            data.clients if client_ids is None else client_ids,
-            num_clients,
-            repeats=run.repeats,
-        )
-    return simulate(spec, counted.pos, counted.neg, repeats=run.repeats)
-
-
 def _examples_by_client(counted, client_ids, what: str):
     """The kept examples and each one's client id (the file's, else one client) for a
     backend that starts from the examples rather than the counts."""
@@ -114,49 +78,22 @@ def _examples_by_client(counted, client_ids, what: str):
     return data, client_ids
 
 
-def release_tff(run: BackendRun, counted, client_ids, num_clients):
-    """Step 3 for ``--backend tff``: every client's examples through TFF
-    ([`dpauc_tf.federated.evaluate`][], every repeat a TFF round)."""
-    data, client_ids = _examples_by_client(counted, client_ids, "--backend tff")
-    if importlib.util.find_spec("tensorflow_federated") is None:
-        raise CommandError(
-            "--backend tff needs TensorFlow Federated, which runs on Python 3.11 with "
-            f"TensorFlow 2.14: {install_hint('federated')} in a Python 3.11 environment "
-            "of its own (it does not go with the keras3, beam, flower or spark extras)"
+def release_registered(run: BackendRun, counted, client_ids, num_clients):
+    """Step 3 for a backend of the registry ([`dpauc_tf.backends`][]): its ``evaluate`` on
+    the command's spec and the counted data; its one-line errors as the command's."""
+    settings = {"beam": {"options": run.beam_options}}.get(run.backend, {})
+    try:
+        engine = backend(run.backend, **settings)
+        engine.check_installed()
+        return engine.evaluate(
+            run.spec,
+            EvaluationData.from_counted(counted, client_ids, num_clients),
+            repeats=run.repeats,
+            confidence=run.confidence,
+            ci_target=run.ci_target,
         )
-    from dpauc_tf import federated
-    from dpauc_tf.core.partitions import client_data_from_partition
-
-    evaluate = getattr(federated, "evaluate", None)
-    if evaluate is None:
-        raise CommandError("--backend tff: dpauc_tf.federated.evaluate is not available")
-    clients = client_data_from_partition(data.scores, data.labels, client_ids, num_clients)
-    spec = run.spec
-    out = evaluate(
-        clients,
-        **spec.settings(),
-        seed=spec.seed,
-        repeats=run.repeats,
-    )
-    return out.result
-
-
-def release_beam(run: BackendRun, counted, client_ids, num_clients):
-    """Step 3 for ``--backend beam``: the kept examples through a Beam pipeline
-    ([`dpauc_tf.beam.pipeline.evaluate_with_beam`][], all repeats)."""
-    data, client_ids = _examples_by_client(counted, client_ids, "--backend beam")
-    _require_beam()
-    from dpauc_tf.beam.pipeline import evaluate_with_beam
-
-    return evaluate_with_beam(
-        data.scores,
-        data.labels,
-        client_ids,
-        num_clients,
-        run.spec,
-        repeats=run.repeats,
-        beam_options=run.beam_options,
-    )
+    except ImportError as error:
+        raise CommandError(str(error)) from None
 
 
 def release_flower(run: BackendRun, counted, client_ids, num_clients):
@@ -177,9 +114,7 @@ def release_spark(run: BackendRun, counted, client_ids, num_clients):
 # ``--backend NAME`` -> a function (run, counted, client_ids, num_clients) -> AUCResult (the
 # one result type). A backend starts from the counts of step 1.
 BACKENDS = {
-    "simulate": release_simulate,
-    "tff": release_tff,
-    "beam": release_beam,
+    **{str(name): release_registered for name in REGISTRY},
     "flower": release_flower,
     "spark": release_spark,
 }
