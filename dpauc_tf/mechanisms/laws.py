@@ -80,3 +80,27 @@ class GridRule(enum.Enum):
     @property
     def grows_with_grid(self) -> bool:
         return self is GridRule.NOISE_PER_BUCKET
+
+
+class Deployment(str, enum.Enum):
+    """Where the labels are when a release is drawn: what the default mechanism depends on.
+
+    * ``CENTRAL`` (``"central"``): one data holder releases (the Keras metric, one file).
+    * ``FEDERATED`` (``"federated"``): clients each add their own noise and the server sees
+      every client's report (no secure aggregation).
+    * ``SECURE`` (``"secure"``): clients' reports are summed by secure aggregation (TFF's
+      secure sum, Flower's SecAgg+): the server sees only the sum.
+
+    Examples:
+        >>> Deployment("secure").has_clients, Deployment.CENTRAL.has_clients
+        (True, False)
+    """
+
+    CENTRAL = "central"
+    FEDERATED = "federated"
+    SECURE = "secure"
+
+    @property
+    def has_clients(self) -> bool:
+        """Whether several data holders report (the release is federated)."""
+        return self is not Deployment.CENTRAL

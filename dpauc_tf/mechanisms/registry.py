@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dpauc_tf.mechanisms.capabilities import Capabilities
+from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.option_types import (
     BOOL,
     OPTION_TYPES,
@@ -248,16 +249,20 @@ def default_mechanism(
     delta: float | None = None,
     *,
     needs_curve: bool = False,
+    deployment: Deployment | str = Deployment.CENTRAL,
 ) -> str:
     """The lowest-error mechanism for what is asked (``docs/rank_sum.md``; every entry point's
     default): for the ROC AUC with interpolation from one data holder, ``"rank-sum"`` (pure
     epsilon), or ``"auc-only"`` when a ``delta`` is given; ``"histogram"`` when a curve is
-    needed (``curve="PR"``, the other summation methods, ``needs_curve``: a plot, several
-    clients).
+    needed (``curve="PR"``, the other summation methods, ``needs_curve``: a plot) or
+    several clients report (``deployment``: a [`Deployment`][dpauc_tf.mechanisms.laws.Deployment]).
 
         >>> default_mechanism(), default_mechanism(delta=1e-6), default_mechanism("PR")
         ('rank-sum', 'auc-only', 'histogram')
     """
+    deployment = Deployment(deployment)
+    if deployment.has_clients:
+        needs_curve = True
     if curve == "ROC" and summation_method == "interpolation" and not needs_curve:
         return "rank-sum" if delta is None else "auc-only"
     return "histogram"

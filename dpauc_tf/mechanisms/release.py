@@ -39,6 +39,7 @@ import numpy as np
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.comparison import PAIRED_COMPARISON
+from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import mechanism_spec
 
@@ -138,6 +139,7 @@ class ReleaseSpec:
         num_classes: int | None = None,
         average: str = "macro",
         needs_curve: bool = False,
+        deployment: Deployment | str = Deployment.CENTRAL,
     ) -> ReleaseSpec:
         """A checked spec: the mechanism is built once here, so that a bad name, epsilon,
         delta or option fails before any work, with the registry's one-line message.
@@ -156,7 +158,9 @@ class ReleaseSpec:
             from dpauc_tf.mechanisms.registry import default_mechanism
 
             mechanism = default_mechanism(
-                delta=delta, needs_curve=needs_curve or num_classes is not None
+                delta=delta,
+                needs_curve=needs_curve or num_classes is not None,
+                deployment=deployment,
             )
         if num_thresholds == "auto":
             from dpauc_tf.mechanisms.auto_grid import resolve_num_thresholds
