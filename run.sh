@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's two commands. On a fresh machine with only Python 3.11 they do all the set-up:
 #   bash run.sh demo [ARGS]    the main job (python -m models.demo ARGS) in the federated world
-#   bash run.sh test [ARGS]    lint, the docs site, then the whole test suite in both worlds
-#                              and the keras3 world on Python 3.13 (ARGS go to pytest)
+#   bash run.sh test [ARGS]    lint, the docs site, then the whole test suite in both worlds and
+#                              on Python 3.13 what differs there (CHUNKS below); with ARGS,
+#                              pytest ARGS once in each of the three environments
 # Environments (all locked in uv.lock):
 #   .venv         federated: TensorFlow 2.14 (Keras 2) + TFF 0.87 + tensorflow-privacy 0.9
 #   .venv-keras3  keras3:    the newest TensorFlow (Keras 3), no TFF; Beam, TFMA, Flower; docs tools
