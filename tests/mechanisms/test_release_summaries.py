@@ -80,7 +80,10 @@ def test_noise_off_beam_equals_scikit_learn():
 
     labels, scores = _data(n=1500, seed=1)
     spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=201)
-    result = evaluate_with_beam(scores, labels, np.zeros(labels.size, np.int64), 1, spec, seed=0)
+    clients = np.zeros(labels.size, np.int64)
+    # the in-process runner: the 2-process one is tests/beam's (its workers import TensorFlow)
+    in_process = ["--runner=DirectRunner"]
+    result = evaluate_with_beam(scores, labels, clients, 1, spec, seed=0, beam_options=in_process)
     _check_noise_free(result, spec, labels, scores)
 
 
