@@ -83,14 +83,18 @@ WORLD_INDEPENDENT_TESTS=(tests/test_layers.py tests/test_import_cycles.py tests/
   tests/data_prep/test_synthetic.py)
 PY313_TESTS=(tests/docs/test_code_blocks.py tests/packaging tests/test_docstrings.py
   tests/cli/test_cli_usability.py)  # and tests/keras -k jax: the chunk py313-jax
-# Each world's suite is cut into chunks (a world's directories named in a later chunk are left out
-# of its "rest"); the two lanes, one per core, take the chunks in this order, each the next one
-# that is free, so that neither lane waits for the other (longest first).
+# Each world's suite is cut into chunks (its "rest" leaves out the directories that its other
+# chunks run; tests/test_world_split.py checks it); the two lanes, one per core, take the chunks
+# in this order, each the next one that is free, so that neither lane waits long for the other
+# (the longest first; Flower's Ray and Spark's JVM apart).
 CHUNKS=(
-  "keras3-rest|.venv-keras3|tests --ignore=tests/flower --ignore=tests/beam --ignore=tests/spark"
-  "federated-rest|.venv|tests --ignore=tests/federated --ignore=tests/cli"
+  "keras3-rest|.venv-keras3|tests --ignore=tests/keras --ignore=tests/cli --ignore=tests/flower --ignore=tests/beam --ignore=tests/spark"
+  "federated-rest|.venv|tests --ignore=tests/keras --ignore=tests/federated --ignore=tests/cli"
   "keras3-flower|.venv-keras3|tests/flower"
+  "federated-keras|.venv|tests/keras"
+  "keras3-keras|.venv-keras3|tests/keras"
   "federated-tff-cli|.venv|tests/federated tests/cli"
+  "keras3-cli|.venv-keras3|tests/cli"
   "keras3-beam-spark|.venv-keras3|tests/beam tests/spark"
   "py313|.venv-py313|${PY313_TESTS[*]}"
   "py313-jax|.venv-py313|tests/keras -k jax"
