@@ -144,7 +144,6 @@ case "$cmd" in
     .venv/bin/ruff check . && .venv/bin/ruff format --check .
     echo "=== API reference site (mkdocs, warnings are errors) ==="
     .venv-keras3/bin/mkdocs build --strict --site-dir site  # never quiet: it hides the warnings
-    export DPAUC_STRICT_SITE="$PWD/site"  # tests/docs/test_docs_site.py reads it, not rebuilding it
     status=0
     if [ $# -eq 0 ]; then  # two lanes sharing the chunks (see CHUNKS above)
       run_chunks 1 &
