@@ -88,7 +88,7 @@ PY313_TESTS=(tests/docs/test_code_blocks.py tests/packaging tests/test_docstring
 # in this order, each the next one that is free, so that neither lane waits long for the other
 # (the longest first; Flower's Ray and Spark's JVM apart).
 CHUNKS=(
-  "keras3-rest|.venv-keras3|tests --ignore=tests/keras --ignore=tests/cli --ignore=tests/flower --ignore=tests/beam --ignore=tests/spark"
+  "keras3-rest|.venv-keras3|tests --ignore=tests/keras --ignore=tests/cli --ignore=tests/flower --ignore=tests/beam --ignore=tests/spark --ignore=tests/docs/test_code_blocks.py"
   "federated-rest|.venv|tests --ignore=tests/keras --ignore=tests/federated --ignore=tests/cli"
   "keras3-flower|.venv-keras3|tests/flower"
   "federated-keras|.venv|tests/keras"
@@ -96,6 +96,7 @@ CHUNKS=(
   "federated-tff-cli|.venv|tests/federated tests/cli"
   "keras3-cli|.venv-keras3|tests/cli"
   "keras3-beam-spark|.venv-keras3|tests/beam tests/spark"
+  "keras3-docs-blocks|.venv-keras3|tests/docs/test_code_blocks.py"
   "py313|.venv-py313|${PY313_TESTS[*]}"
   "py313-jax|.venv-py313|tests/keras -k jax"
   "py313-world-independent|.venv-py313|-p tests.helpers.tensorflow_blocked ${WORLD_INDEPENDENT_TESTS[*]}"
