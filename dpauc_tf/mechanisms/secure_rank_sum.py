@@ -86,7 +86,7 @@ from dpauc_tf.mechanisms.rank_sum import (
 )
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import make_seed, split_seed
-from dpauc_tf.noise.shares import check_shares, shortfall_unit_epsilon
+from dpauc_tf.noise.shares import check_shares
 from dpauc_tf.privacy.events import SkellamDpEvent, discrete_laplace_event
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -511,12 +511,13 @@ class SecureRankSum(RankSum):
 
     def count_shortfall_epsilon(self, num_reporting: int) -> float:
         """Epsilon of the positive count alone when ``num_reporting`` of the shares arrive
-        (a unit shift of the arrived Polya difference: exact)."""
+        (a unit shift of the arrived Polya difference, `polya_shift_epsilon`: exact, and
+        finite however small the scale)."""
         if num_reporting >= self.num_clients:
             return self.count_epsilon
         if self.family == "skellam" or num_reporting <= 0:
             return math.inf
-        return shortfall_unit_epsilon(self.count_scale, num_reporting / self.num_clients)
+        return polya_shift_epsilon(self.count_scale, 1, num_reporting / self.num_clients)
 
     def statement(self) -> PrivacyStatement:
         if self.family == "skellam":

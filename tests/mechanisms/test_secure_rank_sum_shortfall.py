@@ -66,7 +66,8 @@ def test_achieved_epsilon_is_the_rank_limit_plus_the_count_loss():
     m = SecureRankSum(epsilon=1.0, num_clients=10, resolution=11)
     assert m.achieved_epsilon(10) == 1.0 == m.achieved_epsilon(12)
     nine = m.achieved_epsilon(9)
-    count = shortfall_unit_epsilon(m.count_scale, 0.9)
+    count = polya_shift_epsilon(m.count_scale, 1, 0.9)
+    assert count == pytest.approx(shortfall_unit_epsilon(m.count_scale, 0.9), rel=1e-6)
     assert nine == pytest.approx(polya_shift_epsilon_limit(0.75, 0.9) + count)
     assert 1.0 < nine < m.achieved_epsilon(7) < math.inf
     # for a given D the figure is the exact one, at most the one stated for every D
@@ -75,6 +76,9 @@ def test_achieved_epsilon_is_the_rank_limit_plus_the_count_loss():
     assert 1.0 < at_d <= nine
     assert m.achieved_epsilon(9, sensitivity=0.0) == pytest.approx(count)  # D = 0: S exact
     assert math.isinf(m.achieved_epsilon(5)) and math.isinf(m.achieved_epsilon(0))
+    # noise negligible (epsilon 1e9): a huge figure, never NaN
+    huge = SecureRankSum(epsilon=1e9, num_clients=5, resolution=11).achieved_epsilon(4)
+    assert huge > 1e9 and math.isfinite(huge)
 
 
 def test_skellam_shares_that_arrive_state_a_finite_larger_epsilon():
