@@ -120,7 +120,7 @@ def run(n: int, epsilon: float | None, sets: int, seed: int) -> dict[str, float]
         for target, values in by_target.items():
             out[f"{key}_{target}"] = float(np.mean(values)) if values else float("nan")
     for target, rows in bin_hits.items():
-        per_bin = np.nanmean(np.array(rows, np.float64), 0)[informative]
+        per_bin = np.mean(np.array(rows, np.float64)[:, informative], 0)
         out[f"bins_{target}_min"] = float(per_bin.min())
         out[f"bins_{target}_median"] = float(np.median(per_bin))
     return out
