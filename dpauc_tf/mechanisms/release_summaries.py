@@ -21,7 +21,7 @@ Intervals (``docs/evaluation_metrics.md`` has the formulas and the measured cove
   fixed bin; for the partial AUC and the average precision the jackknife of the projected
   counts (leave one example out of each occupied bucket and class: the class sizes vary as
   between test sets, which the average precision depends on; deterministic);
-* rates: Wilson's interval with the privacy variance added (``_rate_interval``); the
+* rates: Wilson's interval with the privacy variance added (``rate_interval``); the
   partial AUC and the ECE: ``x +- z sqrt(privacy + sampling)``, clipped to [0, 1]; the
   average precision: the same on the logit scale.
 
@@ -330,6 +330,8 @@ class _DeltaMethod:
         rows, size = base.shape
         cov = np.zeros((rows, size, size))
         for key, law in self.laws.items():
+            if not np.any(law):  # no noise on this entry (e.g. mechanism "none")
+                continue
             value = self.release[key]
             entries = int(np.prod(value.shape[1:]))
             eye = np.eye(entries).reshape((entries, 1, *value.shape[1:]))
@@ -340,7 +342,7 @@ class _DeltaMethod:
             jac = histogram(moved) - base[None]  # [E, R, 2B]
             jac = np.transpose(jac, (1, 2, 0))  # [R, 2B, E]
             law = np.broadcast_to(np.asarray(law, np.float64), value.shape).reshape(rows, -1)
-            cov += np.einsum("rie,re,rje->rij", jac, law, jac)
+            cov += np.matmul(jac * law[:, None, :], np.transpose(jac, (0, 2, 1)))
         self._cov = cov
         return cov
 
@@ -385,7 +387,7 @@ def _jackknife_variances(
     from the population (the average precision depends on the prevalence). A cell holding
     less than one example (a projected noisy count) is moved by its count and the change
     scaled to one example. ``num_examples`` (public) sets ``n`` where given (the projected
-    counts of a noisy release do not sum to it exactly); the cells keep their shares. NaN
+    counts of a noisy release do not sum to it exactly: the variance scales as ``1 / n``). NaN
     where a leave-one-out value is undefined (e.g. the only positive left out) or ``n <= 1``.
     """
     rows, size = pos.shape
@@ -397,7 +399,7 @@ def _jackknife_variances(
         occupied = np.flatnonzero(cells > 0)
         n = total if num_examples is None else float(num_examples)
         value = function(pos[r : r + 1], neg[r : r + 1])[0]
-        if n <= 1 or total <= 0 or not np.isfinite(value):
+        if n <= 1 or total <= 1 or not np.isfinite(value):
             continue
         step = np.minimum(cells[occupied], 1.0)
         moved = np.repeat(cells[None], occupied.size, 0)
@@ -405,16 +407,21 @@ def _jackknife_variances(
         left_out = function(moved[:, :size], moved[:, size:])
         if not np.all(np.isfinite(left_out)):
             continue
-        weights = cells[occupied] * (n / total)
-        for out, transform in ((linear, None), (logits, _logit if logit else None)):
-            if transform is None and out is logits:
-                continue
-            base = value if transform is None else transform(np.asarray(value))
-            moved_values = left_out if transform is None else transform(left_out)
-            one = base - (base - moved_values) / step  # one example's leave-one-out value
-            mean = np.sum(weights * one) / n
-            out[r] = (n - 1.0) / n * np.sum(weights * (one - mean) ** 2)
+        weights = cells[occupied]
+        scale = total / n  # the variance of a test set of n examples, not of `total`
+        linear[r] = scale * _jackknife_spread(value, left_out, step, weights, total)
+        if logit:
+            left = _logit(left_out)
+            logits[r] = scale * _jackknife_spread(_logit(value), left, step, weights, total)
     return linear, (logits if logit else linear)
+
+
+def _jackknife_spread(value, left_out, step, weights, n) -> float:
+    """``(n - 1) / n sum_i w_i (x_(i) - x_(.))^2`` of the leave-one-out values, each
+    scaled to the removal of one whole example (``step`` of its cell)."""
+    one = value - (value - left_out) / step
+    mean = np.sum(weights * one) / n
+    return float((n - 1.0) / n * np.sum(weights * (one - mean) ** 2))
 
 
 _LOGIT_CLIP = 1e-6  # keeps the logit of a value at 0 or 1 finite
@@ -476,18 +483,31 @@ def _interval(value, privacy, sampling, confidence, target, low=0.0, high=1.0) -
     )
 
 
-def _rate_interval(rate, privacy, size, confidence, target) -> SummaryInterval:
-    """The interval of a rate over ``size`` examples (a bin's positive rate, a recall or a
-    false-positive rate at a fixed threshold). ``target="sample"``: ``r +- z sqrt(privacy)``.
-    ``"population"``: Wilson's interval with the privacy variance ``v`` added, the rates
-    ``p`` with ``(r - p)^2 <= z^2 (p (1 - p) / m + v)``:
+def rate_interval(
+    rate: np.ndarray,
+    privacy: np.ndarray | float,
+    size: np.ndarray | float,
+    confidence: float | None,
+    target: str = "population",
+) -> SummaryInterval:
+    """The interval of a rate ``r`` over ``size`` examples ``m`` (a bin's positive rate, a
+    recall or a false-positive rate at a fixed threshold) whose privacy noise has variance
+    ``privacy`` (``v``, in rate units). ``target="sample"``: ``r +- z sqrt(v)``.
+    ``"population"``: Wilson's interval with the privacy variance added, the rates ``p``
+    with ``(r - p)^2 <= z^2 (p (1 - p) / m + v)``:
 
         ``p = (2 r + q +- z sqrt(4 r (1 - r) / m + q / m + 4 v (1 + q))) / (2 (1 + q))``,
         ``q = z^2 / m``
 
     (Wilson's for ``v = 0``; a normal interval centred on ``r`` undercovers a rate near 0
-    or 1 in a bin of a few dozen examples). ``sampling_variance`` reports Agresti and
-    Coull's ``binomial_variance``."""
+    or 1 in a bin of a few dozen examples). Clipped to [0, 1]; NaN bounds where ``r`` is
+    undefined or ``confidence`` is ``None``. ``sampling_variance`` reports Agresti and
+    Coull's [`binomial_variance`][].
+
+        >>> ci = rate_interval(np.array([0.0]), 0.0, 20.0, 0.95)
+        >>> round(float(ci.low[0]), 4), round(float(ci.high[0]), 4)
+        (0.0, 0.1611)
+    """
     rate = np.asarray(rate, np.float64)
     size = np.broadcast_to(np.asarray(size, np.float64), rate.shape)
     sampling = binomial_variance(rate, size)
@@ -549,7 +569,7 @@ def _operating_point(point, pos, neg, target_rate, delta, confidence, target):
         else:
             privacy = np.full(rate.shape, np.nan)
         estimates.append(
-            _rate_interval(rate, privacy, total, confidence if delta.supported else None, target)
+            rate_interval(rate, privacy, total, confidence if delta.supported else None, target)
         )
     return OperatingPointSummary(
         target_rate, point.threshold, point.cut, estimates[0], estimates[1]
@@ -648,7 +668,7 @@ def summarize_release(
             return curve_summaries.partial_auc(p, n, max_fpr)
 
         value = pauc(pos, neg)
-        privacy = delta.variance(*_numeric_gradient(pauc, pos, neg)) if delta.supported else 0.0
+        privacy = delta.variance(*_numeric_gradient(pauc, pos, neg)) if delta.supported else np.nan
         sampling = (
             _jackknife_variances(pauc, pos, neg, num_examples)[0] if target == "population" else 0.0
         )
@@ -663,7 +683,7 @@ def summarize_release(
     if average_precision:
         ap = curve_summaries.average_precision
         value = ap(pos, neg)
-        privacy = delta.variance(*_numeric_gradient(ap, pos, neg)) if delta.supported else 0.0
+        privacy = delta.variance(*_numeric_gradient(ap, pos, neg)) if delta.supported else np.nan
         if target == "population":
             sampling, logit_sampling = _jackknife_variances(ap, pos, neg, num_examples, True)
         else:
@@ -693,7 +713,7 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
                 privacy[:, k] = delta.variance(grad, zeros)
     sampling = binomial_variance(rate, counts)
     rates = [
-        _rate_interval(rate[:, k], privacy[:, k], counts[:, k], confidence, target)
+        rate_interval(rate[:, k], privacy[:, k], counts[:, k], confidence, target)
         for k in range(num_bins)
     ]
     # the ECE: d/d pos[b] = -share_k sign(s_k - r_k) / m_k for b in bin k
@@ -701,7 +721,7 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
     with np.errstate(invalid="ignore", divide="ignore"):
         sign = np.nan_to_num(np.sign(table.mean_score - rate))
         per_bin = np.where(counts > 0, -shares * sign / np.where(counts > 0, counts, 1.0), 0.0)
-    ece_privacy = np.zeros(rows)
+    ece_privacy = np.full(rows, np.nan)
     if delta.supported:
         ece_privacy = delta.variance(per_bin[:, bins], zeros)
     ece_sampling = np.nansum(shares**2 * np.nan_to_num(sampling), -1)
@@ -775,7 +795,7 @@ def curve_bands(
             else np.full(1, np.nan)
         )
         level = confidence if delta.supported else None
-        band = _rate_interval(rate, privacy, pos.sum(-1), level, target)
+        band = rate_interval(rate, privacy, pos.sum(-1), level, target)
         low.append(band.low[0])
         high.append(band.high[0])
     return CurveBands(fpr[0], tpr[0], precision[0], cuts, np.array(low), np.array(high))
