@@ -214,7 +214,7 @@ def test_dpece_interval_is_the_command_line_law_without_noise():
 
 def test_dpece_interval_states_the_noise_drawn():
     """Sample target (noise only): the stated variance of the ECE against its variance over
-    300 releases of one test set; a halved or doubled noise scale (1/4 or 4 times the
+    150 releases of one test set; a halved or doubled noise scale (1/4 or 4 times the
     variance) fails."""
     labels, scores = _data(n=20000, seed=5)
     scores = np.random.default_rng(5).uniform(size=labels.size).astype("float32")
@@ -222,15 +222,15 @@ def test_dpece_interval_states_the_noise_drawn():
     metric = DPECE(epsilon=1.0, num_bins=5, seed=0)
     metric.update_state(labels, scores)
     values, stated = [], []
-    for i in range(300):
+    for i in range(150):
         values.append(float(metric.result()))
         if i % 30 == 0:
             ci = metric.release_interval(0.95, target="sample")
             assert ci.value[0] == pytest.approx(values[-1], abs=1e-6)
             stated.append(ci.privacy_variance[0])
     ratio = np.var(values) / np.median(stated)
-    assert 0.7 < ratio < 1.4, ratio
-    assert metric.releases_drawn == 300
+    assert 0.6 < ratio < 1.6, ratio
+    assert metric.releases_drawn == 150
 
 
 def test_dpece_interval_before_a_release_is_refused():
@@ -241,3 +241,16 @@ def test_dpece_interval_before_a_release_is_refused():
         metric.release_interval()
     assert "result()" in _one_line(error)
     assert metric.releases_drawn == 0
+
+
+def test_dpece_empty_bins_are_null_and_one_class_has_an_interval():
+    labels, scores = _data(n=400, seed=7)
+    metric = DPECE(epsilon=None, num_bins=10)
+    metric.update_state(np.ones_like(labels), scores * 0.5)  # nothing above 0.5, one class
+    out = metric.summaries(max_fpr=0.1)
+    empty = [b for b in out["reliability"] if b["count"] == 0]
+    assert len(empty) >= 5
+    assert all(b["positive_rate"] is None and b["ci_low"] is None for b in empty)
+    assert out["partial_auc"]["value"] is None  # no negative
+    ci = metric.release_interval()
+    assert ci.low[0] <= float(metric.result()) <= ci.high[0]
