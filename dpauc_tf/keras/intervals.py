@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.mechanisms.intervals import AUCInterval, release_interval
+from dpauc_tf.mechanisms.release import finish_release
 from dpauc_tf.mechanisms.release_summaries import (
     ReleaseSummaries,
     check_summarizable,
@@ -84,8 +85,6 @@ def last_release_summaries(
       ValueError: one line: ``multi_label``, a mechanism that releases no curve (say which
         to pass), no release since the counts were last reset, a bad rate.
     """
-    from dpauc_tf.mechanisms.release import finish_release
-
     if metric.multi_label:
         raise ValueError("summaries are of one label's release (multi_label=False)")
     mechanism = metric.mechanism
