@@ -25,12 +25,10 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-    from dpauc_tf.backends import ScoreSource
 
 DEFAULT_MASTER = "local[2]"
 _MASTER = re.compile(
@@ -42,7 +40,12 @@ _MASTERS = "a master is local, local[N], local[*], spark://HOST:PORT, yarn or k8
 class SparkMasterError(ValueError):
     """A master that is not a Spark master URL, or on which no session starts (one line:
     the master and the reason; ``master`` and ``reason`` are kept for a caller's own
-    wording)."""
+    wording).
+
+        >>> error = SparkMasterError("yarn://x", "not a Spark master URL")
+        >>> str(error), error.reason
+        ("'yarn://x': not a Spark master URL", 'not a Spark master URL')
+    """
 
     def __init__(self, master: str, reason: str):
         super().__init__(f"{master!r}: {reason}")
@@ -104,9 +107,11 @@ def score_files(path: str) -> tuple[str, list[str]]:
     return files[0].format, [str(f.path) for f in files]
 
 
-def read_scores(session: SparkSession, source: ScoreSource) -> DataFrame:
+def read_scores(session: SparkSession, source: Any) -> DataFrame:
     """``source``'s files as a DataFrame read by Spark (``score_files``'s list, not Spark's
-    own listing); a one-line ``ScoreFileError`` when the client column is missing."""
+    own listing); a one-line ``ScoreFileError`` when the client column is missing.
+    ``source``: its ``path`` and ``client_column`` (a
+    [`ScoreSource`][dpauc_tf.backends.ScoreSource])."""
     fmt, paths = score_files(str(source.path))
     reader = session.read
     if fmt == "csv":
