@@ -160,26 +160,35 @@ def count_buckets(
         integer_weights=spec.capabilities.integer_counts,
         unit_weights=spec.capabilities.unit_weights,
     )
-    sums = (
+    from pyspark.sql import functions as F
+
+    sums = (  # one Arrow table to the driver (PySpark 4), not a Row object per cell
         selected.mapInArrow(counter, schema)
         .groupBy("slice", "client", "bucket")
-        .sum("pos", "neg")
-        .collect()
+        .agg(F.sum("pos").alias("pos"), F.sum("neg").alias("neg"))
+        .toArrow()
     )
-    counts: dict = {}
-    problems = dict.fromkeys(PROBLEMS.values(), 0)
-    for row in sums:
-        key = (row["slice"], row["client"])
-        pos, neg, rows = counts.setdefault(
-            key, (np.zeros(rule.num_buckets), np.zeros(rule.num_buckets), [0])
-        )
-        bucket, pos_sum, neg_sum = row["bucket"], row["sum(pos)"], row["sum(neg)"]
-        if bucket >= 0:
-            pos[bucket], neg[bucket] = pos_sum, neg_sum
-        elif bucket == ROWS:
-            rows[0] += int(pos_sum)
-        else:
-            problems[PROBLEMS[bucket]] += int(pos_sum)
+    keys: dict = {}  # (slice, client) -> its index, in the order met
+    group = np.fromiter(
+        (
+            keys.setdefault(key, len(keys))
+            for key in zip(
+                sums.column("slice").to_pylist(), sums.column("client").to_pylist(), strict=True
+            )
+        ),
+        np.int64,
+        sums.num_rows,
+    )
+    bucket = np.asarray(sums.column("bucket").to_numpy(), np.int64)
+    pos_sum = np.asarray(sums.column("pos").to_numpy(), np.float64)
+    neg_sum = np.asarray(sums.column("neg").to_numpy(), np.float64)
+    pos = np.zeros((len(keys), rule.num_buckets))
+    neg = np.zeros((len(keys), rule.num_buckets))
+    cell = bucket >= 0  # one row per (slice, client, bucket) after the groupBy
+    pos[group[cell], bucket[cell]] = pos_sum[cell]
+    neg[group[cell], bucket[cell]] = neg_sum[cell]
+    rows = np.bincount(group[bucket == ROWS], pos_sum[bucket == ROWS], minlength=len(keys))
+    problems = {kind: int(pos_sum[bucket == code].sum()) for code, kind in PROBLEMS.items()}
     bad = [(kind, number) for kind, number in problems.items() if number]
     if bad:
         kind, number = bad[0]
@@ -191,10 +200,10 @@ def count_buckets(
             if role in columns
             else f"dpauc_tf.spark: {number} row(s) of column {where} hold {_MESSAGES[kind]}"
         )
-    if not counts:
+    if not keys:
         raise ValueError("dpauc_tf.spark: the DataFrame has no rows: nothing to release")
     # num_examples: the rows, not the weights' sum (a weight may depend on the label)
-    return {key: (pos, neg, float(rows[0])) for key, (pos, neg, rows) in counts.items()}
+    return {key: (pos[i], neg[i], float(rows[i])) for key, i in keys.items()}
 
 
 def _release(spec, pos, neg, seed, repeats, num_clients=None) -> dict[str, np.ndarray]:
