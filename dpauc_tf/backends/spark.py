@@ -1,5 +1,5 @@
 """``spark``: the files read by Spark's own reader, counted on the executors, released on
-the driver ([`dpauc_tf.spark`][]): the driver holds no row."""
+the driver ([`dpauc_tf.spark.evaluation`][]): the driver holds no row."""
 
 from __future__ import annotations
 
