@@ -2,11 +2,12 @@
 memory.
 
     .venv-keras3/bin/python benchmarks/bench_spark.py [--rows 1000000] [--master local[2]]
-        [--clients 1] [--slices 1] [--mechanism histogram] [--epsilon 1]
+        [--clients 1] [--slices 1] [--mechanism histogram] [--epsilon 1] [--calls 1]
 
 Synthetic scores and labels (``label ~ Bernoulli(score)``) are written by Spark to a Parquet
 directory first (not timed), then read back with ``spark.read.parquet`` and released once
-per slice. Prints the wall time of the release (the counting job on the executors, the
+per slice (``--calls N``: N times, each timed: the first call also starts Spark's Python
+workers). Prints the wall time of the release (the counting job on the executors, the
 merge and the release on the driver), rows/s, the peak resident memory of the Python driver
 and of the JVM driver (``VmHWM``), and the machine's load average, since the figures
 depend on it.
@@ -45,6 +46,7 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--num-thresholds", type=int, default=200)
     parser.add_argument("--driver-memory", default="1g")
+    parser.add_argument("--calls", type=int, default=1, help="releases, each timed")
     args = parser.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -79,17 +81,20 @@ def main() -> None:
             .write.parquet(path)
         )
         frame = session.read.parquet(path)
-        start = time.perf_counter()
-        results = private_auc_by_slice(
-            frame,
-            "slice" if args.slices > 1 else None,
-            client_col="client" if args.clients > 1 else None,
-            mechanism=args.mechanism,
-            epsilon=args.epsilon,
-            num_thresholds=args.num_thresholds,
-            seed=0,
-        )
-        wall = time.perf_counter() - start
+        walls = []
+        for call in range(args.calls):
+            start = time.perf_counter()
+            results = private_auc_by_slice(
+                frame,
+                "slice" if args.slices > 1 else None,
+                client_col="client" if args.clients > 1 else None,
+                mechanism=args.mechanism,
+                epsilon=args.epsilon,
+                num_thresholds=args.num_thresholds,
+                seed=call,
+            )
+            walls.append(time.perf_counter() - start)
+        wall = walls[0]
         jvm = _jvm_peak_mb(session)
     finally:
         session.stop()
@@ -102,6 +107,9 @@ def main() -> None:
         f"T={args.num_thresholds}, {args.mechanism}, epsilon={args.epsilon})"
     )
     print(f"release wall      {wall:.1f} s (read, count on executors, merge, release)")
+    if len(walls) > 1:
+        later = ", ".join(f"{w:.1f}" for w in walls[1:])
+        print(f"later calls       {later} s (Python workers already started)")
     print(f"rows/s            {args.rows / wall:,.0f}")
     print(f"driver peak RSS   Python {python_peak:,.0f} MB, JVM {jvm or float('nan'):,.0f} MB")
     print(f"first slice AUC   {first.auc:.4f} (epsilon_total {first.epsilon_total})")

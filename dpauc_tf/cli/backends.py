@@ -105,7 +105,9 @@ def release_flower(run: BackendRun, counted, client_ids, num_clients):
 
 
 def release_spark(run: BackendRun, counted, client_ids, num_clients):
-    """Step 3 for ``--backend spark``: the file read again by Spark, counted on executors."""
+    """Step 3 for ``--backend spark``: the registered backend
+    ([`dpauc_tf.backends.spark.SparkBackend`][]) reads the file again with Spark and counts
+    it on the executors."""
     from dpauc_tf.cli.spark import evaluate_with_spark
 
     return evaluate_with_spark(run, client_ids, num_clients)
@@ -140,7 +142,7 @@ class CountedByEngine:
 def evaluate_files_with_engine(backend: str, run: BackendRun):
     """The release of the files by Beam or Spark (``backend``), and what the command needs
     of them."""
-    if backend == "spark":
+    if backend == "spark":  # the registered backend, through the command's error wording
         from dpauc_tf.cli.spark import evaluate_file_with_spark
 
         out = evaluate_file_with_spark(run)

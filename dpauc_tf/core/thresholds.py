@@ -30,6 +30,8 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
+from dpauc_tf.core.bucket_rule import BucketRule
+
 GRIDS = ("tf", "reference")
 
 # ``keras.backend.epsilon()``: the margin of TensorFlow's end thresholds below 0 and above 1.
@@ -216,9 +218,10 @@ class Thresholds:
     def bucketize_numpy(self, scores: np.ndarray) -> np.ndarray:
         """[`bucketize`][] in NumPy (int64 bucket ids), the same rule bit for bit.
 
-        For streaming many examples without a TensorFlow op per chunk. The arithmetic is
-        [`bucketize`][]'s: on the ``"tf"`` grid ``clip(ceil(float32(s) * float32(T - 1)),
-        1, T - 1)``; otherwise a sorted search (``side="left"`` for ``>``, ``"right"`` for
+        For streaming many examples without a TensorFlow op per chunk: the one NumPy
+        bucketing, `dpauc_tf.core.bucket_rule.BucketRule` (which Spark's
+        executors run without TensorFlow). The arithmetic is [`bucketize`][]'s: on the
+        ``"tf"`` grid ``clip(ceil(float32(s) * float32(T - 1)), 1, T - 1)``; otherwise a sorted search (``side="left"`` for ``>``, ``"right"`` for
         ``>=``) in float64, or in float32 on the ``"keras"`` grid
         (``tests/core/test_counts_numpy.py`` checks the ids equal [`bucketize`][]'s).
 
@@ -226,19 +229,7 @@ class Thresholds:
             >>> Thresholds.make(num_thresholds=5).bucketize_numpy(np.array([0.0, 0.3, 1.0])).tolist()
             [1, 2, 4]
         """
-        scores = np.asarray(scores).ravel()
-        if self.grid == "tf":
-            inner = np.float32(self.num_thresholds - 1)
-            scaled = np.ceil(scores.astype(np.float32) * inner)
-            return np.clip(scaled, np.float32(1.0), inner).astype(np.int64)
-        values = self.as_array()
-        if self.grid == "keras":  # TensorFlow compares in float32 (its variables' dtype)
-            scores = scores.astype(np.float32)
-            values = values.astype(np.float32)
-        else:
-            scores = scores.astype(np.float64, copy=False)
-        side = "right" if self.inclusive else "left"
-        return np.searchsorted(values, scores, side=side).astype(np.int64, copy=False)
+        return BucketRule.from_thresholds(self).ids(scores)
 
     def _tf_grid_bucket(self, scores: tf.Tensor) -> tf.Tensor:
         """Float bucket ids on TensorFlow's grid: ``clip(ceil(p (T - 1)), 1, T - 1)``.

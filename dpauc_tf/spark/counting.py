@@ -7,11 +7,12 @@ positives and negatives of every non-empty bucket of every ``(slice, client)`` g
 partition. Spark then sums them per ``(slice, client, bucket)``; only those sums reach the
 driver, never a row.
 
-The counting is NumPy (no TensorFlow on the executors): [`BucketRule`][] holds the grid
-and applies [`dpauc_tf.core.thresholds.Thresholds.bucketize_numpy`][]'s rule (TensorFlow's
-bucket rule, bit for bit; ``tests/spark/test_counting.py`` checks the counts equal
-[`dpauc_tf.core.counts.bucket_counts`][]'), and one ``np.bincount`` in float64 counts a
-batch, so integer counts are exact up to 2^53.
+The counting is NumPy (no TensorFlow on the executors): the library's one NumPy bucketing,
+[`BucketRule`][dpauc_tf.core.bucket_rule.BucketRule] (what
+[`Thresholds.bucketize_numpy`][dpauc_tf.core.thresholds.Thresholds.bucketize_numpy] runs:
+TensorFlow's bucket rule, bit for bit; ``tests/spark/test_counting.py`` checks the counts
+equal [`dpauc_tf.core.counts.bucket_counts`][]'), and one ``np.bincount`` in float64 counts
+a batch, so integer counts are exact up to 2^53.
 
 Rows the counts must not silently absorb are counted instead, per kind, in rows with a
 negative ``bucket`` (`PROBLEMS`): the driver refuses the release with a one-line
@@ -23,10 +24,11 @@ Importing this module needs only NumPy and PyArrow (no PySpark, no TensorFlow).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 import numpy as np
+
+from dpauc_tf.core.bucket_rule import BucketRule
 
 # bucket ids < 0 carry row counts: -1 the rows of a group, the others one problem each
 ROWS = -1
@@ -42,44 +44,6 @@ PROBLEMS = {
     -10: "unit_weight",
 }
 _CODE = {kind: code for code, kind in PROBLEMS.items()}
-
-
-@dataclasses.dataclass(frozen=True)
-class BucketRule:
-    """The score -> bucket map of a grid, as plain data for the executors.
-
-    ``grid``, ``values`` and ``inclusive`` are those of a
-    [`Thresholds`][dpauc_tf.core.thresholds.Thresholds] (`from_thresholds`); [`ids`][] is
-    its ``bucketize_numpy``.
-
-        >>> rule = BucketRule("tf", (-1e-07, 0.25, 0.5, 0.75, 1.0000001), False)
-        >>> rule.ids(np.array([0.0, 0.3, 1.0])).tolist()
-        [1, 2, 4]
-    """
-
-    grid: str
-    values: tuple[float, ...]
-    inclusive: bool
-
-    @classmethod
-    def from_thresholds(cls, thresholds) -> BucketRule:
-        return cls(thresholds.grid, tuple(thresholds.values), bool(thresholds.inclusive))
-
-    @property
-    def num_buckets(self) -> int:
-        return len(self.values) + 1
-
-    def ids(self, scores: np.ndarray) -> np.ndarray:
-        """int64 bucket ids in ``[0, T]`` (``Thresholds.bucketize_numpy``'s arithmetic)."""
-        if self.grid == "tf":
-            inner = np.float32(len(self.values) - 1)
-            scaled = np.ceil(scores.astype(np.float32) * inner)
-            return np.clip(scaled, np.float32(1.0), inner).astype(np.int64)
-        values = np.asarray(self.values, np.float64)
-        if self.grid == "keras":  # TensorFlow compares in float32
-            scores, values = scores.astype(np.float32), values.astype(np.float32)
-        side = "right" if self.inclusive else "left"
-        return np.searchsorted(values, scores, side=side).astype(np.int64, copy=False)
 
 
 def _problems(score, label, weight, nulls, *, from_logits, integer_weights, unit_weights=False):

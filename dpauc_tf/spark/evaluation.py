@@ -19,6 +19,21 @@ client and slice columns) and:
    [`finish_release`][] gives one
    [`AUCResult`][] per slice.
 
+The rank-sum releases take two rounds over a slice's clients, with the functions every
+backend uses: ``secure-rank-sum`` sums the clients'
+[`round_one_report`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.round_one_report]
+(the label-free bucket totals: the aggregate score histogram), then every client's
+[`round_two_report`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.round_two_report]
+with those global totals (its doubled rank sum, positives and share of the noise; seed
+``spec.seed_for(slice, client)``), and
+[`finish`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.finish] turns their sum into
+the central release; ``rank-sum`` with clients (local noise, no secure aggregation) is
+[`release_over_clients`][dpauc_tf.mechanisms.rank_sum.RankSum.release_over_clients]: each
+client's noisy rank sum with the global ranks, summed. Spark has no secure aggregation: its
+"clients" are groups of one DataFrame, counted by the executors and run through the
+protocol on the driver, which sees every client's counts (the law of the release is the
+protocol's; the trust is the data holder's).
+
 Accounting, as in Beam: a slice's output is ``repeats`` releases; an example in ``k``
 slices costs ``repeats * k`` releases. Spark cannot see which rows hold the same example (a
 DataFrame and its subsets unioned with other slice values put one example in several
@@ -30,7 +45,7 @@ label other than 0/1, a score outside [0, 1] or NaN (with ``from_logits=True``: 
 weight outside [0, 1], a fractional weight for an integer-noise mechanism, an empty
 DataFrame, the label column as the slice or client column (each slice's ``num_examples``
 would be an exact class count), a mechanism that changes the examples before counting
-(``score-noise``) and, per client, a mechanism whose releases cannot be summed
+(``score-noise``) and, per client, a mechanism that releases one data holder's AUC
 (``auc-only``). A slice of one class has an undefined AUC without noise
 (``AUCResult.auc_or_none`` is ``None``).
 """
@@ -44,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.mechanisms.registry import default_mechanism
+from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
@@ -145,26 +160,35 @@ def count_buckets(
         integer_weights=spec.capabilities.integer_counts,
         unit_weights=spec.capabilities.unit_weights,
     )
-    sums = (
+    from pyspark.sql import functions as F
+
+    sums = (  # one Arrow table to the driver (PySpark 4), not a Row object per cell
         selected.mapInArrow(counter, schema)
         .groupBy("slice", "client", "bucket")
-        .sum("pos", "neg")
-        .collect()
+        .agg(F.sum("pos").alias("pos"), F.sum("neg").alias("neg"))
+        .toArrow()
     )
-    counts: dict = {}
-    problems = dict.fromkeys(PROBLEMS.values(), 0)
-    for row in sums:
-        key = (row["slice"], row["client"])
-        pos, neg, rows = counts.setdefault(
-            key, (np.zeros(rule.num_buckets), np.zeros(rule.num_buckets), [0])
-        )
-        bucket, pos_sum, neg_sum = row["bucket"], row["sum(pos)"], row["sum(neg)"]
-        if bucket >= 0:
-            pos[bucket], neg[bucket] = pos_sum, neg_sum
-        elif bucket == ROWS:
-            rows[0] += int(pos_sum)
-        else:
-            problems[PROBLEMS[bucket]] += int(pos_sum)
+    keys: dict = {}  # (slice, client) -> its index, in the order met
+    group = np.fromiter(
+        (
+            keys.setdefault(key, len(keys))
+            for key in zip(
+                sums.column("slice").to_pylist(), sums.column("client").to_pylist(), strict=True
+            )
+        ),
+        np.int64,
+        sums.num_rows,
+    )
+    bucket = np.asarray(sums.column("bucket").to_numpy(), np.int64)
+    pos_sum = np.asarray(sums.column("pos").to_numpy(), np.float64)
+    neg_sum = np.asarray(sums.column("neg").to_numpy(), np.float64)
+    pos = np.zeros((len(keys), rule.num_buckets))
+    neg = np.zeros((len(keys), rule.num_buckets))
+    cell = bucket >= 0  # one row per (slice, client, bucket) after the groupBy
+    pos[group[cell], bucket[cell]] = pos_sum[cell]
+    neg[group[cell], bucket[cell]] = neg_sum[cell]
+    rows = np.bincount(group[bucket == ROWS], pos_sum[bucket == ROWS], minlength=len(keys))
+    problems = {kind: int(pos_sum[bucket == code].sum()) for code, kind in PROBLEMS.items()}
     bad = [(kind, number) for kind, number in problems.items() if number]
     if bad:
         kind, number = bad[0]
@@ -176,15 +200,69 @@ def count_buckets(
             if role in columns
             else f"dpauc_tf.spark: {number} row(s) of column {where} hold {_MESSAGES[kind]}"
         )
-    if not counts:
+    if not keys:
         raise ValueError("dpauc_tf.spark: the DataFrame has no rows: nothing to release")
     # num_examples: the rows, not the weights' sum (a weight may depend on the label)
-    return {key: (pos, neg, float(rows[0])) for key, (pos, neg, rows) in counts.items()}
+    return {key: (pos[i], neg[i], float(rows[i])) for key, i in keys.items()}
 
 
 def _release(spec, pos, neg, seed, repeats, num_clients=None) -> dict[str, np.ndarray]:
     release = spec.build(num_clients).release(pos, neg, seed=seed, repeats=repeats)
     return {key: value.numpy() for key, value in release.items()}
+
+
+# The counts of one client tiled over at most this many cells per round-two call (repeats
+# are drawn in chunks: a rank-sum grid has 2^17 + 2 buckets).
+_MAX_TILED_CELLS = 1 << 22
+
+
+def _two_rounds(spec, mechanism, slice_key, clients: list, repeats: int) -> dict:
+    """``secure-rank-sum``'s protocol over a slice's ``clients`` (``[(client, (pos, neg,
+    rows))]``): round one's summed totals, every client's round-two report with them
+    (``repeats`` rows: the counts tiled, one seed per client), the reports summed, then
+    the mechanism's ``finish`` (which refuses a round two of another population)."""
+    totals = sum(mechanism.round_one_report(pos, neg) for _, (pos, neg, _) in clients)
+    chunk = max(1, _MAX_TILED_CELLS // int(np.size(totals)))
+    parts = []
+    for start in range(0, repeats, chunk):
+        size = min(chunk, repeats - start)
+        summed: dict = {}
+        for client, (pos, neg, _) in clients:
+            report = mechanism.round_two_report(
+                np.tile(pos, (size, 1)),
+                np.tile(neg, (size, 1)),
+                totals,
+                spec.seed_for(slice_key, client, start),
+            )
+            for key, value in report.items():
+                summed[key] = summed.get(key, 0) + np.asarray(value, np.int64)
+        release = mechanism.finish(summed, totals, num_reporting=len(clients))
+        parts.append({key: np.atleast_1d(value.numpy()) for key, value in release.items()})
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+def _summed_release(spec, slice_key, clients: list, repeats: int) -> tuple[dict, Any, int]:
+    """The server's sum of a slice's clients' releases (see the module docstring), the
+    mechanism it was released with and the noise shares it carries."""
+    num_clients = len(clients)
+    central = spec.build()
+    if central.releases_from_summed_counts and central.capabilities.secure:
+        mechanism = spec.build(num_clients)  # the shares are sized for the clients
+        summed = _two_rounds(spec, mechanism, slice_key, clients, repeats)
+        return summed, mechanism, mechanism.noise_shares(num_clients)
+    if central.releases_from_summed_counts:  # rank sums with local noise: global ranks
+        pos = sum(value[0] for _, value in clients)
+        neg = sum(value[1] for _, value in clients)
+        seed = spec.seed_for(slice_key, "clients")
+        release = central.release_over_clients(pos, neg, num_clients, seed, repeats)
+        summed = {key: np.asarray(value) for key, value in release.items()}
+        return summed, central, central.noise_shares(num_clients)
+    reports = [
+        _release(spec, pos, neg, spec.seed_for(slice_key, client), repeats, num_clients)
+        for client, (pos, neg, _) in clients
+    ]
+    summed = {key: sum(report[key] for report in reports) for key in reports[0]}
+    return summed, spec.build(num_clients), num_clients
 
 
 def release_counts(
@@ -210,19 +288,18 @@ def release_counts(
         if not per_client:
             ((pos, neg, _),) = clients.values()
             summed = _release(spec, pos, neg, spec.seed_for(slice_key), repeats)
-            num_clients = None
+            num_clients = mechanism = shares = None
         else:
             num_clients = len(clients)
-            reports = [
-                _release(spec, pos, neg, spec.seed_for(slice_key, client), repeats, num_clients)
-                for client, (pos, neg, _) in sorted(clients.items(), key=lambda kv: repr(kv[0]))
-            ]
-            summed = {key: sum(report[key] for report in reports) for key in reports[0]}
+            ordered = sorted(clients.items(), key=lambda kv: repr(kv[0]))
+            summed, mechanism, shares = _summed_release(spec, slice_key, ordered, repeats)
         results[slice_key] = finish_release(
             spec,
             summed,
             num_examples=num_examples,
             num_clients=num_clients,
+            shares=shares,
+            mechanism=mechanism,
             slice_key=slice_key,
             slices_per_example=most,
             confidence=confidence,
@@ -231,11 +308,44 @@ def release_counts(
     return results
 
 
-def _mechanism(mechanism: str | None, delta: float | None, client_col: str | None) -> str:
-    """``mechanism``, or the one default rule (several clients need a curve mechanism)."""
-    if mechanism is not None:
-        return mechanism
-    return default_mechanism(delta=delta, needs_curve=client_col is not None)
+_REQUIRED: Any = object()  # epsilon has no default unless a spec is given
+
+
+def release_spec(
+    *,
+    mechanism: str | None = None,
+    epsilon: float | None,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+    threshold_grid: str | Sequence[float] = "tf",
+    delta: float | None = None,
+    mechanism_options: dict | None = None,
+    seed: int | None = None,
+    client_col: str | None = None,
+) -> ReleaseSpec:
+    """The one spec of a Spark release, checked: ``mechanism=None`` takes the registry's
+    default for where the labels are (one holder, or clients without secure aggregation
+    with a client column: [`Deployment`][dpauc_tf.mechanisms.laws.Deployment]); a
+    mechanism that changes the examples before counting is refused."""
+    deployment = Deployment.CENTRAL if client_col is None else Deployment.FEDERATED
+    spec = ReleaseSpec.make(
+        mechanism,
+        epsilon=epsilon,
+        num_thresholds=num_thresholds,
+        threshold_grid=threshold_grid,
+        delta=delta,
+        options=mechanism_options,
+        seed=seed,
+        deployment=deployment,
+    )
+    spec.check_releases_counts(SURFACE)
+    return spec
+
+
+def check_clients(spec: ReleaseSpec, surface: str = SURFACE) -> None:
+    """Refuses several clients for a mechanism that releases one data holder's AUC and
+    has no rounds over clients (``auc-only``); the rank sums run two rounds."""
+    if not spec.build().releases_from_summed_counts:
+        spec.check_summable(2, f"{surface} with a client column")
 
 
 def private_auc_by_slice(
@@ -247,7 +357,7 @@ def private_auc_by_slice(
     weight_col: str | None = None,
     client_col: str | None = None,
     mechanism: str | None = None,
-    epsilon: float | None,
+    epsilon: float | None = _REQUIRED,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     threshold_grid: str | Sequence[float] = "tf",
     delta: float | None = None,
@@ -258,6 +368,7 @@ def private_auc_by_slice(
     mechanism_options: dict | None = None,
     confidence: float | None = None,
     ci_target: str = "population",
+    spec: ReleaseSpec | None = None,
 ) -> dict[Any, AUCResult]:
     """One [`AUCResult`][] per value of ``slice_col``
     (``None``: one, keyed ``None``, for the whole DataFrame); see the module docstring.
@@ -272,9 +383,9 @@ def private_auc_by_slice(
         summed.
       mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``). Default
         (``None``): the rule of ``DPAUC`` and ``dpauc evaluate``
-        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): ``"rank-sum"``
-        (``"auc-only"`` with a ``delta``), ``"histogram"`` with a client column. Every
-        result names the mechanism it used (``result.mechanism``).
+        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]) for one data holder, or for
+        clients without secure aggregation with a client column. Every result names the
+        mechanism it used (``result.mechanism``).
       epsilon: epsilon of one release, required (``None``: no noise, NOT private; the
         result's mechanism is then ``"none"``).
       num_thresholds: ``T``.
@@ -290,6 +401,9 @@ def private_auc_by_slice(
       confidence: e.g. 0.95: every slice's result gets an interval per release
         (``result.interval``; no privacy cost, ``docs/intervals.md``). ci_target:
         ``"population"`` (default) or ``"sample"``.
+      spec: the release, built already ([`ReleaseSpec`][], e.g. by ``dpauc evaluate`` or
+        [`DPAUCEvaluator`][]); then ``mechanism``, ``epsilon``, ``num_thresholds``,
+        ``threshold_grid``, ``delta``, ``mechanism_options`` and ``seed`` are not given.
     """
     check_repeats(repeats)
     check_slices_bound(max_slices_per_example)
@@ -299,16 +413,22 @@ def private_auc_by_slice(
     from dpauc_tf.tf_startup import import_tensorflow_quietly
 
     import_tensorflow_quietly()  # the release on the driver; no start-up chatter
-    spec = ReleaseSpec.make(
-        _mechanism(mechanism, delta, client_col),
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        delta=delta,
-        options=mechanism_options,
-        seed=seed,
-    )
-    spec.check_releases_counts("dpauc_tf.spark")
+    if spec is None:
+        if epsilon is _REQUIRED:
+            raise TypeError("private_auc_by_slice needs epsilon= (None: no noise) or spec=")
+        spec = release_spec(
+            mechanism=mechanism,
+            epsilon=epsilon,
+            num_thresholds=num_thresholds,
+            threshold_grid=threshold_grid,
+            delta=delta,
+            mechanism_options=mechanism_options,
+            seed=seed,
+            client_col=client_col,
+        )
+    elif epsilon is not _REQUIRED or mechanism is not None:
+        raise TypeError("give either spec= or the release's settings (mechanism=, epsilon=...)")
+    spec.check_releases_counts(SURFACE)
     if confidence is not None:  # refused before Spark counts anything
         from dpauc_tf.mechanisms.intervals import (
             check_confidence,
@@ -319,7 +439,7 @@ def private_auc_by_slice(
         check_confidence(confidence), check_target(ci_target)
         check_interval_support(spec.build())
     if client_col is not None:
-        spec.check_summable(2, "dpauc_tf.spark with a client column")
+        check_clients(spec)
     counts = count_buckets(
         df,
         spec,
@@ -359,17 +479,10 @@ _EVALUATOR_NAMES = {
     "labelCol": "label_col",
     "weightCol": "weight_col",
     "clientCol": "client_col",
-    "mechanism": "mechanism",
-    "epsilon": "epsilon",
-    "delta": "delta",
-    "numThresholds": "num_thresholds",
-    "thresholdGrid": "threshold_grid",
-    "seed": "seed",
     "repeats": "repeats",
     "maxSlicesPerExample": "max_slices_per_example",
     "fromLogits": "from_logits",
-    "mechanismOptions": "mechanism_options",
-}
+}  # the others (mechanism, epsilon, ...) are the evaluator's one spec
 
 
 class DPAUCEvaluator:
@@ -419,20 +532,21 @@ class DPAUCEvaluator:
         alias = params.pop("rawPredictionCol")
         if alias is not None:
             params["scoreCol"] = alias
-        params["mechanism"] = mechanism = _mechanism(mechanism, delta, clientCol)
-        self._params = params
         slices = [] if sliceCol is None else [[sliceCol]]
         check_label_free_keys(labelCol, slices, clientCol, SURFACE)
-        # checks the mechanism, epsilon, delta, options and seed now
-        ReleaseSpec.make(
-            mechanism,
+        # the release, built and checked once now (mechanism, epsilon, delta, options, seed)
+        self._spec = release_spec(
+            mechanism=mechanism,
             epsilon=epsilon,
             num_thresholds=numThresholds,
             threshold_grid=thresholdGrid,
             delta=delta,
-            options=mechanismOptions,
+            mechanism_options=mechanismOptions,
             seed=seed,
-        ).check_releases_counts("dpauc_tf.spark")
+            client_col=clientCol,
+        )
+        params["mechanism"] = self._spec.mechanism
+        self._params = params
 
     def getMetricName(self) -> str:
         return "dpAreaUnderROC"
@@ -450,7 +564,7 @@ class DPAUCEvaluator:
             for name, value in self._params.items()
             if name in _EVALUATOR_NAMES
         }
-        return private_auc_by_slice(df, self._params["sliceCol"], **options)
+        return private_auc_by_slice(df, self._params["sliceCol"], **options, spec=self._spec)
 
     def evaluate(self, df: DataFrame) -> float:
         """The AUC of the whole DataFrame (NaN where undefined); with ``sliceCol`` set, use

@@ -1,4 +1,5 @@
-"""One local Spark session per test module (``local[2]``), skipped where PySpark is missing."""
+"""One local Spark session for every Spark test (``local[2]``; its start-up is the slow part),
+skipped where PySpark is missing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark():
     """A ``local[2]`` SparkSession whose Python workers run this interpreter."""
     pytest.importorskip("pyspark")

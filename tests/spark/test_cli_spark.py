@@ -114,3 +114,97 @@ def test_the_driver_reads_no_row(spark, capsys, files, monkeypatch):
     mine = _evaluate(capsys, *common, "--backend", "spark")
     assert mine["aucs"] == theirs["aucs"] and mine["num_examples"] == theirs["num_examples"]
     assert mine["num_clients"] == 10
+
+
+def test_secure_rank_sum_over_the_client_column(spark, capsys, files):
+    """``--backend spark --client-column c --mechanism secure-rank-sum`` runs the two rounds
+    (before: refused as if the rank sum could not be summed); with the noise rounding to
+    nothing it equals --backend simulate."""
+    mechanism = "secure-rank-sum"
+    common = ("--scores", files["parquet"], "--client-column", "client")
+    common += ("--mechanism", mechanism, "--epsilon", 1e9, "--seed", 0)
+    mine = _evaluate(capsys, *common, "--backend", "spark")
+    theirs = _evaluate(capsys, *common, "--backend", "simulate")
+    assert mine["mechanism"] == mechanism and mine["num_clients"] == 10
+    assert mine["aucs"][0] == pytest.approx(theirs["aucs"][0], abs=1e-9)
+    noisy = _evaluate(
+        capsys, *common[:-4], "--epsilon", 1.0, "--confidence", 0.95, "--backend", "spark"
+    )
+    release = noisy["releases"][0]
+    assert release["ci_low"] < release["auc"] < release["ci_high"]
+    assert noisy["guaranteed_epsilon"] == 1.0
+
+
+def _exact_summaries(frame, max_fpr, target_fpr, bins):
+    from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
+
+    y, s = frame["label"].to_numpy(), frame["score"].to_numpy()
+    fpr, tpr, _ = roc_curve(y, s)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.clip(np.ceil(s * bins).astype(int) - 1, 0, bins - 1)
+    ece = sum(
+        np.mean(which == b) * abs(s[which == b].mean() - y[which == b].mean())
+        for b in range(bins)
+        if np.any(which == b)
+    )
+    return {
+        "partial_auc": roc_auc_score(y, s, max_fpr=max_fpr),
+        "tpr_at_fpr": tpr[fpr <= target_fpr].max(),
+        "average_precision": average_precision_score(y, s),
+        "ece": ece,
+        "edges": edges,
+    }
+
+
+def test_summaries_with_noise_off_equal_sklearn(spark, capsys, tmp_path):
+    """Issue 33 on Spark: partial AUC, TPR at FPR, average precision and the ECE of
+    --mechanism none equal scikit-learn's (ECE within 1e-6) where every score has a bucket
+    of its own; and equal --backend simulate's field for field."""
+    rng = np.random.default_rng(9)
+    n, grid = 3000, 100  # --num-thresholds 101: buckets of width 1/100
+    label = (rng.random(n) < 0.3).astype(int)
+    raw = np.clip(0.35 + 0.3 * label + rng.normal(0, 0.2, n), 0, 0.999)
+    score = (np.floor(raw * grid) + 0.5) / grid  # bucket midpoints: one score per bucket
+    frame = pd.DataFrame({"score": score, "label": label})
+    path = tmp_path / "scores.parquet"
+    frame.to_parquet(path, index=False)
+    argv = ("--scores", path, "--mechanism", "none", "--num-thresholds", grid + 1)
+    argv += ("--max-fpr", 0.1, "--tpr-at-fpr", 0.1, "--calibration-bins", 10)
+    mine = _evaluate(capsys, *argv, "--backend", "spark")
+    exact = _exact_summaries(frame, 0.1, 0.1, 10)
+    assert mine["partial_auc"] == pytest.approx(exact["partial_auc"], abs=1e-9)
+    assert mine["tpr_at_fpr"] == pytest.approx(exact["tpr_at_fpr"], abs=1e-9)
+    assert mine["average_precision"] == pytest.approx(exact["average_precision"], abs=1e-9)
+    assert mine["ece"] == pytest.approx(exact["ece"], abs=1e-6)
+    theirs = _evaluate(capsys, *argv, "--backend", "simulate")
+    for key in ("partial_auc", "tpr_at_fpr", "tpr_at_fpr_threshold", "average_precision", "ece"):
+        assert mine[key] == pytest.approx(theirs[key], abs=1e-12), key
+    assert mine["reliability"] == theirs["reliability"]
+
+
+def test_the_registered_backend_reads_the_source(spark, files):
+    """``backends.backend("spark")`` is what the command runs: ScoreSource in, AUCResult out;
+    a bad master is one line before any JVM starts."""
+    from dpauc_tf.backends import EvaluationData, ScoreSource, backend, backend_class
+    from dpauc_tf.mechanisms.release import ReleaseSpec
+    from dpauc_tf.spark.session import SparkMasterError
+
+    assert backend_class("spark").takes_confidence
+    spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=40)
+    source = ScoreSource(str(files["parquet"]), client_column="client")
+    result = backend("spark").evaluate(spec, EvaluationData(source=source))
+    frame = pd.read_parquet(files["parquet"])
+    from dpauc_tf.simulation import client_histograms, simulate
+
+    pos, neg = client_histograms(
+        frame["label"].to_numpy(), frame["score"].to_numpy(), spec.count_grid(),
+        frame["client"].to_numpy(), 10,
+    )  # fmt: skip
+    assert result.aucs.tolist() == simulate(spec.build(10), pos, neg).aucs.tolist()
+    assert result.num_clients == 10
+    with pytest.raises(SparkMasterError, match=r"^'nowhere': not a Spark master URL"):
+        backend("spark", master="nowhere")
+    with pytest.raises(ValueError, match="takes its clients from the file's client column"):
+        backend("spark").evaluate(
+            spec, EvaluationData(source=source, client_ids=np.zeros(3, int), num_clients=2)
+        )
