@@ -172,9 +172,9 @@ def privacy_variance(
     law = mechanism.interval_law
     if law is IntervalLaw.LAPLACE_ON_AUC:
         return 2.0 * mechanism.auc_noise_scale(release, num_examples) ** 2
-    if law is IntervalLaw.RANK_SUM:
+    if law is IntervalLaw.RANK_SUM:  # copies: K clients' own noise (rank-sum, local)
         scale, count_variance = mechanism.auc_noise_laws(release)
-        return 2.0 * scale**2 + count_variance
+        return copies * (2.0 * scale**2 + count_variance)
     laws, watched, estimate, raw, grads = _noise_gradients(mechanism, release)
     variance = np.zeros(np.shape(raw))
     for law, grad in zip(laws.values(), grads.values(), strict=True):
@@ -323,7 +323,10 @@ def release_interval(
         half = laplace_normal_quantile(np.nan_to_num(scale), np.nan_to_num(sigma), tail)
     elif law is IntervalLaw.RANK_SUM:
         scale, count_variance = mechanism.auc_noise_laws(release)
-        normal = count_variance + (sampling if target == "population" else 0.0)
+        # one Laplace draw on S kept exact; the other copies' (K clients each adding their
+        # own, rank-sum without secure aggregation) as a normal of their variance
+        others = max(copies - 1.0, 0.0) * 2.0 * scale**2
+        normal = copies * count_variance + others + (sampling if target == "population" else 0.0)
         half = laplace_normal_quantile(np.nan_to_num(scale), np.sqrt(np.nan_to_num(normal)), tail)
     else:
         total = noise + (sampling if target == "population" else 0.0)
@@ -340,14 +343,16 @@ def release_interval(
     low = np.where(defined, np.clip(auc - half, 0.0, 1.0), np.nan)
     high = np.where(defined, np.clip(auc + half, 0.0, 1.0), np.nan)
     if law is IntervalLaw.RANK_SUM:  # few positives (or negatives): the conservative box
-        box_low, box_high = mechanism.sample_box(release, tail)
+        box_low, box_high = mechanism.sample_box(release, tail, copies)
         if target == "population":  # and the sampling error, each at half the error rate
-            box_low, box_high = mechanism.sample_box(release, tail / 2)
+            box_low, box_high = mechanism.sample_box(release, tail / 2, copies)
             spread = stats.norm.ppf(1.0 - tail / 4) * np.sqrt(np.nan_to_num(sampling, nan=np.inf))
             box_low = np.clip(box_low - spread, 0.0, 1.0)
             box_high = np.clip(box_high + spread, 0.0, 1.0)
         few = (
-            np.broadcast_to(mechanism.few_positives(release).reshape(np.shape(auc)), np.shape(auc))
+            np.broadcast_to(
+                mechanism.few_positives(release, copies).reshape(np.shape(auc)), np.shape(auc)
+            )
             & defined
         )
         low = np.where(few, np.reshape(box_low, np.shape(auc)), low)

@@ -116,6 +116,33 @@ RANK_SUM_COUNT_NOISE_LIMIT = 0.2
 RANK_SUM_BOX_COUNT_SHARE = 0.25
 
 
+def laplace_sum_half_width(copies: float, tail: float) -> float:
+    """``t / b``: a sum of ``copies`` independent ``Laplace(b)`` exceeds ``t`` in absolute
+    value with probability ``tail``. One draw (or fewer: a secure release's arrived shares,
+    whose noise is smaller): ``ln(1 / tail)``. ``K > 1`` draws (``ceil(copies)``): the sum is
+    the difference of two ``Gamma(K, b)``, whose tail ``P(X > t) = E[Gamma(K).sf(t + G)]`` is
+    integrated numerically and solved for ``t``.
+
+        >>> round(laplace_sum_half_width(1, 0.05), 4)
+        2.9957
+        >>> round(laplace_sum_half_width(2, 0.05), 2)
+        4.11
+    """
+    if copies <= 1.0:
+        return math.log(1.0 / tail)
+    from scipy import integrate, optimize, stats
+
+    shape = float(math.ceil(copies))
+    gamma = stats.gamma(shape)
+
+    def two_sided(t: float) -> float:
+        upper, _ = integrate.quad(lambda g: gamma.sf(t + g) * gamma.pdf(g), 0.0, np.inf)
+        return 2.0 * upper - tail
+
+    high = math.log(2.0 / tail) + 2.0 * shape + 4.0 * math.sqrt(shape * math.log(2.0 / tail))
+    return float(optimize.brentq(two_sided, 0.0, high, xtol=1e-9))
+
+
 class RankSum(CountMechanism):
     """The ROC AUC from a noisy centred rank sum and a noisy positive count (pure epsilon).
 
@@ -272,25 +299,32 @@ class RankSum(CountMechanism):
         del num_examples
         return hanley_mcneil_variance(auc, *self.released_class_sizes(release))
 
-    def few_positives(self, release) -> np.ndarray:
-        """Where the count's noise is too large against the released class sizes for the
-        first-order interval (`RANK_SUM_COUNT_NOISE_LIMIT`); the box is used there."""
+    def few_positives(self, release, copies: float = 1.0) -> np.ndarray:
+        """Where the count's noise (``copies`` draws of it: clients that each add their own)
+        is too large against the released class sizes for the first-order interval
+        (`RANK_SUM_COUNT_NOISE_LIMIT`); the box is used there."""
         num_pos, num_neg = self.released_class_sizes(release)
-        relative = math.sqrt(2.0) * self.count_scale / np.minimum(num_pos, num_neg)
+        spread = math.sqrt(2.0 * max(copies, 1.0)) * self.count_scale
+        relative = spread / np.minimum(num_pos, num_neg)
         return np.atleast_1d(relative > RANK_SUM_COUNT_NOISE_LIMIT)
 
-    def sample_box(self, release, tail: float) -> tuple[np.ndarray, np.ndarray]:
+    def sample_box(
+        self, release, tail: float, copies: float = 1.0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """A conservative interval for the sample AUC ``1/2 + S / (P (W - P))`` of a release:
         Laplace intervals for the exact ``S`` (error rate ``(1 - c) tail``) and ``P``
         (``c tail``, `RANK_SUM_BOX_COUNT_SHARE`), and the AUC's range over both
         (Bonferroni: it covers with probability at least ``1 - tail`` whatever the class
-        sizes), clipped to [0, 1]."""
+        sizes), clipped to [0, 1]. ``copies``: the noise draws summed on each (clients that
+        each add their own; [`laplace_sum_half_width`][])."""
         rank_sum = np.asarray(release["rank_sum"], np.float64)
         num_pos = np.asarray(release["num_pos"], np.float64)
         total = np.asarray(release["total"], np.float64)
         count_tail = RANK_SUM_BOX_COUNT_SHARE * tail
-        rank_half = self.rank_scale(release["sensitivity"]) * math.log(1.0 / (tail - count_tail))
-        count_half = self.count_scale * math.log(1.0 / count_tail)
+        rank_half = self.rank_scale(release["sensitivity"]) * laplace_sum_half_width(
+            copies, tail - count_tail
+        )
+        count_half = self.count_scale * laplace_sum_half_width(copies, count_tail)
         ceiling = np.maximum(total - 1.0, 1.0)
         p_low = np.clip(num_pos - count_half, 1.0, ceiling)
         p_high = np.clip(num_pos + count_half, 1.0, ceiling)

@@ -280,15 +280,17 @@ def get_mechanism(
     """Builds a mechanism by name; ``epsilon=None`` always means no noise (``none``).
 
     ``num_clients`` is the number of shares for secure mechanisms and ignored by the others
-    (every caller may pass it), except that a mechanism that releases only the AUC refuses
-    more than one client; a secure mechanism given a ``delta`` and no ``family`` uses
+    (every caller may pass it), except that a mechanism that releases only the AUC from
+    one data holder's counts (``auc-only``) refuses more than one client; a secure mechanism given a ``delta`` and no ``family`` uses
     the Skellam family. Other ``options`` go to the constructor. Raises ``ValueError`` for
     an unknown name: nothing falls back to "no noise".
     """
     from dpauc_tf.privacy.statement import check_epsilon
 
     spec = mechanism_spec(name)
-    summable = spec.capabilities.secure  # secure-rank-sum sums its noise shares
+    # secure-rank-sum sums its noise shares; rank-sum draws each client's own noise on the
+    # global ranks (its law: releases_from_summed_counts, release_over_clients)
+    summable = spec.capabilities.secure or spec.load().releases_from_summed_counts
     if spec.capabilities.releases == "auc" and num_clients not in (None, 1) and not summable:
         raise ValueError(
             f"mechanism {name!r} releases one AUC from one data holder's counts, "

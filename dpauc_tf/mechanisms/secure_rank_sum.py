@@ -489,7 +489,7 @@ class SecureRankSum(RankSum):
             arrived = tuple(mu * fraction for mu in self.unit_mus)
             return float(composed_epsilon(_skellam_event(arrived), 1, self.delta).best)
         rank = self.rank_shortfall_epsilon(num_reporting, sensitivity)
-        return rank + self.count_shortfall_epsilon(num_reporting)
+        return float(rank + self.count_shortfall_epsilon(num_reporting))
 
     def rank_shortfall_epsilon(self, num_reporting: int, sensitivity: float | None = None) -> float:
         """Epsilon of ``2 S`` alone when ``num_reporting`` of the discrete Laplace shares
