@@ -28,7 +28,8 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from dpauc_tf.beam.release import RELEASE_COUNTER, PrivateAUC
+from dpauc_tf.beam.release import PrivateAUC
+from dpauc_tf.beam.reports import RELEASE_COUNTER
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
 
 LOCAL_WORKERS = 2

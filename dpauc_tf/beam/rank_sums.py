@@ -35,7 +35,7 @@ import apache_beam as beam
 import numpy as np
 
 from dpauc_tf.beam.counting import BucketCounts
-from dpauc_tf.beam.release import RELEASE_COUNTER, _SumReports
+from dpauc_tf.beam.reports import SumReports, count_release
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
 from dpauc_tf.mechanisms.secure_rank_sum import REPORT_KEYS, modular_width
 
@@ -70,7 +70,7 @@ def _secure_rank_sums(counts, clients_per_slice, spec, repeats, most, interval):
         counts
         | "RoundTwo"
         >> beam.Map(round_two, spec=spec, repeats=repeats, totals=totals, clients=clients_per_slice)
-        | "SumRoundTwo" >> beam.CombinePerKey(_SumReports())
+        | "SumRoundTwo" >> beam.CombinePerKey(SumReports())
         | "Finish"
         >> beam.Map(finish_secure, spec=spec, totals=totals, most=most, interval=interval)
     )
@@ -107,7 +107,7 @@ def local_release(item, spec: ReleaseSpec, repeats: int, most, interval) -> AUCR
     release = mechanism.release_over_clients(
         counts.pos, counts.neg, num_clients, spec.seed_for(key), repeats
     )
-    beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
+    count_release()
     shares = mechanism.noise_shares(num_clients)
     return finish_release(
         spec,
@@ -157,7 +157,7 @@ def round_two(item, spec: ReleaseSpec, repeats: int, totals: dict, clients: dict
         )
         for r in range(repeats)
     ]
-    beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
+    count_release()
     limbs = {
         name: layout.encode(np.stack([np.asarray(r[name], np.int64) for r in reports]))
         for name in REPORT_KEYS

@@ -21,7 +21,7 @@ slice, as a federated server would (`dpauc_tf.federated`). A Beam runner sums th
 reports in the clear: for secure mechanisms this shows the arithmetic of secure
 aggregation, not its cryptography (whoever runs the pipeline sees every report). The rank
 sums (``rank-sum``, ``secure-rank-sum``) need the global ranks first: two passes
-([`dpauc_tf.beam.rank_sums`][]).
+(`dpauc_tf.beam.rank_sums`).
 
 The release is one [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec]: built once
 from the arguments by ``ReleaseSpec.make`` (the registry's default for the deployment where
@@ -65,6 +65,7 @@ import apache_beam as beam
 import numpy as np
 
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
+from dpauc_tf.beam.reports import SumReports, count_release
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.registry import check_mechanism_options
@@ -77,7 +78,6 @@ from dpauc_tf.mechanisms.release import (
     finish_release,
 )
 
-RELEASE_COUNTER = ("dpauc_tf.beam", "releases")
 _MISSING = object()  # no epsilon given: refused, never "no noise"
 _DEFAULTS = {
     "mechanism": None,
@@ -104,7 +104,7 @@ def _check_key(key: Any) -> Any:
 def _release(spec: ReleaseSpec, counts: BucketCounts, seed, repeats, num_clients=None):
     mechanism = spec.build(num_clients)
     release = mechanism.release(counts.pos, counts.neg, seed=seed, repeats=repeats)
-    beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
+    count_release()
     return {key: value.numpy() for key, value in release.items()}
 
 
@@ -192,35 +192,6 @@ def counter_for(spec: ReleaseSpec, from_logits: bool = False) -> CountBuckets:
         integer_weights=spec.capabilities.integer_counts,
         unit_weights=spec.capabilities.unit_weights,
     )
-
-
-class _SumReports(beam.CombineFn):
-    """Sums clients' reports ``(release, num_examples)`` of one slice, and counts them."""
-
-    def create_accumulator(self):
-        return (None, 0.0, 0)
-
-    def add_input(self, accumulator, report):
-        total, examples, clients = accumulator
-        release, num_examples = report
-        if total is None:
-            total = {key: np.asarray(value) for key, value in release.items()}
-        else:
-            total = {key: total[key] + value for key, value in release.items()}
-        return (total, examples + num_examples, clients + 1)
-
-    def merge_accumulators(self, accumulators):
-        merged = self.create_accumulator()
-        for total, examples, clients in accumulators:
-            if total is None:
-                merged = (merged[0], merged[1] + examples, merged[2] + clients)
-                continue
-            summed = total if merged[0] is None else {k: merged[0][k] + total[k] for k in total}
-            merged = (summed, merged[1] + examples, merged[2] + clients)
-        return merged
-
-    def extract_output(self, accumulator):
-        return accumulator
 
 
 class PrivateAUC(beam.PTransform):
@@ -393,7 +364,7 @@ class PrivateAUC(beam.PTransform):
         )
         return (
             reports
-            | "SumReports" >> beam.CombinePerKey(_SumReports())
+            | "SumReports" >> beam.CombinePerKey(SumReports())
             | "FinishSlice" >> beam.Map(_finish_reports, **finish)
         )
 
