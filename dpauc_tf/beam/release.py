@@ -128,7 +128,7 @@ class ReleaseCounts(beam.CombineFn):
     Examples:
         >>> spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=3)
         >>> fn = ReleaseCounts(spec)
-        >>> acc = fn.add_input(fn.create_accumulator(), ([0.9, 0.2, 0.6], [1, 0, 0]))
+        >>> acc = fn.add_input(fn.create_accumulator(), ([0.9, 0.2, 0.4], [1, 0, 0]))
         >>> fn.extract_output(acc).auc
         1.0
     """
