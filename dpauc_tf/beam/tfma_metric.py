@@ -149,7 +149,7 @@ class DPAUCMetric(metric_types.Metric):
         super().__init__(
             _dpauc_computations,
             name=name,
-            mechanism=mechanism,
+            mechanism=spec.mechanism,  # resolved by the spec: the config names it
             epsilon=epsilon,
             num_thresholds=num_thresholds,
             threshold_grid=threshold_grid,
