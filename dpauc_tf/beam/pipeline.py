@@ -17,7 +17,6 @@ Examples:
 from __future__ import annotations
 
 import base64
-import dataclasses
 import pickle
 import shlex
 import tempfile
@@ -29,7 +28,8 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from dpauc_tf.beam.release import RELEASE_COUNTER, PrivateAUC
+from dpauc_tf.beam.release import PrivateAUC
+from dpauc_tf.beam.reports import RELEASE_COUNTER
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
 
 LOCAL_WORKERS = 2
@@ -111,15 +111,11 @@ def client_batches(scores, labels, client_ids, num_clients: int, batch_size: int
             yield None, client, (scores[part], labels[part])
 
 
-def _spec(spec: ReleaseSpec, seed) -> ReleaseSpec:
-    """The release: ``spec``, with ``seed`` in place of its own where one is given."""
+def _transform(spec: ReleaseSpec, repeats: int, **columns) -> PrivateAUC:
+    """``PrivateAUC`` of the ready ``spec`` (the release: mechanism, epsilon, grid, seed)."""
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"pass the release as a ReleaseSpec, got {type(spec).__name__}")
-    return spec if seed is None else dataclasses.replace(spec, seed=seed)
-
-
-def _transform(spec: ReleaseSpec, repeats: int, **columns) -> PrivateAUC:
-    return PrivateAUC(**spec.settings(), seed=spec.seed, repeats=repeats, **columns)
+    return PrivateAUC(spec=spec, repeats=repeats, **columns)
 
 
 def evaluate_with_beam(
@@ -129,18 +125,16 @@ def evaluate_with_beam(
     num_clients: int,
     spec: ReleaseSpec,
     *,
-    seed: int | None = None,
     repeats: int = 1,
     beam_options: Sequence[str] | str | None = None,
 ) -> AUCResult:
     """One evaluation of the whole file in a Beam pipeline (the ``--backend beam`` path).
 
-    The release is ``spec`` (a [`ReleaseSpec`][]; ``seed`` replaces its seed). With one client the counts are
+    The release is ``spec`` (a [`ReleaseSpec`][], its seed included). With one client the counts are
     released once with central noise; with several, every client reports through the
     mechanism and the reports are summed (as ``--backend simulate`` does). Returns the one
     slice's [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult].
     """
-    spec = _spec(spec, seed)
     per_client = num_clients > 1
     transform = _transform(spec, repeats, per_client=per_client)
     elements = list(client_batches(scores, labels, client_ids, num_clients))
@@ -160,7 +154,6 @@ def evaluate_files_with_beam(
     file_pattern: str | Sequence[str],
     spec: ReleaseSpec,
     *,
-    seed: int | None = None,
     repeats: int = 1,
     score_column: str = "score",
     label_column: str = "label",
@@ -179,7 +172,6 @@ def evaluate_files_with_beam(
     """
     from dpauc_tf.beam.io import ReadScores
 
-    spec = _spec(spec, seed)
     columns = [score_column, label_column] + ([client_column] if client_column else [])
     transform = _transform(
         spec,

@@ -9,17 +9,23 @@ transform from the examples' own columns, as TFMA's ``SlicingSpec`` does), or a
 is one hashable key (the example is in one slice) or a ``list``/``set`` of keys (the
 example is in each of them: overlapping slices).
 
-Per slice (``per_client=False``): the examples are counted in parallel and merged
-(``CombinePerKey(CountBuckets)``) and the merged counts are released **once**, at
-extraction, by ``mechanism.release`` (central noise); the curve and the AUC are the
-mechanism's post-processing (``to_confusion``, ``estimate_auc``), no noise added.
+Per slice (``per_client=False``): one ``CombineFn``, [`ReleaseCounts`][] (shared with the
+TFMA metric), counts the examples in parallel, merges, and releases the merged counts
+**once**, at extraction, by ``mechanism.release`` (central noise); the curve and the AUC are
+[`finish_release`][dpauc_tf.mechanisms.release.finish_release]'s post-processing, no noise added.
 
 Per client (``per_client=True``): every client's counts in a slice are released by the
 mechanism's ``release`` (a local-DP report, or for secure mechanisms the integer counts plus
 a noise share sized for the slice's number of clients), and the reports are summed per
 slice, as a federated server would (`dpauc_tf.federated`). A Beam runner sums the
 reports in the clear: for secure mechanisms this shows the arithmetic of secure
-aggregation, not its cryptography (whoever runs the pipeline sees every report).
+aggregation, not its cryptography (whoever runs the pipeline sees every report). The rank
+sums (``rank-sum``, ``secure-rank-sum``) need the global ranks first: two passes
+(`dpauc_tf.beam.rank_sums`).
+
+The release is one [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec]: built once
+from the arguments by ``ReleaseSpec.make`` (the registry's default for the deployment where
+no mechanism is named: central per slice, federated per client), or given ready (``spec=``).
 
 Accounting (label DP): every slice's output is ``repeats`` releases; an example in ``k``
 slices is in ``k`` of them. Disjoint slices (every example in one slice) compose in
@@ -59,8 +65,10 @@ import apache_beam as beam
 import numpy as np
 
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
+from dpauc_tf.beam.reports import SumReports, count_release
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.mechanisms.registry import check_mechanism_options, default_mechanism
+from dpauc_tf.mechanisms.laws import Deployment
+from dpauc_tf.mechanisms.registry import check_mechanism_options
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
@@ -70,7 +78,15 @@ from dpauc_tf.mechanisms.release import (
     finish_release,
 )
 
-RELEASE_COUNTER = ("dpauc_tf.beam", "releases")
+_MISSING = object()  # no epsilon given: refused, never "no noise"
+_DEFAULTS = {
+    "mechanism": None,
+    "num_thresholds": DEFAULT_NUM_THRESHOLDS,
+    "threshold_grid": "tf",
+    "delta": None,
+    "seed": None,
+    "mechanism_options": None,
+}
 
 
 def _slice_keys(keys: Any) -> list:
@@ -88,37 +104,94 @@ def _check_key(key: Any) -> Any:
 def _release(spec: ReleaseSpec, counts: BucketCounts, seed, repeats, num_clients=None):
     mechanism = spec.build(num_clients)
     release = mechanism.release(counts.pos, counts.neg, seed=seed, repeats=repeats)
-    beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
+    count_release()
     return {key: value.numpy() for key, value in release.items()}
 
 
-class _SumReports(beam.CombineFn):
-    """Sums clients' reports ``(release, num_examples)`` of one slice, and counts them."""
+class ReleaseCounts(beam.CombineFn):
+    """The one release combiner of ``PrivateAUC`` and the TFMA metric: counts the examples
+    per bucket ([`CountBuckets`][] on the spec's counting grid), merges by adding, and
+    releases the merged counts **once**, at extraction, through the spec's mechanism
+    (central noise) and [`finish_release`][dpauc_tf.mechanisms.release.finish_release].
 
-    def create_accumulator(self):
-        return (None, 0.0, 0)
+    Args:
+      spec: the release.
+      repeats: independent releases (each one accounted).
+      from_logits: the scores are logits.
+      keyed: the inputs are ``(slice_key, example)`` pairs and the release's seed is
+        ``spec.seed_for(slice_key)`` (``PrivateAUC``); otherwise ``spec.seed_for()``
+        (TFMA: its combiner does not see the slice; a TFMA spec has no fixed seed).
+      slices_per_example: the bound the whole output's cost composes (``extract_output``
+        also takes it as a keyword, e.g. a side input).
+      interval: ``finish_release``'s ``confidence`` and ``ci_target``, if asked.
 
-    def add_input(self, accumulator, report):
-        total, examples, clients = accumulator
-        release, num_examples = report
-        if total is None:
-            total = {key: np.array(value, np.float64) for key, value in release.items()}
-        else:
-            total = {key: total[key] + value for key, value in release.items()}
-        return (total, examples + num_examples, clients + 1)
+    Examples:
+        >>> spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=3)
+        >>> fn = ReleaseCounts(spec)
+        >>> acc = fn.add_input(fn.create_accumulator(), ([0.9, 0.2, 0.4], [1, 0, 0]))
+        >>> fn.extract_output(acc).auc
+        1.0
+    """
 
-    def merge_accumulators(self, accumulators):
-        merged = self.create_accumulator()
-        for total, examples, clients in accumulators:
-            if total is None:
-                merged = (merged[0], merged[1] + examples, merged[2] + clients)
-                continue
-            summed = total if merged[0] is None else {k: merged[0][k] + total[k] for k in total}
-            merged = (summed, merged[1] + examples, merged[2] + clients)
-        return merged
+    def __init__(
+        self,
+        spec: ReleaseSpec,
+        *,
+        repeats: int = 1,
+        from_logits: bool = False,
+        keyed: bool = False,
+        slices_per_example: int = 1,
+        interval: dict | None = None,
+    ):
+        self.spec, self.repeats, self.keyed = spec, check_repeats(repeats), keyed
+        self.slices_per_example = slices_per_example
+        self.interval = dict(interval or {})
+        self.counter = counter_for(spec, from_logits)
 
-    def extract_output(self, accumulator):
-        return accumulator
+    # the accumulator: ((slice_key,) or (), BucketCounts); Beam passes side inputs to every
+    # method as keywords
+    def create_accumulator(self, **unused):
+        return ((), self.counter.create_accumulator())
+
+    def add_input(self, accumulator, element, **unused):
+        key, counts = accumulator
+        if self.keyed:
+            key, element = (element[0],), element[1]
+        return (key, self.counter.add_input(counts, element))
+
+    def merge_accumulators(self, accumulators, **unused):
+        accumulators = list(accumulators)
+        key = next((key for key, _ in accumulators if key), ())
+        return (key, self.counter.merge_accumulators([counts for _, counts in accumulators]))
+
+    def compact(self, accumulator, **unused):
+        return (accumulator[0], self.counter.compact(accumulator[1]))
+
+    def extract_output(self, accumulator, slices_per_example=None, **unused) -> AUCResult:
+        key, counts = accumulator
+        counts = self.counter.extract_output(counts)
+        spec = self.spec
+        release = _release(spec, counts, spec.seed_for(*key), self.repeats)
+        most = self.slices_per_example if slices_per_example is None else slices_per_example
+        return finish_release(
+            spec,
+            release,
+            num_examples=counts.num_examples,
+            slice_key=key[0] if key else None,
+            slices_per_example=most,
+            **self.interval,
+        )
+
+
+def counter_for(spec: ReleaseSpec, from_logits: bool = False) -> CountBuckets:
+    """The counting every Beam release of ``spec`` does: on the mechanism's own grid where it
+    has one (``rank-sum`` and ``auc-only`` count on a fine grid), with its weight rules."""
+    return CountBuckets(
+        spec.count_grid(),
+        from_logits=from_logits,
+        integer_weights=spec.capabilities.integer_counts,
+        unit_weights=spec.capabilities.unit_weights,
+    )
 
 
 class PrivateAUC(beam.PTransform):
@@ -127,11 +200,12 @@ class PrivateAUC(beam.PTransform):
     Args:
       mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``); mechanisms that
         change the examples before counting (``score-noise``) are refused. Default
-        (``None``): the rule of ``DPAUC`` and ``dpauc evaluate``
-        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): ``"rank-sum"`` (``"auc-only"``
-        with a ``delta``) for one holder per slice, ``"histogram"`` per client. Every
-        result names the mechanism it used (``result.mechanism``).
-      epsilon: epsilon of one release (``None`` = no noise, NOT private).
+        (``None``): ``ReleaseSpec.make``'s default for the deployment
+        ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): central for one holder per
+        slice, federated per client. Every result names the mechanism it used
+        (``result.mechanism``). The rank sums take clients (two passes).
+      epsilon: epsilon of one release (``None`` = no noise, NOT private); required unless
+        ``spec`` is given.
       num_thresholds: ``T``.
       threshold_grid: ``"tf"``, ``"reference"`` or an explicit list.
       delta: for mechanisms that take one (``paper-gaussian``, Skellam shares).
@@ -157,6 +231,9 @@ class PrivateAUC(beam.PTransform):
       confidence: e.g. 0.95: every slice's result gets an interval per release
         (``result.interval``, ``to_dict()["releases"]``; no privacy cost,
         ``docs/intervals.md``). ci_target: ``"population"`` (default) or ``"sample"``.
+      spec: a ready [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec] (mechanism,
+        epsilon, grid, options and seed); the arguments that describe a release are then
+        refused beside it.
 
     Examples:
         >>> PrivateAUC("histogram", epsilon=1.0, num_thresholds=10).spec.mechanism
@@ -167,7 +244,7 @@ class PrivateAUC(beam.PTransform):
         self,
         mechanism: str | None = None,
         *,
-        epsilon: float | None,
+        epsilon: Any = _MISSING,
         num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
         threshold_grid: str | Sequence[float] = "tf",
         delta: float | None = None,
@@ -185,6 +262,7 @@ class PrivateAUC(beam.PTransform):
         label: str | None = None,
         confidence: float | None = None,
         ci_target: str = "population",
+        spec: ReleaseSpec | None = None,
     ):
         super().__init__(label)
         check_repeats(repeats)
@@ -204,34 +282,30 @@ class PrivateAUC(beam.PTransform):
         elif client_column is not None or weight_column is not None:
             raise ValueError("weight_column and client_column name columns of slicing's input")
         self.columns = (score_column, label_column, weight_column, client_column)
-        if mechanism is None:  # the one default rule (DPAUC's, dpauc evaluate's)
-            mechanism = default_mechanism(delta=delta, needs_curve=per_client)
         if self.slicing is not None:
             check_label_free_keys(label_column, self.slicing, client_column, "PrivateAUC")
-        # validates the mechanism, epsilon, delta, options and seed now
-        self.spec = ReleaseSpec.make(
-            mechanism,
-            epsilon=epsilon,
-            num_thresholds=num_thresholds,
-            threshold_grid=threshold_grid,
-            delta=delta,
-            options=check_mechanism_options(
-                mechanism,
-                mechanism_options,
-                entry="dpauc_tf.beam.PrivateAUC",
-                num_clients="the clients of each slice (per_client=True)",
-            ),
-            seed=seed,
-        )
+        release = {
+            "mechanism": mechanism,
+            "epsilon": epsilon,
+            "num_thresholds": num_thresholds,
+            "threshold_grid": threshold_grid,
+            "delta": delta,
+            "seed": seed,
+            "mechanism_options": mechanism_options,
+        }
+        if spec is None:  # the one build: ReleaseSpec.make (the default rule where unnamed)
+            deployment = Deployment.FEDERATED if per_client else Deployment.CENTRAL
+            spec = _make_spec(release, deployment)
+        else:
+            _check_ready_spec(spec, release)
+        self.spec = spec
         self.spec.check_releases_counts("dpauc_tf.beam")
         self.interval = _interval_options(self.spec, confidence, ci_target)
-        if per_client:  # before any work: auc-only's releases cannot be summed
+        # rank sums over clients: two passes (totals, then reports with the global ranks)
+        self.rank_sums = per_client and self.spec.build().releases_from_summed_counts
+        if per_client and not self.rank_sums:  # before any work: auc-only cannot be summed
             self.spec.check_summable(2, "PrivateAUC(per_client=True)")
         self.thresholds = self.spec.thresholds
-        self.integer_weights = self.spec.capabilities.integer_counts
-        # the grid the examples are counted on: the mechanism's own where it has one
-        # (auc-only counts on a fine grid of its own)
-        self.count_grid = self.spec.count_grid()
         self.repeats, self.per_client = repeats, per_client
         self.max_slices_per_example = max_slices_per_example
         self.from_logits = from_logits
@@ -243,12 +317,6 @@ class PrivateAUC(beam.PTransform):
             examples = examples | "SliceColumns" >> beam.FlatMap(
                 _slice_columns, specs=self.slicing, columns=self.columns
             )
-        counter = CountBuckets(
-            self.count_grid,
-            from_logits=self.from_logits,
-            integer_weights=self.integer_weights,
-            unit_weights=spec.capabilities.unit_weights,
-        )
         if self.per_client:
             keyed = examples | "KeyBySliceAndClient" >> beam.FlatMap(
                 _key_by_slice_and_client, declared=declared
@@ -258,36 +326,90 @@ class PrivateAUC(beam.PTransform):
             keyed = examples | "KeyBySlice" >> beam.FlatMap(_key_by_slice, declared=declared)
             slice_of = lambda kv: kv[0]  # noqa: E731
         if declared is None:  # the worst case: an example may be in every slice
-            bound = (
+            most = beam.pvalue.AsSingleton(
                 keyed
                 | "SliceKeys" >> beam.Map(slice_of)
                 | "DistinctSlices" >> beam.Distinct()
                 | "CountSlices" >> beam.combiners.Count.Globally()
             )
         else:
-            bound = keyed.pipeline | "DeclaredBound" >> beam.Create([declared])
-        counts = keyed | "CountPerBucket" >> beam.CombinePerKey(counter)
-        most = beam.pvalue.AsSingleton(bound)
-        if not self.per_client:
-            return counts | "ReleaseOncePerSlice" >> beam.Map(
-                _release_slice, spec=spec, repeats=repeats, most=most, interval=self.interval
+            most = declared
+        if not self.per_client:  # the one release combiner, per slice
+            combiner = ReleaseCounts(
+                spec,
+                repeats=repeats,
+                from_logits=self.from_logits,
+                keyed=True,
+                interval=self.interval,
             )
-        clients_per_slice = (
+            return (
+                keyed
+                | "WithSliceKey" >> beam.Map(lambda kv: (kv[0], kv))
+                | "ReleaseOncePerSlice" >> beam.CombinePerKey(combiner, slices_per_example=most)
+                | "Results" >> beam.Values()
+            )
+        counts = keyed | "CountPerBucket" >> beam.CombinePerKey(counter_for(spec, self.from_logits))
+        clients_per_slice = beam.pvalue.AsDict(
             counts
             | "SliceOfClient" >> beam.Map(lambda kv: (kv[0][0], 1))
             | "ClientsPerSlice" >> beam.CombinePerKey(sum)
         )
+        finish = {"spec": spec, "most": most, "interval": self.interval}
+        if self.rank_sums:
+            from dpauc_tf.beam.rank_sums import release_rank_sums
+
+            return release_rank_sums(counts, clients_per_slice, repeats=repeats, **finish)
         reports = counts | "ClientReports" >> beam.Map(
-            _client_report,
-            spec=spec,
-            repeats=repeats,
-            clients=beam.pvalue.AsDict(clients_per_slice),
+            _client_report, spec=spec, repeats=repeats, clients=clients_per_slice
         )
         return (
             reports
-            | "SumReports" >> beam.CombinePerKey(_SumReports())
-            | "FinishSlice"
-            >> beam.Map(_finish_reports, spec=spec, most=most, interval=self.interval)
+            | "SumReports" >> beam.CombinePerKey(SumReports())
+            | "FinishSlice" >> beam.Map(_finish_reports, **finish)
+        )
+
+
+def _make_spec(release: dict, deployment: Deployment) -> ReleaseSpec:
+    """``PrivateAUC``'s one ``ReleaseSpec.make``: the mechanism named, or the registry's
+    default for the ``deployment``; its options checked against the arguments that set them."""
+    release = dict(release)
+    epsilon, options = release.pop("epsilon"), release.pop("mechanism_options")
+    if epsilon is _MISSING:
+        raise TypeError(
+            "PrivateAUC needs epsilon= (one release's budget; None: no noise, NOT private) "
+            "or a ready spec="
+        )
+    if options:
+        if release["mechanism"] is None:
+            raise ValueError(
+                "PrivateAUC: mechanism_options are a mechanism's options: name the mechanism"
+            )
+        options = check_mechanism_options(
+            release["mechanism"],
+            options,
+            entry="dpauc_tf.beam.PrivateAUC",
+            num_clients="the clients of each slice (per_client=True)",
+        )
+    return ReleaseSpec.make(
+        epsilon=epsilon, options=options, deployment=deployment, **release
+    )  # validates the mechanism, epsilon, delta, options and seed now
+
+
+def _check_ready_spec(spec: Any, release: dict) -> None:
+    """A ready ``spec=`` is the whole release: the arguments that describe one are refused
+    beside it (one would silently lose)."""
+    if not isinstance(spec, ReleaseSpec):
+        raise TypeError(f"spec must be a ReleaseSpec, got {type(spec).__name__}")
+    given = [
+        name
+        for name, value in release.items()
+        if name != "epsilon" and (value or None) != (_DEFAULTS[name] or None)
+    ]
+    if release["epsilon"] is not _MISSING:
+        given.insert(0, "epsilon")
+    if given:
+        raise ValueError(
+            f"PrivateAUC: spec= is the whole release; do not pass {', '.join(given)} with it"
         )
 
 
@@ -417,19 +539,6 @@ def _interval_options(spec: ReleaseSpec, confidence, ci_target) -> dict:
 
     check_interval_support(spec.build())
     return {"confidence": check_confidence(confidence), "ci_target": check_target(ci_target)}
-
-
-def _release_slice(item, spec: ReleaseSpec, repeats, most, interval=None) -> AUCResult:
-    key, counts = item
-    release = _release(spec, counts, spec.seed_for(key), repeats)
-    return finish_release(
-        spec,
-        release,
-        num_examples=counts.num_examples,
-        slice_key=key,
-        slices_per_example=most,
-        **(interval or {}),
-    )
 
 
 def _client_report(item, spec: ReleaseSpec, repeats, clients):

@@ -48,11 +48,15 @@ except ImportError:  # pragma: no cover - the keras3 world has TFMA
 import apache_beam as beam
 import numpy as np
 
-from dpauc_tf.beam.counting import CountBuckets
-from dpauc_tf.beam.release import RELEASE_COUNTER
+from dpauc_tf.beam.release import ReleaseCounts
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.mechanisms.registry import default_mechanism
-from dpauc_tf.mechanisms.release import ReleaseSpec, check_label_free_keys, check_slices_bound
+from dpauc_tf.mechanisms.laws import Deployment
+from dpauc_tf.mechanisms.release import (
+    AUCResult,
+    ReleaseSpec,
+    check_label_free_keys,
+    check_slices_bound,
+)
 
 DPAUC_NAME = "dpauc"
 # Metric keys beside the value: one release's epsilon and the whole evaluation's.
@@ -127,7 +131,6 @@ class DPAUCMetric(metric_types.Metric):
         ci_target: str = "population",
     ):
         epsilon = _given_epsilon(epsilon, mechanism)
-        mechanism = mechanism or default_mechanism(delta=delta)
         check_slices_bound(slices_per_example, "slices_per_example")
         if confidence_intervals not in CI_CHOICES:
             raise ValueError(
@@ -146,7 +149,7 @@ class DPAUCMetric(metric_types.Metric):
         super().__init__(
             _dpauc_computations,
             name=name,
-            mechanism=mechanism,
+            mechanism=spec.mechanism,  # resolved by the spec: the config names it
             epsilon=epsilon,
             num_thresholds=num_thresholds,
             threshold_grid=threshold_grid,
@@ -196,7 +199,6 @@ def _dpauc_computations(
         )
     epsilon = _given_epsilon(epsilon, mechanism)
     _refuse_label_slices(eval_config)
-    mechanism = mechanism or default_mechanism(delta=delta)
     spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)
     slices = slices_per_example or _slices_of(eval_config)
     computations = []
@@ -215,10 +217,11 @@ def _dpauc_computations(
                     key._replace(name=f"{name}{s}") for s in (*EPSILON_SUFFIXES, MECHANISM_SUFFIX)
                 ]
                 interval = [key._replace(name=f"{name}{suffix}") for suffix in INTERVAL_SUFFIXES]
-                combiner = _DPAUCCombiner(keys, eval_config, spec, example_weighted, slices)
-                if confidence is not None:
-                    keys += interval
-                    combiner.interval = (interval, confidence, ci_target)
+                asked = (
+                    {} if confidence is None else {"confidence": confidence, "ci_target": ci_target}
+                )
+                keys += interval if asked else []
+                combiner = _DPAUCCombiner(keys, eval_config, spec, example_weighted, slices, asked)
                 computations.append(
                     metric_types.MetricComputation(keys=keys, preprocessors=None, combiner=combiner)
                 )
@@ -256,8 +259,11 @@ def _slices_of(eval_config) -> int:
 
 
 def _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta) -> ReleaseSpec:
+    """The metric's one ``ReleaseSpec.make`` (one data holder: the central default where no
+    mechanism is named); no fixed seed (TFMA's combiner does not see the slice)."""
     spec = ReleaseSpec.make(
         mechanism,
+        deployment=Deployment.CENTRAL,
         epsilon=epsilon,
         num_thresholds=num_thresholds,
         threshold_grid=threshold_grid,
@@ -282,29 +288,21 @@ def _one_example(label, prediction, weight) -> tuple[np.ndarray, np.ndarray, np.
     return prediction, label, np.ravel(weight)
 
 
-class _DPAUCCombiner(beam.CombineFn):
-    """Counts with [`CountBuckets`][]; ``extract_output`` is the (one) release."""
+class _DPAUCCombiner(ReleaseCounts):
+    """The Beam release combiner ([`ReleaseCounts`][dpauc_tf.beam.release.ReleaseCounts],
+    shared with ``PrivateAUC``) on TFMA's inputs; ``extract_output`` is the (one) release,
+    as TFMA's metric keys."""
 
-    interval = None  # (keys, confidence, target) of the release's interval, if asked
-
-    def __init__(self, keys, eval_config, spec: ReleaseSpec, example_weighted, slices: int):
+    def __init__(
+        self, keys, eval_config, spec: ReleaseSpec, example_weighted, slices: int, interval
+    ):
+        super().__init__(spec, slices_per_example=slices, interval=interval)
         self._keys = keys
         self._key = keys[0]
-        self._slices = slices
         self._eval_config = eval_config
-        self._spec = spec
         self._example_weighted = example_weighted
-        # the mechanism's own grid where it has one (auc-only counts on a fine grid)
-        self._counter = CountBuckets(
-            spec.count_grid(),
-            integer_weights=spec.capabilities.integer_counts,
-            unit_weights=spec.capabilities.unit_weights,
-        )
 
-    def create_accumulator(self):
-        return self._counter.create_accumulator()
-
-    def add_input(self, accumulator, element: Any):
+    def add_input(self, accumulator, element: Any, **unused):
         for label, prediction, weight in metric_util.to_label_prediction_example_weight(
             element,
             eval_config=self._eval_config,
@@ -314,42 +312,29 @@ class _DPAUCCombiner(beam.CombineFn):
             example_weighted=self._example_weighted,
             flatten=False,
         ):
-            accumulator = self._counter.add_input(
-                accumulator, _one_example(label, prediction, weight)
-            )
+            accumulator = super().add_input(accumulator, _one_example(label, prediction, weight))
         return accumulator
 
-    def merge_accumulators(self, accumulators):
-        return self._counter.merge_accumulators(accumulators)
+    def extract_output(self, accumulator, **unused) -> dict:
+        return _metric_values(super().extract_output(accumulator), self._keys)
 
-    def compact(self, accumulator):
-        return self._counter.compact(accumulator)
 
-    def extract_output(self, accumulator) -> dict:
-        counts = self._counter.extract_output(accumulator)
-        mechanism = self._spec.build()
-        release = mechanism.release(counts.pos, counts.neg, seed=None)
-        beam.metrics.Metrics.counter(*RELEASE_COUNTER).inc()
-        auc = float(mechanism.estimate_auc(release).numpy())
-        named = {self._key: auc, self._keys[3]: mechanism.name}  # "none" for the exact AUC
-        if self._spec.epsilon is None:  # exact, NOT private: no guarantee, and it says so
-            return {**named, self._keys[1]: math.inf, self._keys[2]: math.inf}
-        one, whole = mechanism.privacy_spent(1).best, mechanism.privacy_spent(self._slices).best
-        out = {**named, self._keys[1]: float(one), self._keys[2]: float(whole)}
-        if self.interval is not None:
-            from dpauc_tf.mechanisms.intervals import release_interval
-
-            keys, confidence, target = self.interval
-            ci = release_interval(
-                mechanism,
-                {key: value.numpy() for key, value in release.items()},
-                confidence=confidence,
-                target=target,
-                num_examples=counts.num_examples,
-            )
-            values = (ci.low[0], ci.high[0], ci.privacy_share[0])
-            out.update({key: float(value) for key, value in zip(keys, values, strict=True)})
-        return out
+def _metric_values(result: AUCResult, keys) -> dict:
+    """TFMA's metric values of one release: the AUC, one release's epsilon and the whole
+    evaluation's (infinite for the exact AUC: no guarantee), the mechanism's name, and the
+    interval where one was asked."""
+    value, one, whole, mechanism = keys[:4]
+    out = {
+        value: float(result.aucs[0]),
+        mechanism: result.mechanism,  # "none" for the exact AUC
+        one: math.inf if result.epsilon is None else float(result.epsilon),
+        whole: math.inf if result.epsilon_total is None else float(result.epsilon_total),
+    }
+    if result.interval is not None:
+        ci = result.interval
+        values = (ci.low[0], ci.high[0], ci.privacy_share[0])
+        out.update({key: float(v) for key, v in zip(keys[4:], values, strict=True)})
+    return out
 
 
 def run_model_analysis(

@@ -156,41 +156,8 @@ def evaluate_files_with_engine(backend: str, run: BackendRun):
 
 
 def _evaluate_files_with_beam(run: BackendRun):
-    """``--backend beam`` on the files themselves: ``ReadScores`` and ``PrivateAUC`` in one
-    pipeline ([`dpauc_tf.beam.pipeline.evaluate_files_with_beam`][])."""
+    """``--backend beam`` on the files themselves: the backend reads ``run.source`` with
+    Beam's own IO ([`dpauc_tf.backends.beam.BeamBackend.evaluate_files`][])."""
     _require_beam()
-    from dpauc_tf.beam.io import available_columns, input_files
-    from dpauc_tf.beam.pipeline import evaluate_files_with_beam
-    from dpauc_tf.io.errors import column_excerpt
-
-    source = run.source
-    try:  # the one path rule (dpauc_tf.io.paths): the files every backend reads
-        files = [str(f.path) for f in input_files(str(source.path))]
-        columns = available_columns(files)
-    except (OSError, ValueError) as error:
-        text = str(error).removeprefix("ReadScores: ")
-        raise CommandError(
-            text if text.startswith(str(source.path)) else f"--scores {text}"
-        ) from None
-    for flag, name in (
-        ("--score-column", source.score_column),
-        ("--label-column", source.label_column),
-    ):
-        if name not in columns:
-            raise CommandError(
-                f"--scores {source.path}: no column {name!r} ({flag}); its columns: "
-                f"{column_excerpt(columns)}"
-            )
-    client = source.client_column
-    if client is not None and client not in columns:
-        raise CommandError(f"--scores {source.path}: no client column {client!r}")
-    return evaluate_files_with_beam(
-        files,
-        run.spec,
-        repeats=run.repeats,
-        score_column=source.score_column,
-        label_column=source.label_column,
-        client_column=client,
-        from_logits=source.from_logits,
-        beam_options=run.beam_options,
-    )
+    engine = backend("beam", options=run.beam_options)
+    return engine.evaluate(run.spec, EvaluationData(source=run.source), repeats=run.repeats)

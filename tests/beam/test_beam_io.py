@@ -226,7 +226,7 @@ def test_worker_start_up_prints_no_tensorflow_chatter(frame, tmp_path):
 def test_file_pipeline_takes_a_release_spec(frame, tmp_path):
     """``evaluate_files_with_beam`` takes the release as one ReleaseSpec (and nothing else);
     noise off it equals the simulate backend on the same spec (K = 10 non-IID clients), and
-    its seed makes the noisy release reproducible."""
+    its seed (no other) makes the noisy release reproducible."""
     from dpauc_tf.beam.pipeline import evaluate_files_with_beam
     from dpauc_tf.mechanisms.release import ReleaseSpec
 
@@ -246,13 +246,13 @@ def test_file_pipeline_takes_a_release_spec(frame, tmp_path):
     by_spec = evaluate_files_with_beam(pattern, noisy, repeats=2, beam_options=local)
     again = evaluate_files_with_beam(
         pattern,
-        ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T),
-        seed=9,
+        ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T, seed=9),
         repeats=2,
         beam_options=local,
     )
     assert by_spec.aucs.tolist() == again.aucs.tolist()
-    with pytest.raises(TypeError, match="unexpected keyword argument 'epsilon'"):
-        evaluate_files_with_beam(pattern, noisy, epsilon=1.0)
+    for keyword in ("epsilon", "seed"):  # the spec is the whole release, its seed included
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{keyword}'"):
+            evaluate_files_with_beam(pattern, noisy, **{keyword: 1})
     with pytest.raises(TypeError, match="pass the release as a ReleaseSpec"):
         evaluate_files_with_beam(pattern, "histogram")

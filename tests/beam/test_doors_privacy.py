@@ -91,12 +91,15 @@ def test_tfma_follows_the_one_default_rule_and_names_it(options, expected, examp
 
 
 def test_beam_follows_the_one_default_rule():
+    """PrivateAUC states its deployment (central per slice, federated per client) and takes
+    the registry's default for it, whatever that is measured to be."""
     assert default_mechanism() == "rank-sum"
     assert PrivateAUC(epsilon=1.0).spec.mechanism == default_mechanism()  # before: histogram
     assert PrivateAUC(epsilon=1.0, delta=1e-6).spec.mechanism == "auc-only"
-    assert PrivateAUC(epsilon=1.0, per_client=True).spec.mechanism == "histogram"
+    federated = default_mechanism(deployment="federated")
+    assert PrivateAUC(epsilon=1.0, per_client=True).spec.mechanism == federated
     client = PrivateAUC(epsilon=1.0, slicing=[()], client_column="client")
-    assert client.spec.mechanism == "histogram"  # summed reports need a curve mechanism
+    assert client.spec.mechanism == federated
     assert PrivateAUC("tree-histogram", epsilon=1.0).spec.mechanism == "tree-histogram"
 
 

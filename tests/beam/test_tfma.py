@@ -16,9 +16,7 @@ from tensorflow_model_analysis.api import model_eval_lib
 from tensorflow_model_analysis.proto import config_pb2
 
 from dpauc_tf.beam import tfma_metric
-from dpauc_tf.beam.counting import CountBuckets
-from dpauc_tf.beam.release import _release_slice
-from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.beam.release import ReleaseCounts
 from dpauc_tf.mechanisms.release import ReleaseSpec
 from tests.helpers.tfma import metric_config, write_examples
 
@@ -67,14 +65,10 @@ def run_tfma(path, tmp_path, config, monkeypatch):
 
 
 def beam_transform_auc(scores, labels) -> float:
-    """The value of PrivateAUC's per-slice step (count, release, finish) with noise off."""
-    thresholds = Thresholds.make(T)
-    counter = CountBuckets(thresholds)
-    counts = counter.extract_output(
-        counter.add_input(counter.create_accumulator(), (scores, labels))
-    )
+    """The value of PrivateAUC's per-slice release combiner with noise off."""
     spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=T)
-    return _release_slice(("s", counts), spec, 1, 1).auc_or_none
+    fn = ReleaseCounts(spec)
+    return fn.extract_output(fn.add_input(fn.create_accumulator(), (scores, labels))).auc_or_none
 
 
 def test_tfma_metric_equals_beam_transform_one_release_per_slice(examples, tmp_path, monkeypatch):

@@ -83,7 +83,7 @@ def test_noise_off_beam_equals_scikit_learn():
     clients = np.zeros(labels.size, np.int64)
     # the in-process runner: the 2-process one is tests/beam's (its workers import TensorFlow)
     in_process = ["--runner=DirectRunner"]
-    result = evaluate_with_beam(scores, labels, clients, 1, spec, seed=0, beam_options=in_process)
+    result = evaluate_with_beam(scores, labels, clients, 1, spec, beam_options=in_process)
     _check_noise_free(result, spec, labels, scores)
 
 
