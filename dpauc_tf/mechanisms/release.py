@@ -39,6 +39,7 @@ import numpy as np
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.comparison import PAIRED_COMPARISON
+from dpauc_tf.mechanisms.comparison_rank_sum import RANK_SUM_COMPARISON
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import mechanism_spec
@@ -223,7 +224,7 @@ class ReleaseSpec:
         """The registry's [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] entry,
         with the built mechanism's ``unit_weights`` (an option such as ``public_scores`` sets
         it; no noise, no weight rule); a one-vs-rest spec's is its class mechanism's."""
-        if self.one_vs_rest or self.mechanism == PAIRED_COMPARISON:
+        if self.one_vs_rest or self.mechanism in (PAIRED_COMPARISON, RANK_SUM_COMPARISON):
             return self.build().capabilities  # the built release's own (not a registry name)
         built = self.build().capabilities
         return dataclasses.replace(
@@ -279,6 +280,10 @@ def _build(spec: ReleaseSpec, num_clients: int):
         from dpauc_tf.mechanisms.comparison import PairedComparison
 
         return PairedComparison(spec.epsilon, **dict(spec.options))
+    if spec.mechanism == RANK_SUM_COMPARISON:
+        from dpauc_tf.mechanisms.comparison_rank_sum import RankSumComparison
+
+        return RankSumComparison(spec.epsilon, num_clients=num_clients, **dict(spec.options))
     if spec.one_vs_rest:
         from dpauc_tf.mechanisms.multiclass import build_one_vs_rest
 
@@ -638,11 +643,10 @@ def finish_release(
     shares = num_clients if shares is None else int(shares)
     if mechanism is None:
         mechanism = spec.build(shares)
-    if mechanism.name == PAIRED_COMPARISON:
-        from dpauc_tf.mechanisms.comparison import DEFAULT_CONFIDENCE, comparison_result
+    if hasattr(mechanism, "comparison_result"):  # a paired comparison's own result
+        from dpauc_tf.mechanisms.comparison import DEFAULT_CONFIDENCE
 
-        return comparison_result(
-            mechanism,
+        return mechanism.comparison_result(
             summed,
             DEFAULT_CONFIDENCE if confidence is None else confidence,
             None if num_examples is None else int(num_examples),
