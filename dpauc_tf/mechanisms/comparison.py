@@ -297,6 +297,7 @@ class ComparisonResult:
     num_buckets: tuple[int, int]
     noisy_counts: dict[str, np.ndarray]
     warning: str | None = None
+    target: str = "bucketed AUCs of this test set's population (paired DeLong + privacy noise)"
 
     @property
     def privacy_share(self) -> float:
@@ -321,7 +322,7 @@ class ComparisonResult:
             privacy=str(self.statement),
             num_examples=self.num_examples,
             num_buckets=list(self.num_buckets),
-            target="bucketed AUCs of this test set's population (paired DeLong + privacy noise)",
+            target=self.target,
             warning=self.warning,
         )
         return out

@@ -344,6 +344,8 @@ class RankSumComparison:
             num_buckets=(0, 0),
             noisy_counts={key: np.asarray(v) for key, v in summed.items()},
             warning=swamped_warning(raw, privacy),
+            target="the AUCs of this test set's population (DeLong-type paired variance from "
+            "the released rank differences, conservative; + privacy noise)",
         )
 
     # -- the guarantee --------------------------------------------------------------------

@@ -97,7 +97,12 @@ def compare_models(
         raise ValueError("labels must be 0 or 1")
     if not (np.all(np.isfinite(scores_a)) and np.all(np.isfinite(scores_b))):
         raise ValueError("scores must be finite numbers")
+    given_split = {"positive_share": positive_share, "positive_rate": positive_rate}
     if method == "rank-sum":
+        given = {"edges_a": edges_a, "edges_b": edges_b, **given_split}
+        extra = sorted(key for key, value in given.items() if value is not None)
+        if extra:
+            raise ValueError(f"{', '.join(extra)} belong to method='histogram'")
         return _compare_rank_sums(
             labels, scores_a, scores_b, epsilon, confidence, seed, num_clients, client_ids, secure
         )
