@@ -524,12 +524,17 @@ def averages(mechanism, release: Mapping[str, Any], *, keras_exact: bool = False
     from dpauc_tf.core.summation import keras_auc
 
     release = {key: tf.cast(value, tf.float64) for key, value in release.items()}
-    summed = {key: tf.reduce_sum(value, axis=-2) for key, value in release.items()}
-    if keras_exact:
+    if not keras_exact and mechanism.capabilities.releases != "curve":  # per-class rank sums
+        class_aucs = tf.cast(mechanism.estimate_auc(release), tf.float64)
+        support = tf.maximum(release["num_pos"], 0.0)
+        micro = tf.fill(tf.shape(class_aucs)[:-1], tf.constant(np.nan, tf.float64))
+    elif keras_exact:
+        summed = {key: tf.reduce_sum(value, axis=-2) for key, value in release.items()}
         class_aucs = keras_auc(confusion_from_histogram(release["pos"], release["neg"]))
         micro = keras_auc(confusion_from_histogram(summed["pos"], summed["neg"]))
         support = tf.reduce_sum(release["pos"], axis=-1)
     else:
+        summed = {key: tf.reduce_sum(value, axis=-2) for key, value in release.items()}
         class_aucs = tf.cast(mechanism.estimate_auc(release), tf.float64)
         micro = tf.cast(mechanism.estimate_auc(summed), tf.float64)
         confusion = mechanism.released_confusion(release)
@@ -543,48 +548,3 @@ def averages(mechanism, release: Mapping[str, Any], *, keras_exact: bool = False
         "weighted": weighted,
         "micro": micro,
     }
-
-
-def build_one_vs_rest(
-    mechanism: str,
-    *,
-    epsilon: float | None,
-    num_classes: int,
-    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
-    delta: float | None = None,
-    num_clients: int | None = None,
-    options: Mapping[str, Any] | None = None,
-    average: str = "macro",
-):
-    """The one-vs-rest release of ``mechanism``, chosen by its law: a rank-sum mechanism
-    (its interval law is ``RANK_SUM``: two noisy numbers per class) gives the per-class rank
-    sums of [`dpauc_tf.mechanisms.multiclass_rank_sum`][] (with the micro rank sum when
-    ``average`` is ``"micro"``); a curve mechanism gives [`OneVsRest`][].
-
-    Examples:
-        >>> build_one_vs_rest("rank-sum", epsilon=1.0, num_classes=3).name
-        'one-vs-rest rank-sum'
-    """
-    from dpauc_tf.mechanisms.laws import IntervalLaw
-
-    spec = mechanism_spec(mechanism)
-    if getattr(spec.load(), "interval_law", None) is IntervalLaw.RANK_SUM:
-        from dpauc_tf.mechanisms.multiclass_rank_sum import one_vs_rest_rank_sum
-
-        return one_vs_rest_rank_sum(
-            mechanism,
-            epsilon=epsilon,
-            num_classes=num_classes,
-            num_clients=num_clients,
-            options=dict(options or {}),
-            average=average,
-        )
-    return OneVsRest(
-        mechanism,
-        epsilon=epsilon,
-        num_classes=num_classes,
-        num_thresholds=num_thresholds,
-        delta=delta,
-        num_clients=num_clients,
-        options=options,
-    )

@@ -59,9 +59,13 @@ import dp_accounting
 import numpy as np
 import tensorflow as tf
 
+from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.auc_only import COUNT_RESOLUTION
+from dpauc_tf.mechanisms.laws import IntervalLaw
+from dpauc_tf.mechanisms.multiclass import OneVsRest, check_num_classes
 from dpauc_tf.mechanisms.rank_sum import DEFAULT_COUNT_SHARE, RankSum
+from dpauc_tf.mechanisms.registry import mechanism_spec
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
 from dpauc_tf.noise.shares import check_shares
@@ -171,8 +175,6 @@ class OneVsRestRankSum:
         resolution: int = COUNT_RESOLUTION,
         num_clients: int | None = None,
     ):
-        from dpauc_tf.mechanisms.multiclass import check_num_classes
-
         self.num_classes = check_num_classes(num_classes)
         self.epsilon = check_epsilon(epsilon)
         self.micro = bool(micro)
@@ -205,6 +207,13 @@ class OneVsRestRankSum:
     @property
     def num_clients(self) -> int:
         return self._num_clients
+
+    @property
+    def class_epsilon(self) -> float:
+        """Epsilon of the binary ``rank-sum`` release every class follows."""
+        return self.class_mechanism.epsilon
+
+    class_delta = None
 
     @property
     def micro_epsilon(self) -> float | None:
@@ -535,10 +544,50 @@ def one_vs_rest_rank_sum(
     family = options.pop("family", "discrete-laplace")
     shares = options.pop("num_clients", None) or num_clients
     micro = average == "micro"
-    if mechanism == "secure-rank-sum":
+    if mechanism_spec(mechanism).capabilities.secure:  # noise shares, summed securely
         if family != "discrete-laplace":
             raise ValueError("one-vs-rest secure-rank-sum takes family='discrete-laplace' only")
         return SecureOneVsRestRankSum(
             epsilon, num_classes, num_clients=shares, micro=micro, **options
         )
     return OneVsRestRankSum(epsilon, num_classes, num_clients=shares, micro=micro, **options)
+
+
+def build_one_vs_rest(
+    mechanism: str,
+    *,
+    epsilon: float | None,
+    num_classes: int,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+    delta: float | None = None,
+    num_clients: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    average: str = "macro",
+):
+    """The one-vs-rest release of ``mechanism``, chosen by its law: a rank-sum mechanism
+    (its interval law is ``RANK_SUM``: two noisy numbers per class) gives the per-class rank
+    sums of this module (with the micro rank sum when
+    ``average`` is ``"micro"``); a curve mechanism gives [`OneVsRest`][].
+
+    Examples:
+        >>> build_one_vs_rest("rank-sum", epsilon=1.0, num_classes=3).name
+        'one-vs-rest rank-sum'
+    """
+    if getattr(mechanism_spec(mechanism).load(), "interval_law", None) is IntervalLaw.RANK_SUM:
+        return one_vs_rest_rank_sum(
+            mechanism,
+            epsilon=epsilon,
+            num_classes=num_classes,
+            num_clients=num_clients,
+            options=dict(options or {}),
+            average=average,
+        )
+    return OneVsRest(
+        mechanism,
+        epsilon=epsilon,
+        num_classes=num_classes,
+        num_thresholds=num_thresholds,
+        delta=delta,
+        num_clients=num_clients,
+        options=options,
+    )

@@ -285,7 +285,7 @@ def _build(spec: ReleaseSpec, num_clients: int):
 
         return RankSumComparison(spec.epsilon, num_clients=num_clients, **dict(spec.options))
     if spec.one_vs_rest:
-        from dpauc_tf.mechanisms.multiclass import build_one_vs_rest
+        from dpauc_tf.mechanisms.multiclass_rank_sum import build_one_vs_rest
 
         return build_one_vs_rest(
             spec.mechanism,
