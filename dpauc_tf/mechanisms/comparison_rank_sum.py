@@ -34,8 +34,8 @@ Against ``compare_models(method="histogram")`` (noise on every cell of a ``B x B
 histogram, the AUCs of 6 quantile buckets per model): no grid bias, and the difference's
 noise scales with ``D`` (how differently the two models rank), not with the number of cells.
 
-**Federated** ([`RankSumComparison.round_one_report`][], [`round_two_report`][],
-[`finish`][]): the ranks need the global score histograms of both models first (round one,
+**Federated** ([`RankSumComparison.round_one_report`][], [`RankSumComparison.round_two_report`][],
+[`RankSumComparison.finish`][]): the ranks need the global score histograms of both models first (round one,
 label-free), then the sensitivity ``D`` (the largest ``|d|`` of every client, label-free:
 the server learns each client's maximum, a function of the public scores), then the four
 sums with noise (round two: every client its own noise, or with ``secure`` a share of the

@@ -33,8 +33,8 @@ mean weighted by the released ``P_c`` (clipped at 0), ``micro`` ``1/2 + S_m / (n
 (NaN when not released). **Interval per class**: each class's release follows the binary
 ``rank-sum`` law of its ``class_mechanism`` ([`OneVsRestRankSum.class_intervals`][]).
 
-**Federated** ([`OneVsRestRankSum.round_one_report`][], [`round_two_report`][],
-[`finish`][]): as ``secure-rank-sum``, round one sums every client's ``[C, B]`` column
+**Federated** ([`OneVsRestRankSum.round_one_report`][], [`OneVsRestRankSum.round_two_report`][],
+[`OneVsRestRankSum.finish`][]): as ``secure-rank-sum``, round one sums every client's ``[C, B]`` column
 histograms (label-free: the server learns the aggregate score histogram of every column),
 round two sums ``2 S_k,c``, ``P_k,c``, ``2 S_k,m`` and ``n_k`` with the global ranks. With
 ``rank-sum`` every client adds the whole noise to its own report (each report private on
@@ -567,7 +567,8 @@ def build_one_vs_rest(
     """The one-vs-rest release of ``mechanism``, chosen by its law: a rank-sum mechanism
     (its interval law is ``RANK_SUM``: two noisy numbers per class) gives the per-class rank
     sums of this module (with the micro rank sum when
-    ``average`` is ``"micro"``); a curve mechanism gives [`OneVsRest`][].
+    ``average`` is ``"micro"``); a curve mechanism gives
+    [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest].
 
     Examples:
         >>> build_one_vs_rest("rank-sum", epsilon=1.0, num_classes=3).name
