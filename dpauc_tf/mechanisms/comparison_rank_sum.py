@@ -39,7 +39,8 @@ noise scales with ``D`` (how differently the two models rank), not with the numb
 label-free), then the sensitivity ``D`` (the largest ``|d|`` of every client, label-free:
 the server learns each client's maximum, a function of the public scores), then the four
 sums with noise (round two: every client its own noise, or with ``secure`` a share of the
-discrete law on the doubled, integer statistics whose sum is one central draw).
+discrete law on the integer statistics ``2 Delta``, ``2 S_A``, ``P`` and ``4 Q`` whose sum
+is one central draw).
 
 Examples:
     >>> import numpy as np
@@ -68,6 +69,10 @@ RANK_SUM_COMPARISON = "paired-comparison-rank-sum"
 # Budget shares of the four released numbers (sum 1).
 DEFAULT_SHARES = {"difference": 0.5, "rank_sum_a": 0.2, "num_pos": 0.2, "square": 0.1}
 STATISTICS = tuple(DEFAULT_SHARES)
+# The factor that makes each statistic an integer (midranks are half-integers, so d is a
+# multiple of 1/2 and d^2 of 1/4): exact discrete noise goes on the scaled statistic, so
+# that neighbours' releases share one lattice.
+LATTICE = {"difference": 2.0, "rank_sum_a": 2.0, "num_pos": 1.0, "square": 4.0}
 
 
 def centred_midranks_of(buckets: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -124,8 +129,9 @@ class RankSumComparison:
       shares: budget shares of ``difference``, ``rank_sum_a``, ``num_pos`` and ``square``
         (default `DEFAULT_SHARES`; they must sum to 1).
       num_clients: clients of a federated release.
-      secure: every client adds a share of discrete Laplace noise on the doubled (integer)
-        statistics, summed by secure aggregation; otherwise every client adds its own noise.
+      secure: every client adds a share of discrete Laplace noise on the integer multiples
+        ``LATTICE`` of the statistics (``2 Delta``, ``2 S_A``, ``P``, ``4 Q``), summed by
+        secure aggregation; otherwise every client adds its own noise.
 
     Examples:
         >>> m = RankSumComparison(epsilon=2.0)
@@ -178,7 +184,7 @@ class RankSumComparison:
 
     def _noise(self, scales: Mapping[str, float], seed, repeats: int, shares: int):
         """``[repeats]`` noise of every statistic: continuous Laplace (the whole law), or a
-        Polya share of discrete Laplace on the doubled statistic (``secure``)."""
+        Polya share of discrete Laplace on ``LATTICE`` times the statistic (``secure``)."""
         import tensorflow as tf
 
         from dpauc_tf.noise import samplers
@@ -190,10 +196,10 @@ class RankSumComparison:
             if self.secure:
                 from dpauc_tf.mechanisms.secure_rank_sum import _polya_share
 
-                doubling = 1.0 if key == "num_pos" else 2.0  # noise on 2x, an integer
-                scale = tf.constant(doubling * scales[key], tf.float64)
+                factor = LATTICE[key]  # noise on the integer factor * x
+                scale = tf.constant(factor * scales[key], tf.float64)
                 draw = _polya_share(tf.constant([repeats]), scale, shares, seeds[i]).numpy()
-                out[key] = draw / doubling
+                out[key] = draw / factor
             else:
                 out[key] = scales[key] * samplers.laplace([repeats], 1.0, seeds[i]).numpy()
         return out
@@ -288,10 +294,10 @@ class RankSumComparison:
             return 2.0 * scale**2 * self.num_clients
         from dpauc_tf.noise.exact import discrete_laplace_variance
 
-        doubling = 1.0 if key == "num_pos" else 2.0
+        factor = LATTICE[key]
         if scale <= 0:
             return 0.0
-        return discrete_laplace_variance(doubling * scale) / doubling**2
+        return discrete_laplace_variance(factor * scale) / factor**2
 
     def comparison_result(self, summed: Mapping[str, Any], confidence: float, num_examples):
         """The difference, its interval and the test of H0 (equal AUCs) of the first
@@ -364,7 +370,9 @@ class RankSumComparison:
 
     def statement(self) -> PrivacyStatement:
         kind = (
-            "discrete Laplace (secure shares) on the doubled" if self.secure else "Laplace on the"
+            "discrete Laplace (secure shares) on 2 Delta, 2 S_A, P, 4 Q: the"
+            if self.secure
+            else "Laplace on the"
         )
         parts = ", ".join(f"{key} {self.shares[key] * self.epsilon:.4g}" for key in STATISTICS)
         return PrivacyStatement(
@@ -373,7 +381,7 @@ class RankSumComparison:
             sensitivity="Delta = sum_i y[i] d[i] with d = r_B - r_A (both models' public "
             "midranks): D = max |d[i]|; S_A: max |r_A|; P: 1; Q = sum_i y[i] d[i]^2: D^2",
             noise=f"{kind} statistics, epsilon shares: {parts}; D, sum d^2 and n are released",
-            epsilon=float(self.privacy_spent(1).best),
+            epsilon=self.epsilon,  # the shares sum to 1 (dp_event composes to it)
             delta=0.0,
         )
 

@@ -114,7 +114,7 @@ def exact_statistics(pos: Any, totals: Any) -> dict[str, np.ndarray]:
     Examples:
         >>> s = exact_statistics([[1, 0, 0], [0, 0, 1]], [[1, 0, 1], [1, 0, 1]])
         >>> s["twice_rank_sum"].tolist(), s["twice_sensitivity"].tolist()
-        [[-1, 1], [1, 1]]
+        ([-1, 1], [1, 1])
     """
     pos, totals = np.asarray(pos, np.int64), np.asarray(totals, np.int64)
     twice = twice_midranks(totals)
@@ -446,7 +446,7 @@ class OneVsRestRankSum:
             sensitivity="a class change moves two classes: sum_c |dS_c| / D_c <= 2 (D_c = max "
             f"|r_c[b]| from class c's own score column, label-free), sum_c |dP_c| <= 2{micro}",
             noise=self._noise_text() + "; the column histograms' n and D_c are released",
-            epsilon=float(self.privacy_spent(1).best),
+            epsilon=self.epsilon,  # L rank_epsilon + 2 count_epsilon (dp_event composes to it)
             delta=0.0,
         )
 

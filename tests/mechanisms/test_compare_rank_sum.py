@@ -52,10 +52,15 @@ def test_the_released_noise_follows_the_stated_scales(secure):
         law, scale, noise = "discrete-laplace", 2 * scale, twice
     else:
         law = "laplace"
+    if secure:  # every statistic on its integer lattice, whatever the labels
+        for key, factor in (("difference", 2), ("rank_sum_a", 2), ("num_pos", 1), ("square", 4)):
+            assert float(factor * exact[key]).is_integer()
+            lattice = factor * release[key]
+            assert np.array_equal(lattice, np.round(lattice))
     assert law_pvalue(noise, law, scale) > 1e-3
     assert law_pvalue(noise, law, scale / 2) < 1e-6
     assert law_pvalue(noise, law, scale * 2) < 1e-6
-    assert m.statement().epsilon == pytest.approx(1.0)
+    assert m.statement().epsilon == 1.0 and m.privacy_spent(1).best == pytest.approx(1.0)
 
 
 def _pair(n=3000, seed=0):

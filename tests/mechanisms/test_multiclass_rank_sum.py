@@ -87,7 +87,7 @@ def test_the_released_noise_follows_the_stated_laplace_scales(micro):
         assert law_pvalue(noise, "laplace", scale / 2) < 1e-6
         assert law_pvalue(noise, "laplace", scale * 2) < 1e-6
     assert ("micro_rank_sum" in release) is micro
-    assert m.statement().epsilon == pytest.approx(1.0)
+    assert m.statement().epsilon == 1.0 and m.privacy_spent(1).best == pytest.approx(1.0)
 
 
 def test_secure_shares_of_every_client_sum_to_the_central_discrete_law():
