@@ -190,3 +190,31 @@ def test_hostile_inputs_give_a_number_a_nan_or_one_line():
         OneVsRestRankSum(epsilon=None, num_classes=3)
     with pytest.raises(ValueError, match="options"):
         ReleaseSpec.make("rank-sum", epsilon=1.0, num_classes=3, options={"noise": "discrete"})
+
+
+def test_the_keras_metric_releases_every_class_at_the_one_vs_rest_law():
+    """DPMultiClassAUC(mechanism="rank-sum"): every class is the binary rank-sum whose rank
+    and count epsilons are the one-vs-rest release's (eps_S / 2, eps_P / 2); noise off it
+    is scikit-learn's macro; micro is refused in one line."""
+    from dpauc_tf.keras.multiclass import DPMultiClassAUC
+
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 3, 1500)
+    logits = rng.normal(size=(1500, 3)) + np.eye(3)[labels]
+    scores = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    small = {"resolution": 4097}  # a fine grid, small enough for a fast test
+    metric = DPMultiClassAUC(
+        num_classes=3, epsilon=1e6, mechanism="rank-sum", seed=0, mechanism_options=small
+    )
+    metric.update_state(labels, scores)
+    exact = roc_auc_score(labels, scores, multi_class="ovr")
+    assert float(metric.result()) == pytest.approx(exact, abs=1e-3)
+    noisy = DPMultiClassAUC(
+        num_classes=3, epsilon=1.0, mechanism="rank-sum", mechanism_options=small
+    )
+    law = OneVsRestRankSum(epsilon=1.0, num_classes=3).class_mechanism
+    assert noisy.mechanism.rank_epsilon == pytest.approx(law.rank_epsilon)
+    assert noisy.mechanism.count_epsilon == pytest.approx(law.count_epsilon)
+    assert noisy.privacy_statement().epsilon == 1.0
+    with pytest.raises(ValueError, match="pooled rank sum"):
+        DPMultiClassAUC(num_classes=3, epsilon=1.0, mechanism="rank-sum", average="micro")
