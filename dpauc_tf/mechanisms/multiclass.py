@@ -476,9 +476,9 @@ class OneVsRest:
             noise += f"; only {num_reporting} of {self.num_clients} shares reported"
         # the class mechanism's law says what it publishes and what one change moves: its
         # own neighbouring relation's extra (e.g. the score histogram released exactly) and
-        # its L1 sensitivity, moved in two classes
+        # its L1 sensitivity (its statement's number), moved in two classes
         extra = inner.neighbouring[len(self.class_mechanism.neighbouring) :]
-        l1 = getattr(self.class_mechanism, "l1_sensitivity", None)
+        l1 = inner.sensitivity_value if inner.sensitivity_norm == "L1" else None
         sensitivity = (
             f"two classes' releases change, each as one binary release ({inner.sensitivity})"
         )
