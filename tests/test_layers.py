@@ -163,6 +163,8 @@ MECHANISM_LAYERS: list[set[str]] = [
     {"interval_flips", "interval_curvature", "intervals", "auto_grid"},  # generic law math
     # the estimands over a family's counts: one-vs-rest and the paired comparison
     {"multiclass", "comparison"},
+    # their rank-sum releases (per-class rank sums; the rank-sum difference)
+    {"multiclass_rank_sum", "comparison_rank_sum"},
     {"release"},  # the one release path (it builds and finishes every estimand)
     # faces built on the path
     {

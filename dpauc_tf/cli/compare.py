@@ -91,6 +91,14 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     parser.add_argument("--label-column", default="label", help="the label column")
     parser.add_argument("--epsilon", type=_positive_float, required=True, help="of the release")
     parser.add_argument(
+        "--method",
+        choices=("histogram", "rank-sum"),
+        default="histogram",
+        help="histogram: noise on the joint class histogram of quantile buckets; rank-sum: "
+        "four noisy numbers (the rank-sum difference, whose sensitivity is the largest rank "
+        "difference of the two models; docs/comparison.md)",
+    )
+    parser.add_argument(
         "--num-buckets",
         type=_buckets,
         default=DEFAULT_BUCKETS,
@@ -166,6 +174,7 @@ def run_compare(args) -> int:
         confidence=args.confidence,
         positive_rate=args.positive_rate,
         seed=args.seed,
+        method=getattr(args, "method", "histogram"),
     )
     out = result.to_dict()
     # One release: what the command spent in all (every format states it).

@@ -56,7 +56,15 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--delta", type=arguments.finite_float, help="for mechanisms with a delta")
     parser.add_argument(
-        "--mechanism", default="histogram", help="the binary curve mechanism of every class"
+        "--mechanism",
+        default="histogram",
+        help="the binary mechanism of every class: a curve mechanism (histogram, ...), or "
+        "rank-sum / secure-rank-sum (per-class rank sums: 2C noisy numbers, no curves)",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=arguments.confidence,
+        help="e.g. 0.95: every class's interval (rank-sum mechanisms)",
     )
     parser.add_argument(
         "--mechanism-option",
@@ -182,6 +190,9 @@ def run_multiclass(args: argparse.Namespace) -> int:
     backend = getattr(args, "backend", "simulate")
     if backend != "simulate":
         _require_backend(backend)
+        if getattr(args, "confidence", None) is not None:
+            raise ValueError("--confidence is given by --backend simulate only")
+        _require_one_round(args, len(score_columns))
     frame = read_table(args.scores, columns)
     labels = class_ids(frame[args.class_column].to_numpy(), score_columns)
     scores = frame[score_columns].to_numpy(np.float64)
@@ -202,6 +213,7 @@ def run_multiclass(args: argparse.Namespace) -> int:
             repeats=args.repeats,
             seed=args.seed,
             from_logits=args.from_logits,
+            confidence=getattr(args, "confidence", None),
         )
     if args.format == "json":
         import json
@@ -237,6 +249,26 @@ def run_multiclass(args: argparse.Namespace) -> int:
 
 def _value(value: float) -> float | None:
     return None if value != value else float(value)  # NaN: undefined
+
+
+def _require_one_round(args, num_classes: int) -> None:
+    """Refuses a two-round release (the one-vs-rest rank sums) on TFF and Flower, whose
+    multi-class evaluations sum one round of counts (docs/multiclass.md)."""
+    from dpauc_tf.mechanisms.release import ReleaseSpec
+
+    built = ReleaseSpec.make(
+        args.mechanism,
+        epsilon=args.epsilon,
+        num_classes=num_classes,
+        delta=args.delta,
+        options=dict(args.mechanism_options or []),
+        average=args.average,
+    ).build()
+    if hasattr(built, "round_one_report"):
+        raise ValueError(
+            f"one-vs-rest {args.mechanism} needs two rounds (ranks from round one's totals): "
+            f"--backend {args.backend} sums one round; use --backend simulate"
+        )
 
 
 def _require_backend(backend: str) -> None:

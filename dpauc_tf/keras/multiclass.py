@@ -33,6 +33,7 @@ from dpauc_tf.mechanisms.multiclass import (
     check_average,
     check_num_classes,
 )
+from dpauc_tf.mechanisms.multiclass_rank_sum import build_one_vs_rest
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -60,10 +61,12 @@ class DPMultiClassAUC(DPAUC):
         budget (``epsilon / 2`` for pure-DP mechanisms), ``privacy_statement()`` and
         ``dp_event()`` state the whole release.
       num_thresholds: thresholds of the grid (as ``tf.keras.metrics.AUC``).
-      mechanism: the binary curve mechanism of every class (default ``"histogram"``:
+      mechanism: the binary mechanism of every class (default ``"histogram"``:
         ``Laplace(4 / epsilon)`` on each of the ``2 C (T + 1)`` counts;
         ``"histogram-public-scores"``: ``Laplace(2 / epsilon)`` on the positives, the score
-        histograms published).
+        histograms published; ``"rank-sum"``: every class's rank sum and positive count,
+        the binary ``rank-sum`` at ``epsilon / 2``, ``macro`` or ``weighted`` only:
+        `dpauc_tf.mechanisms.multiclass_rank_sum`).
       delta: for mechanisms that take one (the whole release's).
       from_logits: the predictions are logits (softmax first).
       seed: ``None`` (OS entropy) or an int (reproducible; experiments only).
@@ -113,7 +116,7 @@ class DPMultiClassAUC(DPAUC):
         average = check_average(average)
         # The class budget, noise and L1 = 4 do not depend on C: without num_classes a
         # two-class probe gives them until the first update sets C.
-        ovr = OneVsRest(
+        ovr = build_one_vs_rest(
             mechanism,
             epsilon=epsilon,
             num_classes=2 if num_classes is None else num_classes,
@@ -121,6 +124,13 @@ class DPMultiClassAUC(DPAUC):
             delta=delta,
             options=mechanism_options,
         )
+        if average == "micro" and ovr.capabilities.releases != "curve":
+            raise ValueError(
+                f"DPMultiClassAUC(mechanism={mechanism!r}) releases per-class rank sums: "
+                "average='micro' needs the pooled rank sum, which dpauc_tf.mechanisms."
+                "multiclass_release.evaluate_multiclass(average='micro') releases; use "
+                "'macro' or 'weighted' here"
+            )
         super().__init__(
             epsilon=ovr.class_epsilon,
             num_thresholds=num_thresholds,
@@ -167,7 +177,7 @@ class DPMultiClassAUC(DPAUC):
             )
         classes = _check_classes(int(shape[-1]), "predictions' last dimension")
         config = self._multiclass_config
-        ovr = OneVsRest(
+        ovr = build_one_vs_rest(
             config["mechanism"],
             epsilon=config["epsilon"],
             num_classes=classes,

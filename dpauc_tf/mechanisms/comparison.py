@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import dp_accounting
 import numpy as np
 from scipy import stats
 
+from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import resolve_positive_share, split_options
 from dpauc_tf.privacy.events import class_pair_event
 from dpauc_tf.privacy.statement import PrivacyStatement
@@ -183,6 +184,10 @@ class PairedComparison:
 
     name = PAIRED_COMPARISON
     neighbouring = "label DP: one example's label differs (scores unchanged, unit weights)"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        unit_weights=True, keras_metric=False, federated=False
+    )
+    delta = 0.0
 
     def __init__(
         self,
@@ -248,6 +253,15 @@ class PairedComparison:
     def options(self) -> dict:
         return split_options(self.positive_share, self.positive_rate)
 
+    def comparison_result(self, summed, confidence: float, num_examples) -> ComparisonResult:
+        """The post-processing of one release of joint counts ([`comparison_result`][])."""
+        return comparison_result(self, summed, confidence, num_examples)
+
+    def privacy_spent(self, releases: int = 1, delta: float | None = None):
+        from dpauc_tf.privacy.accounting import composed_epsilon
+
+        return composed_epsilon(self.dp_event(), releases, 0.0 if delta is None else delta)
+
 
 @dataclasses.dataclass(frozen=True)
 class ComparisonResult:
@@ -283,6 +297,7 @@ class ComparisonResult:
     num_buckets: tuple[int, int]
     noisy_counts: dict[str, np.ndarray]
     warning: str | None = None
+    target: str = "bucketed AUCs of this test set's population (paired DeLong + privacy noise)"
 
     @property
     def privacy_share(self) -> float:
@@ -307,7 +322,7 @@ class ComparisonResult:
             privacy=str(self.statement),
             num_examples=self.num_examples,
             num_buckets=list(self.num_buckets),
-            target="bucketed AUCs of this test set's population (paired DeLong + privacy noise)",
+            target=self.target,
             warning=self.warning,
         )
         return out

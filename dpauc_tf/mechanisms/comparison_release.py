@@ -32,6 +32,7 @@ from dpauc_tf.mechanisms.comparison import (
     joint_counts,
     quantile_edges,
 )
+from dpauc_tf.mechanisms.comparison_rank_sum import RANK_SUM_COMPARISON, comparison_statistics
 from dpauc_tf.mechanisms.release import ReleaseSpec, finish_release
 
 
@@ -48,6 +49,10 @@ def compare_models(
     positive_share: float | None = None,
     positive_rate: float | None = None,
     seed: int | None = None,
+    method: str = "histogram",
+    num_clients: int | None = None,
+    client_ids: Sequence[int] | None = None,
+    secure: bool = False,
 ) -> ComparisonResult:
     """Private paired comparison of models A and B on one labelled test set (one release).
 
@@ -66,6 +71,16 @@ def compare_models(
         ([`PairedComparison`][dpauc_tf.mechanisms.comparison.PairedComparison]).
       positive_rate: a public prior of the positive rate that sets the share instead.
       seed: ``None`` for fresh noise, an int for a reproducible release.
+      method: ``"histogram"`` (the noisy joint histogram of quantile buckets) or
+        ``"rank-sum"`` (four noisy numbers: the rank-sum difference, model A's rank sum, the
+        positives and the squared differences;
+        [`dpauc_tf.mechanisms.comparison_rank_sum`][]); ``num_buckets``, the edges and the
+        shares above belong to ``"histogram"``.
+      num_clients: ``"rank-sum"`` only: ``K`` simulated clients (``client_ids`` in
+        ``[0, K)``, default IID) in two rounds on TensorFlow's fine grid (scores in [0, 1]),
+        each adding its own noise, or a share of it with ``secure``.
+      client_ids: each example's client.
+      secure: the clients' noise shares are summed by secure aggregation.
 
     Returns:
       A [`ComparisonResult`][dpauc_tf.mechanisms.comparison.ComparisonResult].
@@ -82,6 +97,19 @@ def compare_models(
         raise ValueError("labels must be 0 or 1")
     if not (np.all(np.isfinite(scores_a)) and np.all(np.isfinite(scores_b))):
         raise ValueError("scores must be finite numbers")
+    given_split = {"positive_share": positive_share, "positive_rate": positive_rate}
+    if method == "rank-sum":
+        given = {"edges_a": edges_a, "edges_b": edges_b, **given_split}
+        extra = sorted(key for key, value in given.items() if value is not None)
+        if extra:
+            raise ValueError(f"{', '.join(extra)} belong to method='histogram'")
+        return _compare_rank_sums(
+            labels, scores_a, scores_b, epsilon, confidence, seed, num_clients, client_ids, secure
+        )
+    if method != "histogram":
+        raise ValueError(f"method must be 'histogram' or 'rank-sum', got {method!r}")
+    if num_clients is not None or secure:
+        raise ValueError("clients (num_clients, secure) need method='rank-sum'")
     if isinstance(num_buckets, bool) or not isinstance(num_buckets, (int, np.integer)):
         raise TypeError(f"num_buckets must be an int, got {num_buckets!r}")
     if not 2 <= num_buckets <= MAX_COMPARISON_BUCKETS:
@@ -113,3 +141,65 @@ def _edges(scores: np.ndarray, edges: Sequence[float] | None, num_buckets: int, 
     if edges.size == 0 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
         raise ValueError(f"{name} must be a non-empty, strictly increasing list of numbers")
     return edges
+
+
+def _compare_rank_sums(
+    labels, scores_a, scores_b, epsilon, confidence, seed, num_clients, client_ids, secure
+) -> ComparisonResult:
+    """The rank-sum comparison: central (exact midranks of the scores), or over ``K``
+    simulated clients in two rounds on TensorFlow's fine grid."""
+    if not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    spec = ReleaseSpec.make(RANK_SUM_COMPARISON, epsilon=epsilon, seed=seed)
+    if num_clients is None:
+        if secure:
+            raise ValueError("secure=True needs num_clients (the clients that hold shares)")
+        mechanism = spec.build()
+        exact = comparison_statistics(labels, scores_a, scores_b)
+        noisy = mechanism.release(exact, seed=spec.seed_for("central"))
+        return finish_release(spec, noisy, num_examples=int(labels.size), confidence=confidence)
+    from dpauc_tf.mechanisms.comparison_rank_sum import RankSumComparison
+    from dpauc_tf.mechanisms.multiclass_release import _client_ids
+    from dpauc_tf.mechanisms.rank_sum import RankSum
+
+    if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
+        raise ValueError(f"num_clients must be an int >= 1, got {num_clients!r}")
+    for name, scores in (("scores_a", scores_a), ("scores_b", scores_b)):
+        if np.any((scores < 0) | (scores > 1)):
+            raise ValueError(f"{name}: clients count on TensorFlow's grid: scores in [0, 1]")
+    mechanism = RankSumComparison(epsilon, num_clients=num_clients, secure=secure)
+    grid = RankSum(epsilon=1.0).count_thresholds(None)
+    ids = _client_ids(client_ids, num_clients, labels.size, seed)
+    bucket_a, bucket_b = grid.bucketize_numpy(scores_a), grid.bucketize_numpy(scores_b)
+    clients = [ids == k for k in range(num_clients)]
+    # round one: both models' bucket totals (label-free; a secure sum)
+    totals = sum(
+        mechanism.round_one_report(bucket_a[rows], bucket_b[rows], grid.num_buckets)
+        for rows in clients
+    )
+
+    # the sensitivity: every client's largest |d| with the global ranks (label-free)
+    def largest_difference(rows) -> float:
+        rank_a, rank_b = mechanism.client_ranks(bucket_a[rows], bucket_b[rows], totals)
+        return float(np.abs(rank_b - rank_a).max(initial=0.0))
+
+    sensitivity = max(largest_difference(rows) for rows in clients)
+    summed = None
+    for k, rows in enumerate(clients):
+        report = mechanism.round_two_report(
+            labels[rows].astype(np.float64),
+            bucket_a[rows],
+            bucket_b[rows],
+            totals,
+            sensitivity,
+            seed=spec.seed_for("client", k),
+        )
+        summed = report if summed is None else {key: summed[key] + report[key] for key in summed}
+    release = mechanism.finish(summed, totals, sensitivity)
+    return finish_release(
+        None,
+        release,
+        num_examples=int(labels.size),
+        confidence=confidence,
+        mechanism=mechanism,
+    )

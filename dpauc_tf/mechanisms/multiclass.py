@@ -83,14 +83,6 @@ NEIGHBOURING = (
     "label DP, multi-class: neighbouring test sets differ only in the class of one example "
     "(its scores are the same; with noise every sample weight is 1)"
 )
-SENSITIVITY = (
-    "two classes' histograms change: weight moves pos -> neg in the old class, neg -> pos "
-    "in the new one; L1 = 4, L2 = 2 over the C x 2 x (T+1) counts"
-)
-SENSITIVITY_PUBLIC_SCORES = (
-    "two classes' positive counts change by the example's weight: L1 = 2, L2 = sqrt(2) over "
-    "the C x (T+1) positive counts; the totals do not depend on labels"
-)
 # Mechanisms that do not release per-class bucket counts (or not a curve).
 _NOT_ONE_VS_REST = {
     "rr": "randomized response flips binary labels; a k-ary version is not provided",
@@ -405,6 +397,10 @@ class OneVsRest:
     def num_clients(self) -> int:
         return int(getattr(self.class_mechanism, "num_clients", 1))
 
+    def count_thresholds(self, thresholds: Thresholds) -> Thresholds:
+        """The grid every client counts on: the class mechanism's."""
+        return self.class_mechanism.count_thresholds(thresholds)
+
     def release(self, pos, neg, seed=None, repeats: int | None = None):
         """Every class's noisy release (one draw of the class mechanism on ``[C, T + 1]``)."""
         shape = np.shape(pos)
@@ -471,7 +467,6 @@ class OneVsRest:
         inner = self.class_mechanism.statement()
         if self.epsilon is None:
             return dataclasses.replace(inner, mechanism=self.name)
-        public = self.base_name == "histogram-public-scores"
         epsilon = float(self.privacy_spent(1).best)
         delta = self.delta
         noise = f"per class (C = {self.num_classes}, class epsilon {self.class_epsilon:.6g}): {inner.noise}"
@@ -479,11 +474,20 @@ class OneVsRest:
             epsilon = self.achieved_epsilon(num_reporting)
             delta = min(1.0, 2.0 * delta)
             noise += f"; only {num_reporting} of {self.num_clients} shares reported"
+        # the class mechanism's law says what it publishes and what one change moves: its
+        # own neighbouring relation's extra (e.g. the score histogram released exactly) and
+        # its L1 sensitivity (its statement's number), moved in two classes
+        extra = inner.neighbouring[len(self.class_mechanism.neighbouring) :]
+        l1 = inner.sensitivity_value if inner.sensitivity_norm == "L1" else None
+        sensitivity = (
+            f"two classes' releases change, each as one binary release ({inner.sensitivity})"
+        )
+        if l1 is not None:
+            sensitivity += f"; L1 = {2 * float(l1):g} over the C classes' counts"
         return PrivacyStatement(
             mechanism=self.name,
-            neighbouring=NEIGHBOURING
-            + ("; the score histograms are released exactly" if public else ""),
-            sensitivity=SENSITIVITY_PUBLIC_SCORES if public else SENSITIVITY,
+            neighbouring=NEIGHBOURING + extra.replace("histogram is", "histograms are"),
+            sensitivity=sensitivity,
             noise=noise,
             epsilon=epsilon,
             delta=delta,
@@ -520,12 +524,17 @@ def averages(mechanism, release: Mapping[str, Any], *, keras_exact: bool = False
     from dpauc_tf.core.summation import keras_auc
 
     release = {key: tf.cast(value, tf.float64) for key, value in release.items()}
-    summed = {key: tf.reduce_sum(value, axis=-2) for key, value in release.items()}
-    if keras_exact:
+    if not keras_exact and mechanism.capabilities.releases != "curve":  # per-class rank sums
+        class_aucs = tf.cast(mechanism.estimate_auc(release), tf.float64)
+        support = tf.maximum(release["num_pos"], 0.0)
+        micro = tf.fill(tf.shape(class_aucs)[:-1], tf.constant(np.nan, tf.float64))
+    elif keras_exact:
+        summed = {key: tf.reduce_sum(value, axis=-2) for key, value in release.items()}
         class_aucs = keras_auc(confusion_from_histogram(release["pos"], release["neg"]))
         micro = keras_auc(confusion_from_histogram(summed["pos"], summed["neg"]))
         support = tf.reduce_sum(release["pos"], axis=-1)
     else:
+        summed = {key: tf.reduce_sum(value, axis=-2) for key, value in release.items()}
         class_aucs = tf.cast(mechanism.estimate_auc(release), tf.float64)
         micro = tf.cast(mechanism.estimate_auc(summed), tf.float64)
         confusion = mechanism.released_confusion(release)

@@ -49,6 +49,8 @@ def evaluate_multiclass(
     seed: int | None = None,
     sample_weight: Any = None,
     from_logits: bool = False,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """One-vs-rest private AUC of ``scores [N, C]`` and ``labels`` (the simulate backend).
 
@@ -74,6 +76,8 @@ def evaluate_multiclass(
       seed: ``None`` (OS entropy) or an int (reproducible).
       sample_weight: weights ``[N]`` in [0, 1].
       from_logits: the scores are logits (softmax first).
+      confidence: e.g. 0.95: every class's interval too (rank-sum mechanisms only).
+      ci_target: ``"population"`` or ``"sample"`` (the interval's target).
     """
     scores = np.asarray(scores, np.float64)
     if scores.ndim != 2:
@@ -93,7 +97,7 @@ def evaluate_multiclass(
     repeats = check_repeats(repeats)
     built = spec.build(num_clients)
     integer = bool(built.capabilities.integer_counts)
-    grid = spec.thresholds
+    grid = spec.count_grid()
     if num_clients is None:
         pos, neg = one_vs_rest_counts(
             labels,
@@ -105,33 +109,69 @@ def evaluate_multiclass(
             unit_weights=built.epsilon is not None,
         )
         release = built.release(pos, neg, seed=spec.seed_for("central"), repeats=repeats)
-        summed = {key: value.numpy() for key, value in release.items()}
-        return finish_release(spec, summed, num_examples=_total(sample_weight, scores))
+        summed = {key: np.asarray(value) for key, value in release.items()}
+        return finish_release(
+            spec,
+            summed,
+            num_examples=_total(sample_weight, scores),
+            confidence=confidence,
+            ci_target=ci_target,
+        )
     if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
         raise ValueError(f"num_clients must be an int >= 1, got {num_clients!r}")
     clients = _client_ids(client_ids, num_clients, scores.shape[0], seed)
     weights = None if sample_weight is None else np.asarray(sample_weight, np.float64).ravel()
-    summed: dict[str, np.ndarray] | None = None
+    counts = []
     for client in range(num_clients):
         rows = clients == client
         if rows.any():
-            pos, neg = one_vs_rest_counts(
-                np.asarray(labels)[rows],
-                scores[rows],
-                grid,
-                sample_weight=None if weights is None else weights[rows],
-                from_logits=from_logits,
-                integer_weights=integer,
-                unit_weights=built.epsilon is not None,
+            counts.append(
+                one_vs_rest_counts(
+                    np.asarray(labels)[rows],
+                    scores[rows],
+                    grid,
+                    sample_weight=None if weights is None else weights[rows],
+                    from_logits=from_logits,
+                    integer_weights=integer,
+                    unit_weights=built.epsilon is not None,
+                )
             )
         else:  # a client with no examples still sends its share of the noise
-            pos = neg = np.zeros((spec.num_classes, grid.num_buckets))
-        release = built.release(pos, neg, seed=spec.seed_for("client", client), repeats=repeats)
-        report = {key: value.numpy() for key, value in release.items()}
-        summed = report if summed is None else {k: summed[k] + report[k] for k in summed}
+            counts.append(2 * (np.zeros((spec.num_classes, grid.num_buckets)),))
+    if hasattr(built, "round_one_report"):  # rank sums: two rounds, ranks from round one
+        summed = two_round_release(spec, built, counts, repeats)
+    else:
+        summed = None
+        for client, (pos, neg) in enumerate(counts):
+            release = built.release(pos, neg, seed=spec.seed_for("client", client), repeats=repeats)
+            report = {key: np.asarray(value) for key, value in release.items()}
+            summed = report if summed is None else {k: summed[k] + report[k] for k in summed}
     return finish_release(
-        spec, summed, num_examples=_total(sample_weight, scores), num_clients=num_clients
+        spec,
+        summed,
+        num_examples=_total(sample_weight, scores),
+        num_clients=num_clients,
+        confidence=confidence,
+        ci_target=ci_target,
     )
+
+
+def two_round_release(
+    spec: ReleaseSpec, built: Any, counts: list[tuple[Any, Any]], repeats: int
+) -> dict[str, np.ndarray]:
+    """The two rounds of a one-vs-rest rank-sum release over clients' ``(pos, neg) [C, B]``:
+    round one sums the clients' label-free column histograms, round two every client's
+    rank sums with the global ranks and its noise (the whole noise for ``rank-sum``, a share
+    for ``secure-rank-sum``); the server finishes the sums
+    ([`dpauc_tf.mechanisms.multiclass_rank_sum`][])."""
+    totals = sum(built.round_one_report(pos, neg) for pos, neg in counts)
+    summed: dict[str, np.ndarray] | None = None
+    for client, (pos, neg) in enumerate(counts):
+        report = built.round_two_report(
+            pos, neg, totals, seed=spec.seed_for("client", client), repeats=repeats
+        )
+        summed = report if summed is None else {k: summed[k] + report[k] for k in summed}
+    return built.finish(summed, totals)
 
 
 def _total(sample_weight: Any, scores: np.ndarray) -> float:

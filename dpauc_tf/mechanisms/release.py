@@ -39,6 +39,7 @@ import numpy as np
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.comparison import PAIRED_COMPARISON
+from dpauc_tf.mechanisms.comparison_rank_sum import RANK_SUM_COMPARISON
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import mechanism_spec
@@ -206,7 +207,7 @@ class ReleaseSpec:
         """The keyword arguments of the backends' evaluation functions (``mechanism``,
         ``epsilon``, ``delta``, ``num_thresholds``, ``threshold_grid``,
         ``mechanism_options``) that describe this release."""
-        return {
+        settings = {
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "delta": self.delta,
@@ -214,14 +215,17 @@ class ReleaseSpec:
             "threshold_grid": self.threshold_grid,
             "mechanism_options": {key: value for key, value in self.options},
         }
+        if self.one_vs_rest:  # the one-vs-rest evaluations also take the class axis
+            settings.update(num_classes=self.num_classes, average=self.average)
+        return settings
 
     @property
     def capabilities(self):
         """The registry's [`Capabilities`][dpauc_tf.mechanisms.capabilities.Capabilities] entry,
         with the built mechanism's ``unit_weights`` (an option such as ``public_scores`` sets
         it; no noise, no weight rule); a one-vs-rest spec's is its class mechanism's."""
-        if self.one_vs_rest:
-            return mechanism_spec(self.mechanism).capabilities
+        if self.one_vs_rest or self.mechanism in (PAIRED_COMPARISON, RANK_SUM_COMPARISON):
+            return self.build().capabilities  # the built release's own (not a registry name)
         built = self.build().capabilities
         return dataclasses.replace(
             mechanism_spec(self.mechanism).capabilities, unit_weights=built.unit_weights
@@ -234,8 +238,13 @@ class ReleaseSpec:
         return _build(self, 1 if num_clients is None else int(num_clients))
 
     def count_grid(self) -> Thresholds:
-        """The grid every client counts on: the mechanism's own where it has one."""
-        return self.build().count_thresholds(self.thresholds)
+        """The grid every client counts on: the mechanism's own where it has one (a
+        one-vs-rest release's: its class mechanism's; the paired comparison counts on its
+        own per-model buckets: the spec's grid)."""
+        built = self.build()
+        if not hasattr(built, "count_thresholds"):
+            return self.thresholds
+        return built.count_thresholds(self.thresholds)
 
     def seed_for(self, *keys: Any):
         """The ``[2]`` seed of one release, from the spec's seed and the release's keys
@@ -271,10 +280,14 @@ def _build(spec: ReleaseSpec, num_clients: int):
         from dpauc_tf.mechanisms.comparison import PairedComparison
 
         return PairedComparison(spec.epsilon, **dict(spec.options))
-    if spec.one_vs_rest:
-        from dpauc_tf.mechanisms.multiclass import OneVsRest
+    if spec.mechanism == RANK_SUM_COMPARISON:
+        from dpauc_tf.mechanisms.comparison_rank_sum import RankSumComparison
 
-        return OneVsRest(
+        return RankSumComparison(spec.epsilon, num_clients=num_clients, **dict(spec.options))
+    if spec.one_vs_rest:
+        from dpauc_tf.mechanisms.multiclass_rank_sum import build_one_vs_rest
+
+        return build_one_vs_rest(
             spec.mechanism,
             epsilon=spec.epsilon,
             num_classes=spec.num_classes,
@@ -282,6 +295,7 @@ def _build(spec: ReleaseSpec, num_clients: int):
             delta=spec.delta,
             num_clients=num_clients,
             options=dict(spec.options),
+            average=spec.average,
         )
     from dpauc_tf.mechanisms.registry import get_mechanism
 
@@ -448,7 +462,9 @@ class AUCResult:
             "roc": [
                 {"fpr": fpr.tolist(), "tpr": tpr.tolist()}
                 for fpr, tpr in zip(self.fpr[0], self.tpr[0], strict=True)
-            ],
+            ]
+            if self.has_curve
+            else None,
             "epsilon": self.epsilon,
             "delta": self.delta,
             "epsilon_total": self.epsilon_total,
@@ -458,6 +474,23 @@ class AUCResult:
             "num_classes": self.num_classes,
             "num_clients": self.num_clients,
             "num_reporting": self.num_reporting,
+            **self._class_interval_dict(),
+        }
+
+    def _class_interval_dict(self) -> dict[str, Any]:
+        """Every class's interval (first release) when one was asked; nothing otherwise."""
+        if self.interval is None:
+            return {}
+        ci = self.interval
+        return {
+            "confidence": ci.confidence,
+            "ci_target": ci.target,
+            "class_intervals": [
+                {"ci_low": finite_or_none(float(low)), "ci_high": finite_or_none(float(high))}
+                for low, high in zip(
+                    np.atleast_2d(ci.low)[0], np.atleast_2d(ci.high)[0], strict=True
+                )
+            ],
         }
 
     def _interval_dict(self) -> dict[str, Any]:
@@ -610,11 +643,10 @@ def finish_release(
     shares = num_clients if shares is None else int(shares)
     if mechanism is None:
         mechanism = spec.build(shares)
-    if mechanism.name == PAIRED_COMPARISON:
-        from dpauc_tf.mechanisms.comparison import DEFAULT_CONFIDENCE, comparison_result
+    if hasattr(mechanism, "comparison_result"):  # a paired comparison's own result
+        from dpauc_tf.mechanisms.comparison import DEFAULT_CONFIDENCE
 
-        return comparison_result(
-            mechanism,
+        return mechanism.comparison_result(
             summed,
             DEFAULT_CONFIDENCE if confidence is None else confidence,
             None if num_examples is None else int(num_examples),
@@ -630,9 +662,10 @@ def finish_release(
 
         check_confidence(confidence)
         check_target(ci_target)
-        if one_vs_rest:
-            raise ValueError("no interval is given for a one-vs-rest release")
-        check_interval_support(mechanism)
+        if one_vs_rest and not hasattr(mechanism, "class_intervals"):
+            raise ValueError("no interval is given for a one-vs-rest release of curves")
+        if not one_vs_rest:
+            check_interval_support(mechanism)
     reporting = num_clients if num_reporting is None else int(num_reporting)
     if shares_arrived is None:
         shares_arrived = shares if num_reporting is None else int(num_reporting)
@@ -665,7 +698,9 @@ def finish_release(
             whole = mechanism.privacy_spent(repeats * k)
             epsilon_total, delta_total = finite_or_none(whole.best), float(whole.delta)
     interval = None
-    if confidence is not None:
+    if confidence is not None and one_vs_rest:  # every class's interval [R, C]
+        interval = mechanism.class_intervals(summed, confidence, ci_target)
+    elif confidence is not None:
         interval = _interval(
             mechanism,
             summed,
@@ -727,8 +762,8 @@ def _class_estimates(mechanism, summed: Mapping[str, Any], average: str) -> dict
     averages = {key: np.atleast_1d(estimate[key]) for key in ("macro", "weighted", "micro")}
     return {
         "aucs": averages[average],
-        "fpr": estimate["fpr"].reshape(repeats, mechanism.num_classes, -1),
-        "tpr": estimate["tpr"].reshape(repeats, mechanism.num_classes, -1),
+        "fpr": estimate["fpr"].reshape(repeats, mechanism.num_classes, estimate["fpr"].shape[-1]),
+        "tpr": estimate["tpr"].reshape(repeats, mechanism.num_classes, estimate["tpr"].shape[-1]),
         "num_classes": mechanism.num_classes,
         "average": average,
         "class_aucs": class_aucs,

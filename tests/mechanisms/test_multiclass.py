@@ -396,4 +396,6 @@ def test_release_spec_owns_the_default_mechanism_rule_for_one_vs_rest():
     with pytest.raises(ValueError, match="average must be one of"):
         ReleaseSpec.make(epsilon=1.0, num_classes=3, average="mean")
     with pytest.raises(ValueError, match="cannot release one-vs-rest counts"):
-        ReleaseSpec.make("rank-sum", epsilon=1.0, num_classes=3)
+        ReleaseSpec.make("auc-only", epsilon=1.0, num_classes=3)
+    # rank-sum releases one-vs-rest by per-class rank sums (multiclass_rank_sum)
+    assert ReleaseSpec.make("rank-sum", epsilon=1.0, num_classes=3).build().num_classes == 3

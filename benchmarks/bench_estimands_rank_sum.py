@@ -1,0 +1,149 @@
+"""Rank-sum releases of the other estimands: error of one-vs-rest against the exact AUCs, and
+the paired comparison's size and power against the non-private DeLong test.
+
+    python benchmarks/bench_estimands_rank_sum.py            # about 2-3 minutes on 2 cores
+    python benchmarks/bench_estimands_rank_sum.py --quick    # a smoke run
+
+Part 1 (one-vs-rest, synthetic softmax scores, ``n`` examples, ``C`` classes, epsilon 1):
+RMSE and bias of the macro and micro averages and of one class's AUC against scikit-learn's
+exact values, over ``R`` releases of one data set, for ``histogram`` (the curve default, 200
+thresholds), ``rank-sum`` (central), ``rank-sum`` with ``K`` clients (local noise) and
+``secure-rank-sum`` with ``K`` clients (noise shares, two rounds).
+
+Part 2 (paired comparison, binormal pairs, 30% positives): the reject rate of H0 (equal
+AUCs) at alpha 0.05 over ``D`` data sets per setting, for DeLong (no privacy) and
+``compare_models`` with ``method="histogram"`` and ``"rank-sum"`` at epsilon 1; ``shift 0``
+is the size (the two models have equal population AUCs), the others the power; and the
+ratio of the rank-sum release's sampling variance to DeLong's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from scipy import stats
+from sklearn.metrics import roc_auc_score
+
+
+def _softmax_data(n: int, classes: int, seed: int):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, classes, n)
+    logits = rng.normal(size=(n, classes)) + 1.2 * np.eye(classes)[labels]
+    return labels, np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+
+
+def one_vs_rest(n: int, classes: int, repeats: int, clients: int) -> None:
+    from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
+
+    labels, scores = _softmax_data(n, classes, 0)
+    one_hot = np.eye(classes)[labels]
+    exact = {
+        "macro": roc_auc_score(labels, scores, multi_class="ovr"),
+        "micro": roc_auc_score(one_hot, scores, average="micro"),
+        "class 0": roc_auc_score(one_hot[:, 0], scores[:, 0]),
+    }
+    print(f"one-vs-rest: n={n}, C={classes}, epsilon 1, {repeats} releases; exact {exact}")
+    print(f"{'release':42s} {'average':8s} {'RMSE':>10s} {'bias':>10s} {'seconds':>8s}")
+    runs = [
+        ("histogram (200 thresholds), central", "histogram", None),
+        ("rank-sum, central", "rank-sum", None),
+        (f"rank-sum, {clients} clients (local noise)", "rank-sum", clients),
+        (f"secure-rank-sum, {clients} clients (shares)", "secure-rank-sum", clients),
+    ]
+    for name, mechanism, k in runs:
+        for average in ("macro", "micro"):
+            start = time.perf_counter()
+            out = evaluate_multiclass(
+                labels,
+                scores,
+                epsilon=1.0,
+                mechanism=mechanism,
+                average=average,
+                num_clients=k,
+                repeats=repeats,
+                seed=11,
+            )
+            seconds = time.perf_counter() - start
+            for key, values in (
+                (average, getattr(out, average)),
+                ("class 0", out.class_aucs[:, 0]),
+            ):
+                if key == "class 0" and average == "micro":
+                    continue
+                error = values - exact[key]
+                print(
+                    f"{name:42s} {key:8s} {np.sqrt(np.nanmean(error**2)):10.2e} "
+                    f"{np.nanmean(error):10.2e} {seconds:8.2f}"
+                )
+
+
+def _pair(n: int, shift: float, rho: float, rng):
+    labels = (rng.random(n) < 0.3).astype(int)
+    z1 = rng.normal(size=n)
+    z2 = rho * z1 + np.sqrt(1 - rho**2) * rng.normal(size=n)
+    a = 1 / (1 + np.exp(-(labels + z1)))
+    b = 1 / (1 + np.exp(-((1 + shift) * labels + z2)))
+    return labels, a, b
+
+
+def delong(labels, a, b) -> tuple[float, float]:
+    """DeLong's paired test: ``(difference, variance)``."""
+    pos = labels == 1
+    num_pos, num_neg = pos.sum(), (~pos).sum()
+    parts = []
+    for s in (a, b):
+        r, rp, rn = stats.rankdata(s), stats.rankdata(s[pos]), stats.rankdata(s[~pos])
+        v10, v01 = (r[pos] - rp) / num_neg, 1 - (r[~pos] - rn) / num_pos
+        parts.append((v10, v01, v10.mean()))
+    d10, d01 = parts[1][0] - parts[0][0], parts[1][1] - parts[0][1]
+    return parts[1][2] - parts[0][2], d10.var(ddof=1) / num_pos + d01.var(ddof=1) / num_neg
+
+
+def comparison(n: int, datasets: int, rho: float) -> None:
+    from dpauc_tf.mechanisms.comparison_release import compare_models
+
+    print(
+        f"\npaired comparison: n={n} (30% positives), rho={rho}, epsilon 1, {datasets} data "
+        "sets per row; reject rate of H0 at alpha 0.05"
+    )
+    header = f"{'shift':>6s} {'true diff':>9s} {'DeLong':>7s} {'histogram':>9s} {'rank-sum':>8s}"
+    print(f"{header} {'rank-sum var / DeLong var':>26s} {'seconds':>8s}")
+    for shift in (0.0, 0.1, 0.2, 0.3):
+        rng = np.random.default_rng(int(shift * 100) + 7)
+        rejects = {"delong": 0, "histogram": 0, "rank-sum": 0}
+        ratios, diffs = [], []
+        start = time.perf_counter()
+        for i in range(datasets):
+            labels, a, b = _pair(n, shift, rho, rng)
+            diff, var = delong(labels, a, b)
+            diffs.append(diff)
+            rejects["delong"] += abs(diff) / np.sqrt(var) > 1.959964
+            for method in ("histogram", "rank-sum"):
+                out = compare_models(labels, a, b, epsilon=1.0, method=method, seed=i)
+                rejects[method] += out.p_value < 0.05
+                if method == "rank-sum":
+                    ratios.append(out.sampling_variance / var)
+        seconds = time.perf_counter() - start
+        rate = {key: value / datasets for key, value in rejects.items()}
+        print(
+            f"{shift:6.2f} {np.mean(diffs):9.4f} {rate['delong']:7.3f} {rate['histogram']:9.3f} "
+            f"{rate['rank-sum']:8.3f} {np.median(ratios):26.3f} {seconds:8.1f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run (small sizes)")
+    args = parser.parse_args()
+    if args.quick:
+        one_vs_rest(n=2000, classes=3, repeats=20, clients=4)
+        comparison(n=1000, datasets=10, rho=0.7)
+        return
+    one_vs_rest(n=20000, classes=4, repeats=200, clients=10)
+    comparison(n=2000, datasets=200, rho=0.7)
+
+
+if __name__ == "__main__":
+    main()
