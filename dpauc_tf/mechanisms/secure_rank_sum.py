@@ -136,8 +136,11 @@ class ModularLayout:
     limb_bits: int
 
     def __post_init__(self):
-        if not 2 <= self.width <= 63:
-            raise ValueError(f"width must be in [2, 63] bits, got {self.width}")
+        if not 2 <= self.width <= 62:  # 2^63 itself does not fit the int64 residues
+            raise ValueError(
+                f"width must be in [2, 62] bits, got {self.width}: the rank sums of this many "
+                "examples do not fit a 62-bit modular sum"
+            )
         if not 1 <= self.limb_bits <= self.width:
             raise ValueError(f"limb_bits must be in [1, width], got {self.limb_bits}")
 

@@ -344,3 +344,14 @@ def test_audit_holds_and_catches_a_flip_of_three_times_the_weight():
     assert not honest.violated and honest.epsilon_lower_bound > 0.4
     over = run_audit(mechanism, samples=40_000, seed=0, flip_weight=3.0)
     assert over.violated
+
+
+def test_modular_layout_refuses_a_width_int64_cannot_hold():
+    """Width 63 made ``np.int64(2) ** 63`` wrap to ``-2^63``: wrong residues, silently."""
+    from dpauc_tf.mechanisms.secure_rank_sum import ModularLayout
+
+    layout = ModularLayout(width=62, limb_bits=31)
+    values = np.array([-(2**61), 2**61 - 1, -1, 0])
+    assert layout.decode(layout.encode(values)).tolist() == values.tolist()
+    with pytest.raises(ValueError, match=r"width must be in \[2, 62\]"):
+        ModularLayout(width=63, limb_bits=31)
