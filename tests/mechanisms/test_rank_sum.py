@@ -237,7 +237,7 @@ def test_evaluate_command_picks_the_default_for_what_is_asked(tmp_path, capsys):
     expected = {
         (): "rank-sum",
         ("--delta", "1e-6"): "auc-only",
-        ("--clients", "3"): "histogram",
+        ("--clients", "3"): "rank-sum",  # each client's own noise (no secure aggregation)
         ("--mechanism", "tree-histogram"): "tree-histogram",
     }
     for extra, name in expected.items():
