@@ -269,7 +269,8 @@ class TableRunner:
             **PAPER_ROW_OPTIONS.get(setting.mechanism, {}),
         )
         if mechanism.releases_from_summed_counts:  # rank sums: the summed counts' law
-            pos, neg = self.summed_counts(epoch, mechanism.count_thresholds(Thresholds.make(2)))
+            grid = mechanism.count_thresholds(Thresholds.make(setting.num_thresholds))
+            pos, neg = self.summed_counts(epoch, grid)  # the rank sums count on their own grid
             return simulate_rank_sums(
                 None, mechanism, pos, neg, setting.clients, seed=seed, repeats=self.repeats
             )
