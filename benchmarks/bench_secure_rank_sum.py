@@ -13,7 +13,8 @@ On the paper-sized synthetic score set (``dpauc reproduce table4``'s data: 458,4
 2. the grid of the totals: ``secure-rank-sum``'s RMSE at K = 10 by ``resolution``, with the
    bytes per client of round one (the totals, in SecAgg+ limbs of 4 bytes);
 4. (``--sections 4``, TFF) RMSE, bias and seconds per evaluation of
-   ``dpauc_tf.federated.evaluate`` (both rounds per release), by K.
+   ``dpauc_tf.federated.evaluate`` (both rounds per release), by K (``--clients 10,1000``
+   picks K; a running line every ``--tff-chunk`` releases).
 3. the bytes per client of each round and the seconds of one evaluation of the real two-round
    protocol (one client's two reports, and the server's sums and finish; counting excluded),
    by K.
@@ -86,9 +87,15 @@ def main() -> None:
     parser.add_argument("--sections", default="123", help="which sections to run, e.g. 34")
     parser.add_argument("--tff-repeats", type=int, default=30)
     parser.add_argument("--tff-resolution", type=int, default=1025)
+    parser.add_argument("--tff-chunk", type=int, default=25, help="releases per TFF call")
+    parser.add_argument(
+        "--clients", default=None, help="the K to run, comma-separated (default 10,100,1000)"
+    )
     args = parser.parse_args()
     repeats = 50 if args.quick else args.repeats
     clients = (10,) if args.quick else CLIENTS
+    if args.clients:
+        clients = tuple(int(k) for k in args.clients.split(","))
     data = paper_score_set(1)
     labels, scores, exact = data.labels.astype(np.int64), data.scores, float(data.auc)
     n = labels.size
@@ -107,7 +114,9 @@ def main() -> None:
     if "3" in args.sections:
         section_three(labels, scores, n, clients, total_bits)
     if "4" in args.sections:
-        section_four(labels, scores, exact, clients, args.tff_repeats, args.tff_resolution)
+        section_four(
+            labels, scores, exact, clients, args.tff_repeats, args.tff_resolution, args.tff_chunk
+        )
 
 
 def section_one(labels, scores, exact, grid, rng, repeats, clients) -> None:
@@ -166,31 +175,36 @@ def section_three(labels, scores, n, clients, total_bits) -> None:
         )
 
 
-def section_four(labels, scores, exact, clients, repeats, resolution) -> None:
-    """TFF (the .venv world): ``dpauc_tf.federated.evaluate`` runs both rounds per release."""
+def section_four(labels, scores, exact, clients, repeats, resolution, chunk) -> None:
+    """TFF (the .venv world): ``dpauc_tf.federated.evaluate`` runs both rounds per release,
+    ``chunk`` releases per call (seed ``K * 100_000 + call``), with a running line per call."""
     from dpauc_tf.federated import evaluate, register_atexit_shutdown
 
     register_atexit_shutdown()
     print(f"\n4. TFF: dpauc_tf.federated.evaluate, resolution {resolution}, {repeats} releases")
-    print(f"{'K':>5} {'RMSE':>11} {'bias':>11} {'s/evaluation':>13}")
-    rng = np.random.default_rng(7)
+    print(f"{'K':>5} {'RMSE':>11} {'bias':>11} {'s/evaluation':>13} {'releases':>9}")
     for k in clients:
-        ids = rng.integers(0, k, labels.size)
+        ids = np.random.default_rng(7 + k).integers(0, k, labels.size)
         order = np.argsort(ids, kind="stable")
         bounds = np.searchsorted(ids[order], np.arange(k + 1))
         data = [(scores[order[a:b]], labels[order[a:b]]) for a, b in itertools.pairwise(bounds)]
         options = {"resolution": resolution}
         evaluate(
             data, mechanism="secure-rank-sum", epsilon=EPSILON, seed=0, mechanism_options=options
-        )
-        start = time.perf_counter()
-        out = evaluate(
-            data, mechanism="secure-rank-sum", epsilon=EPSILON, seed=k, repeats=repeats,
-            mechanism_options=options,
-        )  # fmt: skip
-        seconds = (time.perf_counter() - start) / repeats
-        rmse, bias = rmse_bias(out.result.aucs, exact)
-        print(f"{k:>5} {rmse:11.3e} {bias:+11.2e} {seconds:13.2f}")
+        )  # warm-up: the computations are built and the worker started
+        aucs, seconds = [], 0.0
+        for call, done in enumerate(range(0, repeats, chunk)):
+            size = min(chunk, repeats - done)
+            start = time.perf_counter()
+            out = evaluate(
+                data, mechanism="secure-rank-sum", epsilon=EPSILON, seed=k * 100_000 + call,
+                repeats=size, mechanism_options=options,
+            )  # fmt: skip
+            seconds += time.perf_counter() - start
+            aucs.extend(out.aucs.tolist())
+            rmse, bias = rmse_bias(np.asarray(aucs), exact)
+            line = f"{k:>5} {rmse:11.3e} {bias:+11.2e} {seconds / len(aucs):13.2f} {len(aucs):>9}"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -107,10 +107,10 @@ def _chunks(repeats: int, per_repeat: int, seed) -> list[tuple[int, tf.Tensor]]:
 
 def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int) -> AUCResult:
     """The chunks' summed reports, joined along the repeats axis, through
-    [`finish_release`][] (the one post-processing). Every client reported: the statement
-    is the one of the full noise."""
+    [`finish_release`][] (the one post-processing). Every client reported: every noise
+    share the mechanism was sized for arrived (its own `noise_shares` rule)."""
     joined = {key: np.concatenate([part[key].numpy() for part in summed]) for key in summed[0]}
-    shares = getattr(mechanism, "num_clients", None) or num_clients
+    shares = mechanism.noise_shares(num_clients) if isinstance(mechanism, CountMechanism) else None
     clients = None if num_clients == 1 else int(num_clients)
     return finish_release(
         spec,

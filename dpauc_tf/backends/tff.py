@@ -1,5 +1,6 @@
 """``tff``: every client's examples through TensorFlow Federated
-([`dpauc_tf.federated.evaluate`][], every repeat a TFF round)."""
+([`dpauc_tf.federated.evaluate.evaluate_spec`][]: the spec itself, every repeat a TFF
+round)."""
 
 from __future__ import annotations
 
@@ -36,12 +37,6 @@ class TFFBackend(Backend):
         self, spec, data: EvaluationData, *, repeats=1, confidence=None, ci_target="population"
     ):
         self.check_installed()
-        from dpauc_tf.federated.evaluate import evaluate
+        from dpauc_tf.federated.evaluate import evaluate_spec
 
-        out = evaluate(
-            data.client_partition("--backend tff"),
-            **spec.settings(),
-            seed=spec.seed,
-            repeats=repeats,
-        )
-        return out.result
+        return evaluate_spec(spec, data.client_partition("--backend tff"), repeats=repeats)

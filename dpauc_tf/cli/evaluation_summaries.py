@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-LAST_CONTEXT: dict | None = None  # the last add_summaries' objects, for `dpauc report`
 
 SUMMARY_SENTENCE = (
     "partial AUC, operating points, average precision and calibration are post-processing "
@@ -106,6 +105,11 @@ class SummaryRequest:
     tpr_at_fpr: float | None = None
     fpr_at_tpr: float | None = None
     calibration_bins: int | None = None
+    # called with the SummaryContext once the summaries are computed (`dpauc report` draws
+    # from it); not a flag
+    on_summary: Callable[[SummaryContext], None] | None = dataclasses.field(
+        default=None, compare=False, repr=False
+    )
 
     @property
     def wanted(self) -> bool:
@@ -186,14 +190,13 @@ def summarize(request, mechanism, result, grid, num_examples=None):
     from dpauc_tf.mechanisms.release_summaries import summarize_release
 
     args = request.summaries
-    if result.num_examples is None and num_examples is not None:
-        result = dataclasses.replace(result, num_examples=num_examples)
     scores = bucket_scores(request, grid) if args.calibration_bins is not None else None
     try:
         return summarize_release(
             result,
             mechanism,
             grid,
+            num_examples=num_examples,
             max_fpr=args.max_fpr,
             tpr_at_fpr=args.tpr_at_fpr,
             fpr_at_tpr=args.fpr_at_tpr,
@@ -206,59 +209,64 @@ def summarize(request, mechanism, result, grid, num_examples=None):
         raise CommandError(f"summaries: {error}") from None
 
 
+def _flat(name: str, number: dict[str, Any]) -> dict[str, Any]:
+    """One number with its interval as scalar fields: ``name``, ``name_ci_low``,
+    ``name_ci_high``."""
+    return {
+        name: number["value"],
+        f"{name}_ci_low": number["ci_low"],
+        f"{name}_ci_high": number["ci_high"],
+    }
+
+
 def flat_fields(summary) -> dict[str, Any]:
     """The first release's summaries as output fields: a scalar per number and bound (so
     that csv carries them) and ``reliability``, a list of bins."""
     nested = summary.to_dict(0)
     out: dict[str, Any] = {}
     if "partial_auc" in nested:
-        part = nested["partial_auc"]
-        out.update(
-            partial_auc=part["value"],
-            partial_auc_max_fpr=part["max_fpr"],
-            partial_auc_ci_low=part["ci_low"],
-            partial_auc_ci_high=part["ci_high"],
-        )
-    for name, achieved in (("tpr_at_fpr", "tpr"), ("fpr_at_tpr", "fpr")):
+        out.update(_flat("partial_auc", nested["partial_auc"]))
+        out["partial_auc_max_fpr"] = nested["partial_auc"]["max_fpr"]
+    for name, achieved, other in (("tpr_at_fpr", "tpr", "fpr"), ("fpr_at_tpr", "fpr", "tpr")):
         if name in nested:
             point = nested[name]
-            other = "fpr" if achieved == "tpr" else "tpr"
-            out.update(
-                {
-                    name: point[achieved]["value"],
-                    f"{name}_target": point["target"],
-                    f"{name}_threshold": point["threshold"],
-                    f"{name}_ci_low": point[achieved]["ci_low"],
-                    f"{name}_ci_high": point[achieved]["ci_high"],
-                    f"{name}_achieved_{other}": point[other]["value"],
-                    f"{name}_achieved_{other}_ci_low": point[other]["ci_low"],
-                    f"{name}_achieved_{other}_ci_high": point[other]["ci_high"],
-                }
-            )
+            out.update(_flat(name, point[achieved]))
+            out[f"{name}_target"] = point["target"]
+            out[f"{name}_threshold"] = point["threshold"]
+            out.update(_flat(f"{name}_achieved_{other}", point[other]))
     if "average_precision" in nested:
-        ap = nested["average_precision"]
-        out.update(
-            average_precision=ap["value"],
-            average_precision_ci_low=ap["ci_low"],
-            average_precision_ci_high=ap["ci_high"],
-        )
+        out.update(_flat("average_precision", nested["average_precision"]))
     if "ece" in nested:
-        ece = nested["ece"]
-        out.update(
-            ece=ece["value"],
-            ece_bins=ece["num_bins"],
-            ece_ci_low=ece["ci_low"],
-            ece_ci_high=ece["ci_high"],
-            reliability=nested["reliability"],
-        )
+        out.update(_flat("ece", nested["ece"]))
+        out["ece_bins"] = nested["ece"]["num_bins"]
+        out["reliability"] = nested["reliability"]
     out["summary_confidence"] = nested["summary_confidence"]
     out["summary_ci_target"] = nested["summary_ci_target"]
     return out
 
 
-def add_summaries(output: dict[str, Any], request, mechanism, result, grid) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class SummaryContext:
+    """What ``dpauc report`` draws besides the output's fields: the summaries and the
+    release (with its mechanism) they are of.
+
+    Attributes:
+      summary: the [`ReleaseSummaries`][dpauc_tf.mechanisms.release_summaries.ReleaseSummaries].
+      mechanism: the mechanism the release was drawn with.
+      result: the release's ``AUCResult``.
+    """
+
+    summary: Any
+    mechanism: Any
+    result: Any
+
+
+def add_summaries(
+    output: dict[str, Any], request, mechanism, result, grid
+) -> SummaryContext | None:
     """Adds the summaries to ``dpauc evaluate``'s output (fields, privacy sentence, the
-    private or exact field lists, ``--plot``'s reliability diagram)."""
+    private or exact field lists, ``--plot``'s reliability diagram) and hands their
+    [`SummaryContext`][] to the request's ``on_summary`` (``dpauc report``)."""
     if not wanted(request) or result is None:
         return None
     summary = summarize(request, mechanism, result, grid, output.get("num_examples"))
@@ -281,10 +289,10 @@ def add_summaries(output: dict[str, Any], request, mechanism, result, grid) -> d
         output["reliability_plot"] = str(path)
         if output.get("private_fields"):
             output["private_fields"].append("reliability_plot")
-    # what `dpauc report` draws besides the fields (never printed; one command per process)
-    global LAST_CONTEXT
-    LAST_CONTEXT = {"summary": summary, "mechanism": mechanism, "result": result}
-    return LAST_CONTEXT
+    context = SummaryContext(summary=summary, mechanism=mechanism, result=result)
+    if request.summaries.on_summary is not None:
+        request.summaries.on_summary(context)
+    return context
 
 
 def reliability_plot_path(plot: str) -> Path:

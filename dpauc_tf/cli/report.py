@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import html
 import math
 from pathlib import Path
@@ -59,21 +60,21 @@ def prepare_report(args):
 
 
 def run_report(prepared) -> int:
-    from dpauc_tf.cli import evaluation_summaries
     from dpauc_tf.cli.errors import CommandError
     from dpauc_tf.cli.evaluate import evaluate_scores
 
     out, request = prepared
-    evaluation_summaries.LAST_CONTEXT = None
-    output = evaluate_scores(request)
-    context = evaluation_summaries.LAST_CONTEXT
-    if context is None:
+    contexts = []  # the summaries' context, handed over by `dpauc evaluate` (one release)
+    summaries = dataclasses.replace(request.summaries, on_summary=contexts.append)
+    output = evaluate_scores(dataclasses.replace(request, summaries=summaries))
+    if not contexts:
         raise CommandError("report: no release to draw (the AUC is undefined: see --show-exact)")
+    context = contexts[-1]
     from dpauc_tf.mechanisms.release_summaries import curve_bands
 
     bands = curve_bands(
-        context["result"],
-        context["mechanism"],
+        context.result,
+        context.mechanism,
         confidence=request.confidence or 0.95,
         target=request.ci_target,
     )

@@ -28,10 +28,9 @@ except ImportError as error:  # pragma: no cover - the keras3 world
     ) from error
 
 from dpauc_tf.federated.evaluate import (
-    FederatedEvaluation,
-    RocPoints,
     client_data_from_partition,
     evaluate,
+    evaluate_spec,
     install_secure_sum_context,
     iter_client_data,
 )
@@ -51,12 +50,11 @@ own_tff_workers()
 
 __all__ = [
     "ClientNoiseSumFactory",
-    "FederatedEvaluation",
-    "RocPoints",
     "build_dpauc_metrics_aggregation_process",
     "client_data_from_partition",
     "evaluate",
     "evaluate_multiclass",
+    "evaluate_spec",
     "install_secure_sum_context",
     "iter_client_data",
     "own_tff_workers",

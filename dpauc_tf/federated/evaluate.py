@@ -1,18 +1,16 @@
 """``evaluate``: the Python entry point of federated DP-AUC over precomputed scores.
 
-Written against the release protocol ([`dpauc_tf.mechanisms.release`][]): a
-[`ReleaseSpec`][] sets the mechanism up, client ``k``'s seed
-of repeat ``r`` is ``spec.seed_for("tff", r, k)`` ([`dpauc_tf.noise.seeds.derive_seed`][]),
-TFF runs the clients' releases and their (secure) sum, and
-[`finish_release`][] turns the sum into the one result type,
-[`AUCResult`][]. [`FederatedEvaluation`][] is a view of it
-with the 0.2 attributes.
+Written against the release protocol ([`dpauc_tf.mechanisms.release`][]): [`evaluate`][]
+describes the release once, as a [`ReleaseSpec`][] (the registry's default mechanism for a
+deployment with secure aggregation when none is named), and [`evaluate_spec`][] runs it:
+client ``k``'s seed of repeat ``r`` is ``spec.seed_for("tff", r, k)``
+([`dpauc_tf.noise.seeds.derive_seed`][]), TFF runs the clients' releases and their (secure)
+sum, and [`finish_release`][] turns the sum into the one result type, [`AUCResult`][].
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import math
 import weakref
@@ -24,78 +22,14 @@ import tensorflow as tf
 import tensorflow_federated as tff
 import tqdm
 
-from dpauc_tf.core.curve import Confusion, roc_from_confusion
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.partitions import client_data_from_partition  # noqa: F401 (re-exported)
 from dpauc_tf.federated import computations
-from dpauc_tf.mechanisms.registry import check_mechanism_options, mechanism_spec, require
+from dpauc_tf.mechanisms.laws import Deployment
+from dpauc_tf.mechanisms.registry import check_mechanism_options, default_mechanism, require
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
 
 SEED_KEY = "tff"  # client k's seed of repeat r: spec.seed_for(SEED_KEY, r, k)
-
-
-@dataclasses.dataclass(frozen=True)
-class RocPoints:
-    """ROC points sorted by increasing FPR (then TPR), with the threshold of each point."""
-
-    fpr: np.ndarray
-    tpr: np.ndarray
-    thresholds: np.ndarray
-
-
-@dataclasses.dataclass(frozen=True)
-class FederatedEvaluation:
-    """What the server learns from one federated evaluation: a view of ``result``, the
-    [`AUCResult`][] of [`evaluate`][] (every attribute of
-    that, e.g. ``aucs``, ``epsilon_total``, ``to_dict()``, reads through), with the 0.2
-    attributes below (of the first repeat).
-
-    Attributes:
-      auc: the (private) AUC; for ``rr`` the debiased estimate.
-      roc: the ROC points (for ``rr``: of the flipped labels, not debiased), with the
-        threshold of each point.
-      mechanism: mechanism name (``"none"`` when ``epsilon`` is None).
-      epsilon: epsilon each client spends on one evaluation (label DP): the mechanism's
-        proven figure (``paper``: half the claimed one); for the secure mechanisms the
-        epsilon actually achieved by the shares that reported; ``inf`` without noise
-        (``result.epsilon`` is ``None`` there).
-      delta: the matching delta.
-      statement: neighbouring relation, sensitivity, noise and guarantee of the release;
-        ``statement.epsilon == epsilon`` always (under dropout the statement is the achieved
-        guarantee, and its noise text says how many shares reported).
-      num_clients: clients asked to report.
-      num_reporting: clients whose report was summed.
-      noisy_counts: the server's summed release of the first repeat (NumPy arrays; e.g.
-        ``pos``/``neg``; ``result.noisy_counts`` has every repeat).
-    """
-
-    result: AUCResult
-    thresholds: np.ndarray  # the threshold of each ROC point of the first repeat
-
-    @property
-    def auc(self) -> float:
-        return self.result.auc
-
-    @property
-    def roc(self) -> RocPoints:
-        return RocPoints(fpr=self.result.fpr[0], tpr=self.result.tpr[0], thresholds=self.thresholds)
-
-    @property
-    def epsilon(self) -> float:
-        return float(self.result.statement.epsilon)
-
-    @property
-    def delta(self) -> float:
-        return float(self.result.statement.delta)
-
-    @property
-    def noisy_counts(self) -> dict[str, np.ndarray]:
-        return {key: value[0] for key, value in self.result.noisy_counts.items()}
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name in ("result", "thresholds"):
-            raise AttributeError(name)
-        return getattr(self.result, name)
 
 
 _COMPUTATIONS: dict[tuple, tff.Computation] = {}
@@ -213,7 +147,7 @@ def _as_client_arrays(item, batch_size: int, index: int = 0) -> collections.Orde
 def evaluate(
     client_data: Iterable | Callable[[], Iterable],
     *,
-    mechanism: str = "histogram",
+    mechanism: str | None = None,
     epsilon: float | None,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     delta: float | None = None,
@@ -229,7 +163,7 @@ def evaluate(
     cohort_size: int = DEFAULT_COHORT_SIZE,
     mechanism_options: Mapping[str, Any] | None = None,
     repeats: int = 1,
-) -> FederatedEvaluation:
+) -> AUCResult:
     """Federated, label-DP AUC and ROC of precomputed scores held by clients (one evaluation).
 
     Each client counts its examples per score bucket, applies the mechanism's client-side
@@ -251,7 +185,10 @@ def evaluate(
         returning one (a sampler); items are read once, cohort by cohort. Clients may be
         empty. Scores in [0, 1], labels 0/1.
       mechanism: a registered name usable here
-        (``dpauc_tf.list_mechanisms(federated=True)``). Local mechanisms (``histogram``,
+        (``dpauc_tf.list_mechanisms(federated=True)``); ``None``: the registry's default
+        for clients summed by secure aggregation
+        ([`default_mechanism`][dpauc_tf.mechanisms.registry.default_mechanism] with
+        ``Deployment.SECURE``). Local mechanisms (``histogram``,
         ``tree-histogram``, ``paper``, ``rr``, ...): every client's report is private on its
         own and the noise variance of the sum grows linearly with the number of reporting
         clients. Secure mechanisms (``secure-histogram``, ``secure-tree-histogram``):
@@ -291,10 +228,10 @@ def evaluate(
         sequence or a callable (it is read once per repeat).
 
     Returns:
-      A [`FederatedEvaluation`][]: a view of the
-      [`AUCResult`][] (``.result``) with the AUC, ROC
-      points with thresholds, epsilon and delta spent per client, number of clients
-      reporting, the summed noisy counts.
+      An [`AUCResult`][]: the AUC of every repeat, ROC points (``fpr``/``tpr``, ``[R, 0]``
+      for a mechanism that releases only the AUC), the epsilon and delta each client spent
+      (achieved by the shares that reported), clients asked and reporting, the summed
+      noisy counts.
 
     Raises:
       ValueError: unknown mechanism, bad epsilon/delta/dropout/seed, no client (an empty
@@ -311,6 +248,66 @@ def evaluate(
     out.auc, out.num_reporting   # (1.0, 2)
     ```
     """
+    name = mechanism
+    if name is None:
+        name = default_mechanism(delta=delta, deployment=Deployment.SECURE)
+    options = check_mechanism_options(
+        name,
+        mechanism_options,
+        entry="dpauc_tf.federated.evaluate",
+        num_clients="secure_shares= (default: the clients expected to report)",
+    )
+    if noise_family is not None and epsilon is not None:
+        options["family"] = noise_family
+    spec = ReleaseSpec.make(
+        name,
+        epsilon=epsilon,
+        num_thresholds=num_thresholds,
+        threshold_grid=threshold_grid,
+        delta=delta,
+        options=options,
+        seed=seed,
+    )
+    return evaluate_spec(
+        spec,
+        client_data,
+        dropout=dropout,
+        secure_bitwidth=secure_bitwidth,
+        secure_shares=secure_shares,
+        batch_size=batch_size,
+        progress=progress,
+        num_clients=num_clients,
+        cohort_size=cohort_size,
+        repeats=repeats,
+    )
+
+
+def evaluate_spec(
+    spec: ReleaseSpec,
+    client_data: Iterable | Callable[[], Iterable],
+    *,
+    dropout: float = 0.0,
+    secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
+    secure_shares: int | None = None,
+    batch_size: int = 4096,
+    progress: bool = False,
+    num_clients: int | None = None,
+    cohort_size: int = DEFAULT_COHORT_SIZE,
+    repeats: int = 1,
+) -> AUCResult:
+    """``repeats`` releases of ``spec`` over the clients in TFF: [`evaluate`][] once the
+    release is described (the [`TFFBackend`][dpauc_tf.backends.tff.TFFBackend] calls this
+    with the command line's spec). The mechanism is ``spec.build(shares)`` with ``shares``
+    the clients expected to report (``secure_shares`` when given); the arguments are
+    [`evaluate`][]'s.
+
+    Example (needs TFF):
+
+    ```python
+    spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=100)
+    evaluate_spec(spec, [(np.array([0.1, 0.8]), np.array([0, 1]))]).auc   # 1.0
+    ```
+    """
     check_repeats(repeats)
     clients = client_data() if callable(client_data) else client_data
     known = _expected_count(clients, num_clients)
@@ -323,7 +320,7 @@ def evaluate(
         raise ValueError(f"cohort_size must be a positive int, got {cohort_size!r}")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-    secure = epsilon is not None and mechanism_spec(mechanism).capabilities.secure
+    secure = spec.epsilon is not None and spec.capabilities.secure
     num_expected = None
     if known is not None:
         num_expected = known - math.floor(dropout * known)
@@ -334,48 +331,25 @@ def evaluate(
             "client_data has no len(): pass num_clients= (needed for dropout and for the "
             "shares of secure mechanisms)"
         )
-    options = check_mechanism_options(
-        mechanism,
-        mechanism_options,
-        entry="dpauc_tf.federated.evaluate",
-        num_clients="secure_shares= (default: the clients expected to report)",
-    )
-    if noise_family is not None and epsilon is not None:
-        options["family"] = noise_family
-    spec = ReleaseSpec.make(
-        mechanism,
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        delta=delta,
-        options=options,
-        seed=seed,
-    )
     shares = num_expected if secure_shares is None else secure_shares
     count_mechanism = spec.build(shares)
-    # -- issue 32 (secrank): secure-rank-sum runs two rounds (dpauc_tf/federated/rank_sum.py)
-    if mechanism == "secure-rank-sum" and epsilon is not None:
+    reporting_set = _reporting_set(known, num_expected, dropout, spec.seed)
+    if count_mechanism.releases_from_summed_counts and secure:  # the rank sum: two rounds
         from dpauc_tf.federated.rank_sum import evaluate_rank_sum
 
         install_secure_sum_context()
-        result = evaluate_rank_sum(
+        return evaluate_rank_sum(
             spec, count_mechanism, client_data, as_arrays=_as_client_arrays,
             cohort_size=cohort_size, batch_size=batch_size, secure_bitwidth=secure_bitwidth,
-            repeats=repeats, reporting=_reporting_set(known, num_expected, dropout, seed),
+            repeats=repeats, reporting=reporting_set,
         )  # fmt: skip
-        return FederatedEvaluation(result, np.zeros(0))
-    # -- end of issue 32's hook
     require(count_mechanism, "federated")
     secure = count_mechanism.capabilities.secure
-    thresholds = spec.thresholds
-
-    rng = np.random.default_rng(seed)
-    reporting_set = None
-    if dropout > 0:
-        reporting_set = set(rng.choice(known, size=num_expected, replace=False).tolist())
     if secure:
         install_secure_sum_context()
-    computation = _computation(count_mechanism, thresholds, secure_bitwidth if secure else None)
+    computation = _computation(
+        count_mechanism, spec.thresholds, secure_bitwidth if secure else None
+    )
 
     totals, num_examples = [], 0.0
     for repeat in range(repeats):
@@ -395,7 +369,7 @@ def evaluate(
         totals.append(total)
         num_examples = examples
     joined = {key: np.stack([total[key] for total in totals]) for key in sorted(totals[0])}
-    result = finish_release(
+    return finish_release(
         spec,
         joined,
         num_examples=num_examples,
@@ -404,10 +378,11 @@ def evaluate(
         shares=shares,
         mechanism=count_mechanism,
     )
-    return FederatedEvaluation(result, _point_thresholds(count_mechanism, thresholds, totals[0]))
 
 
-def _reporting_set(known, num_expected, dropout, seed):  # issue 32's hook: the same draw
+def _reporting_set(known, num_expected, dropout, seed) -> set[int] | None:
+    """The clients that report: ``None`` (all) without dropout, else ``num_expected`` of the
+    ``known`` drawn from ``seed`` (OS entropy for ``None``)."""
     if dropout <= 0:
         return None
     return set(np.random.default_rng(seed).choice(known, size=num_expected, replace=False).tolist())
@@ -448,18 +423,6 @@ def _one_round(
     if total is None:
         raise ValueError("no client reported")
     return total, num_seen, num_reporting, num_examples
-
-
-def _point_thresholds(mechanism, thresholds, total) -> np.ndarray:
-    """The threshold of each ROC point (the points are sorted by FPR, then TPR, as
-    [`roc_from_confusion`][] sorts them): labels only, the released
-    values are [`finish_release`][]'s."""
-    tensors = {key: tf.constant(value, tf.float64) for key, value in total.items()}
-    confusion = mechanism.to_confusion(tensors)
-    # every threshold as its own one-point curve: the rates in threshold order
-    rates = roc_from_confusion(Confusion(*(c[:, tf.newaxis] for c in confusion)))
-    fpr, tpr = rates.fpr[:, 0].numpy(), rates.tpr[:, 0].numpy()
-    return thresholds.as_array()[np.lexsort((tpr, fpr))]
 
 
 def _expected_count(clients, num_clients: int | None) -> int | None:

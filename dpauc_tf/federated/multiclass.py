@@ -34,8 +34,9 @@ from dpauc_tf.federated.evaluate import (
     _expected_count,
     install_secure_sum_context,
 )
+from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.multiclass import OneVsRest, check_client_data
-from dpauc_tf.mechanisms.registry import mechanism_spec, require
+from dpauc_tf.mechanisms.registry import require
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
 
 COUNT_DTYPE = computations.COUNT_DTYPE
@@ -154,7 +155,7 @@ def evaluate_multiclass(
     client_data: Iterable | Callable[[], Iterable],
     *,
     epsilon: float | None,
-    mechanism: str = "histogram",
+    mechanism: str | None = None,
     num_classes: int | None = None,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     delta: float | None = None,
@@ -184,7 +185,9 @@ def evaluate_multiclass(
         one (read once per repeat).
       epsilon: of one release of all classes (``None``: no noise, NOT private).
       mechanism: the binary curve mechanism of every class (``histogram``,
-        ``histogram-public-scores``, ``secure-histogram``, ...).
+        ``histogram-public-scores``, ``secure-histogram``, ...); ``None``: the registry's
+        default for a one-vs-rest release by clients summed by secure aggregation
+        (``Deployment.SECURE``).
       num_classes: ``C`` (default: the first client's score columns).
       num_thresholds: the grid's thresholds.
       delta: for mechanisms with one (of the whole release).
@@ -223,11 +226,6 @@ def evaluate_multiclass(
             f"repeats={repeats} reads the clients once per repeat: pass a sequence or a "
             "callable that returns the clients, not a one-pass iterable"
         )
-    secure = epsilon is not None and mechanism_spec(mechanism).capabilities.secure
-    if secure and known is None and secure_shares is None:
-        raise ValueError(
-            "client_data has no len(): pass num_clients= (the secure shares are sized for them)"
-        )
     cohorts = _cohorts(clients, cohort_size)
     first = next(cohorts, None)
     if first is None:
@@ -243,7 +241,13 @@ def evaluate_multiclass(
         options=mechanism_options,
         seed=seed,
         average=average,
+        deployment=Deployment.SECURE,
     )
+    secure = epsilon is not None and spec.capabilities.secure
+    if secure and known is None and secure_shares is None:
+        raise ValueError(
+            "client_data has no len(): pass num_clients= (the secure shares are sized for them)"
+        )
     shares = known if secure_shares is None else int(secure_shares)
     built = spec.build(shares)
     require(built.class_mechanism, "federated")

@@ -9,7 +9,9 @@ modulo ``2^w`` (``w = modular_width(W, eps_S)``, at most 62 bits: TFF's widest s
 and the server decodes the secure sum and calls
 [`SecureRankSum.finish`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.finish], which
 refuses a round two whose examples are not those ranked in round one (a client lost between
-the rounds). The law is the module's; this file only moves its numbers through TFF. As for
+the rounds), and a round two with half its noise shares or fewer; fewer shares than sized
+for but more than half are released with the epsilon they achieve
+([`SecureRankSum.achieved_epsilon`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.achieved_epsilon]). The law is the module's; this file only moves its numbers through TFF. As for
 every secure mechanism here, TFF's test context runs the secure sum as an ordinary sum.
 """
 
@@ -120,8 +122,10 @@ def evaluate_rank_sum(
 
     ``as_arrays(item, batch_size, index)`` turns a client item into its arrays (the caller's
     reader); ``reporting``: the clients (by index) that take part (``None``: all; the others
-    report in neither round); ``lost_between_rounds``: clients (by index) that report in round one and not in
-    round two, for tests of dropouts: [`SecureRankSum.finish`][] then refuses.
+    report in neither round); ``lost_between_rounds``: clients (by index) that report in
+    round one and not in round two, for tests of dropouts:
+    [`SecureRankSum.finish`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.finish] then
+    refuses.
     """
     lost = set(int(i) for i in lost_between_rounds)
     grid = mechanism.count_thresholds(spec.thresholds)  # the mechanism's own fine grid
@@ -160,13 +164,13 @@ def evaluate_rank_sum(
         release = mechanism.finish(summed, totals, num_reporting=num_reporting)
         parts.append({k: np.atleast_1d(v.numpy()) for k, v in release.items()})
     joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-    return finish_release(  # finish refused above where shares were missing
+    return finish_release(  # stated with the epsilon the shares that arrived achieve
         spec,
         joined,
         num_examples=num_examples,
         num_clients=num_clients,
         num_reporting=len(arrays),
         shares=mechanism.num_clients,
-        shares_arrived=mechanism.num_clients,
+        shares_arrived=num_reporting,
         mechanism=mechanism,
     )

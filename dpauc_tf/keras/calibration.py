@@ -275,12 +275,65 @@ class DPECE(DPAUC):
             self._last_release.assign(tf.cast(value, tf.float64))
         return value
 
-    def release_interval(self, confidence: float = 0.95, target: str = "population"):
-        """Not for the ECE yet (DPAUC's is the AUC's): refused in one line."""
-        raise ValueError(
-            "DPECE has no release interval yet (DPAUC's would be the AUC's); the ECE's "
-            "interval: dpauc evaluate --calibration-bins B (docs/evaluation_metrics.md)"
+    def _summaries(self, confidence, target, **numbers):
+        if not tf.executing_eagerly():
+            raise ValueError("DPECE's interval and summaries run eagerly, after result()")
+        from dpauc_tf.keras.intervals import last_release_summaries
+
+        return last_release_summaries(
+            self,
+            calibration_bins=self.num_bins,
+            bucket_scores=self.bucket_scores(),
+            confidence=confidence,
+            target=target,
+            **numbers,
         )
+
+    def release_interval(self, confidence: float = 0.95, target: str = "population"):
+        """The ECE's interval of the last release (the one ``result()`` drew): the same law
+        as ``dpauc evaluate --calibration-bins`` (privacy noise by the delta method through
+        the release, each bin's binomial sampling variance; ``docs/evaluation_metrics.md``).
+        No new release, no privacy cost. With ``epsilon=None`` of the exact counts so far.
+
+        Returns:
+          a [`SummaryInterval`][dpauc_tf.mechanisms.release_summaries.SummaryInterval]:
+          ``.value[0]``, ``.low[0]``, ``.high[0]``.
+
+        Raises:
+          ValueError: before the first release since the counts were last reset.
+
+        Examples:
+            >>> m = DPECE(epsilon=None, num_bins=2)
+            >>> m.update_state([0, 0, 1, 0] * 25, [0.1, 0.2, 0.7, 0.9] * 25)
+            >>> ci = m.release_interval(0.95)
+            >>> bool(ci.low[0] < 0.225 < ci.high[0])
+            True
+        """
+        return self._summaries(confidence, target, average_precision=False).calibration.ece
+
+    def summaries(
+        self,
+        max_fpr: float | None = None,
+        tpr_at_fpr: float | None = None,
+        fpr_at_tpr: float | None = None,
+        average_precision: bool = True,
+        confidence: float | None = 0.95,
+        target: str = "population",
+    ) -> dict:
+        """[`DPAUC.summaries`][dpauc_tf.keras.metric.DPAUC.summaries] of the last release,
+        plus ``"ece"`` (with its interval) and ``"reliability"`` (one object per bin: mean
+        score, private positive rate and its interval): no new release, no extra epsilon."""
+        from dpauc_tf.keras.intervals import summaries_dict
+
+        summary = self._summaries(
+            confidence,
+            target,
+            max_fpr=max_fpr,
+            tpr_at_fpr=tpr_at_fpr,
+            fpr_at_tpr=fpr_at_tpr,
+            average_precision=average_precision,
+        )
+        return summaries_dict(self, summary)
 
     def roc_curve(self):
         """Not a calibration output: DPECE releases the ECE (use DPAUC for the curve)."""

@@ -548,6 +548,62 @@ class DPAUC(tf.keras.metrics.Metric):
 
         return last_release_interval(self, confidence, target)
 
+    def summaries(
+        self,
+        max_fpr: float | None = None,
+        tpr_at_fpr: float | None = None,
+        fpr_at_tpr: float | None = None,
+        average_precision: bool = True,
+        confidence: float | None = 0.95,
+        target: str = "population",
+    ) -> dict:
+        """Partial AUC, operating points and average precision of the **last release** (the
+        one ``result()`` drew), each with its interval: post-processing of that release, no
+        new release and no extra epsilon (the ``"privacy"`` entry says so). Call it eagerly
+        after ``result()`` (``model.evaluate`` ends with one); with ``epsilon=None`` (NOT
+        private) it reads the exact counts so far.
+
+        Args:
+          max_fpr: the partial AUC's bound in ``(0, 1]`` (scikit-learn's
+            ``roc_auc_score(max_fpr=...)``, McClish-standardised).
+          tpr_at_fpr: the recall at this false-positive rate on the released curve, and the
+            threshold that achieves it.
+          fpr_at_tpr: the false-positive rate at this recall, and its threshold.
+          average_precision: scikit-learn's ``average_precision_score`` (step sum).
+          confidence: the intervals' coverage (``None``: values only).
+          target: ``"population"`` (privacy noise and sampling error) or ``"sample"``.
+
+        Returns:
+          ``{"partial_auc": {...}, "tpr_at_fpr": {...}, "average_precision": {...},
+          "summary_confidence", "summary_ci_target", "privacy"}`` of plain floats (``None``
+          where undefined), as ``dpauc evaluate --format json`` nests them.
+
+        Raises:
+          ValueError: one line, where the mechanism releases no curve (the default ROC
+            mechanism ``rank-sum`` releases two numbers: pass ``mechanism="histogram"``),
+            before a release, with ``multi_label``, or for a bad rate.
+
+        Examples:
+            >>> m = DPAUC(epsilon=None, num_thresholds=5)
+            >>> m.update_state([0, 0, 1, 1], [0.1, 0.6, 0.4, 0.9])
+            >>> round(m.summaries(max_fpr=0.5)["partial_auc"]["value"], 4)
+            0.6667
+        """
+        from dpauc_tf.keras.intervals import last_release_summaries, summaries_dict
+
+        if not tf.executing_eagerly():
+            raise ValueError("summaries() runs eagerly, after result() (not in a tf.function)")
+        summary = last_release_summaries(
+            self,
+            max_fpr=max_fpr,
+            tpr_at_fpr=tpr_at_fpr,
+            fpr_at_tpr=fpr_at_tpr,
+            average_precision=average_precision,
+            confidence=confidence,
+            target=target,
+        )
+        return summaries_dict(self, summary)
+
     def roc_curve(self) -> RocCurve:
         """One release as ROC points (sorted by FPR). Each call is a release.
 

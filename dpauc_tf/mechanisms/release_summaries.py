@@ -18,12 +18,12 @@ Intervals (``docs/evaluation_metrics.md`` has the formulas and the measured cove
   counts, at the projected counts, pulled back through the linear map from the release to the
   bucket counts);
 * sampling error (``target="population"``): binomial for a rate at a fixed threshold or in a
-  fixed bin (``r (1 - r) / m``); for the partial AUC a multinomial bootstrap of each class's
-  projected counts, for the average precision of all projected counts together (the class
-  sizes vary: the number depends on the prevalence), with a fixed seed (reproducible);
-* ``x +- z sqrt(privacy + sampling)``, clipped to the number's range; for the average
-  precision's population target the same on the logit scale, centred on the bootstrap's
-  bias-corrected estimate.
+  fixed bin; for the partial AUC and the average precision the jackknife of the projected
+  counts (leave one example out of each occupied bucket and class: the class sizes vary as
+  between test sets, which the average precision depends on; deterministic);
+* rates: Wilson's interval with the privacy variance added (``rate_interval``); the
+  partial AUC and the ECE: ``x +- z sqrt(privacy + sampling)``, clipped to [0, 1]; the
+  average precision: the same on the logit scale.
 
 Examples:
     >>> import numpy as np
@@ -48,8 +48,6 @@ from scipy import stats
 from dpauc_tf.core import calibration, curve_summaries
 from dpauc_tf.core.thresholds import Thresholds
 
-BOOTSTRAP_DRAWS = 400  # multinomial redraws for the sampling variance of pAUC and AP
-BOOTSTRAP_SEED = 0  # fixed: the interval of a release is reproducible
 _STEP = 1e-3  # central-difference step (in counts) for gradients of pAUC and AP
 
 
@@ -226,12 +224,15 @@ def _plain(value: Any, keep_infinite: bool = False) -> float | str | None:
 
 
 # -- checks ---------------------------------------------------------------------------------
-def check_summarizable(mechanism, what: str = "these numbers") -> None:
-    """Refuses (one line) a mechanism whose release is no curve of bucket counts."""
+def check_summarizable(
+    mechanism, what: str = "these numbers", hint: str = "--mechanism histogram"
+) -> None:
+    """Refuses (one line) a mechanism whose release is no curve of bucket counts; ``hint``
+    says how to pass a curve mechanism where the caller is (a flag, a keyword)."""
     if mechanism.capabilities.releases != "curve":
         raise ValueError(
             f"mechanism {mechanism.name!r} releases only the AUC, no curve: {what} need a "
-            "curve mechanism (e.g. --mechanism histogram)"
+            f"curve mechanism (e.g. {hint})"
         )
     if mechanism.capabilities.transforms_data:
         raise ValueError(
@@ -329,6 +330,8 @@ class _DeltaMethod:
         rows, size = base.shape
         cov = np.zeros((rows, size, size))
         for key, law in self.laws.items():
+            if not np.any(law):  # no noise on this entry (e.g. mechanism "none")
+                continue
             value = self.release[key]
             entries = int(np.prod(value.shape[1:]))
             eye = np.eye(entries).reshape((entries, 1, *value.shape[1:]))
@@ -339,7 +342,7 @@ class _DeltaMethod:
             jac = histogram(moved) - base[None]  # [E, R, 2B]
             jac = np.transpose(jac, (1, 2, 0))  # [R, 2B, E]
             law = np.broadcast_to(np.asarray(law, np.float64), value.shape).reshape(rows, -1)
-            cov += np.einsum("rie,re,rje->rij", jac, law, jac)
+            cov += np.matmul(jac * law[:, None, :], np.transpose(jac, (0, 2, 1)))
         self._cov = cov
         return cov
 
@@ -372,40 +375,56 @@ def _numeric_gradient(function, pos: np.ndarray, neg: np.ndarray):
     return out
 
 
-def _bootstrap_draws(function, pos: np.ndarray, neg: np.ndarray, *, joint: bool) -> np.ndarray:
-    """``function`` over ``BOOTSTRAP_DRAWS`` multinomial redraws of the counts ``[R, draws]``
-    (fixed seed: reproducible; NaN rows where a class is empty). ``joint=False`` redraws each
-    class with its size fixed (enough for a number that does not depend on the prevalence,
-    as the partial AUC); ``joint=True`` redraws all examples together, so the class sizes
-    vary as they do between test sets drawn from the population (the average precision
-    depends on the prevalence: with the class sizes fixed its sampling variance is missed)."""
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    size = pos.shape[-1]
-    out = np.full((pos.shape[0], BOOTSTRAP_DRAWS), np.nan)
-    for r in range(pos.shape[0]):
-        num_pos, num_neg = pos[r].sum(), neg[r].sum()
-        if num_pos < 1 or num_neg < 1:
+def _jackknife_variances(
+    function, pos: np.ndarray, neg: np.ndarray, num_examples: float | None, logit: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The jackknife's sampling variance ``[R]`` of ``function(pos, neg) -> [R]`` (and of its
+    logit with ``logit=True``; else the second is the first): leave one example out of each
+    occupied cell (bucket and class), ``var = (n - 1) / n sum_i c_i (x_(i) - x_(.))^2`` with
+    ``x_(.)`` the count-weighted mean of the leave-one-out values ``x_(i)``.
+
+    All examples are left out alike, so the class sizes vary as between test sets drawn
+    from the population (the average precision depends on the prevalence). A cell holding
+    less than one example (a projected noisy count) is moved by its count and the change
+    scaled to one example. ``num_examples`` (public) sets ``n`` where given (the projected
+    counts of a noisy release do not sum to it exactly: the variance scales as ``1 / n``). NaN
+    where a leave-one-out value is undefined (e.g. the only positive left out) or ``n <= 1``.
+    """
+    rows, size = pos.shape
+    linear = np.full(rows, np.nan)
+    logits = np.full(rows, np.nan)
+    for r in range(rows):
+        cells = np.concatenate([pos[r], neg[r]])
+        total = cells.sum()
+        occupied = np.flatnonzero(cells > 0)
+        n = total if num_examples is None else float(num_examples)
+        value = function(pos[r : r + 1], neg[r : r + 1])[0]
+        if n <= 1 or total <= 1 or not np.isfinite(value):
             continue
-        if joint:
-            both = np.concatenate([pos[r], neg[r]])
-            draws = rng.multinomial(round(num_pos + num_neg), both / both.sum(), BOOTSTRAP_DRAWS)
-            draws_pos, draws_neg = draws[:, :size], draws[:, size:]
-        else:
-            draws_pos = rng.multinomial(round(num_pos), pos[r] / num_pos, size=BOOTSTRAP_DRAWS)
-            draws_neg = rng.multinomial(round(num_neg), neg[r] / num_neg, size=BOOTSTRAP_DRAWS)
-        out[r] = function(draws_pos.astype(np.float64), draws_neg.astype(np.float64))
-    return out
+        step = np.minimum(cells[occupied], 1.0)
+        moved = np.repeat(cells[None], occupied.size, 0)
+        moved[np.arange(occupied.size), occupied] -= step
+        left_out = function(moved[:, :size], moved[:, size:])
+        if not np.all(np.isfinite(left_out)):
+            continue
+        weights = cells[occupied]
+        scale = total / n  # the variance of a test set of n examples, not of `total`
+        linear[r] = scale * _jackknife_spread(value, left_out, step, weights, total)
+        if logit:
+            left = _logit(left_out)
+            logits[r] = scale * _jackknife_spread(_logit(value), left, step, weights, total)
+    return linear, (logits if logit else linear)
 
 
-def _bootstrap_variance(function, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """The variance ``[R]`` of ``function`` over redraws of each class's counts (class sizes
-    fixed)."""
-    draws = _bootstrap_draws(function, pos, neg, joint=False)
-    with np.errstate(invalid="ignore"):
-        return np.where(np.isnan(draws).all(-1), np.nan, np.nanvar(draws, -1, ddof=1))
+def _jackknife_spread(value, left_out, step, weights, n) -> float:
+    """``(n - 1) / n sum_i w_i (x_(i) - x_(.))^2`` of the leave-one-out values, each
+    scaled to the removal of one whole example (``step`` of its cell)."""
+    one = value - (value - left_out) / step
+    mean = np.sum(weights * one) / n
+    return float((n - 1.0) / n * np.sum(weights * (one - mean) ** 2))
 
 
-_LOGIT_CLIP = 1e-6  # keeps the logit of a bootstrap draw at 0 or 1 finite
+_LOGIT_CLIP = 1e-6  # keeps the logit of a value at 0 or 1 finite
 
 
 def _logit(value: np.ndarray) -> np.ndarray:
@@ -413,56 +432,100 @@ def _logit(value: np.ndarray) -> np.ndarray:
     return np.log(value / (1.0 - value))
 
 
-def _average_precision_interval(
-    value, privacy, draws: np.ndarray | None, confidence, target
-) -> SummaryInterval:
-    """The average precision's interval. ``target="sample"``: ``x +- z sqrt(privacy)``.
-    ``target="population"``: on the logit scale, centred on the bootstrap's bias-corrected
-    estimate ``2 logit(x) - mean(logit(x*))`` (the step sum is biased upward on a finite test
-    set), with variance ``privacy / (x (1 - x))^2 + var(logit(x*))`` over the joint
-    redraws ``x*``; mapped back to [0, 1]. ``sampling_variance`` is the redraws' variance of
-    ``x`` itself (``draws`` is ``None`` for the sample target)."""
-    if draws is None:
-        return _interval(value, privacy, 0.0, confidence, target)
-    with np.errstate(invalid="ignore"):
-        defined = ~np.isnan(draws).all(-1)
-        sampling = np.where(defined, np.nanvar(draws, -1, ddof=1), np.nan)
+def _expit(value: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-value))
+
+
+def _logit_interval(value, privacy, sampling, logit_sampling, confidence, target):
+    """The average precision's interval: ``x +- z sqrt(privacy)`` for ``target="sample"``;
+    for ``"population"`` on the logit scale, ``expit(logit(x) +- z sqrt(privacy / (x (1 -
+    x))^2 + s))`` with ``s`` the jackknife's variance of ``logit(x)`` (the step sum is
+    skewed near 1 on a finite test set). ``sampling_variance`` is the jackknife's of ``x``."""
     linear = _interval(value, privacy, sampling, confidence, target)
-    if confidence is None:
+    if confidence is None or target == "sample":
         return linear
     value = np.asarray(value, np.float64)
     privacy = np.broadcast_to(np.asarray(privacy, np.float64), value.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        logit_draws = _logit(draws)
-        center = 2.0 * _logit(value) - np.nanmean(logit_draws, -1)
-        slope = np.clip(value * (1.0 - value), _LOGIT_CLIP, None)
-        spread = np.sqrt(privacy / slope**2 + np.nanvar(logit_draws, -1, ddof=1))
+    logit_sampling = np.broadcast_to(np.asarray(logit_sampling, np.float64), value.shape)
     z = stats.norm.ppf(0.5 + confidence / 2)
-    ok = np.isfinite(value) & defined & np.isfinite(center) & np.isfinite(spread)
-    low = np.where(ok, 1.0 / (1.0 + np.exp(-(center - z * spread))), linear.low)
-    high = np.where(ok, 1.0 / (1.0 + np.exp(-(center + z * spread))), linear.high)
+    ok = np.isfinite(value) & np.isfinite(privacy) & np.isfinite(logit_sampling)
+    safe = np.where(ok, value, 0.5)
+    slope = np.clip(safe * (1.0 - safe), _LOGIT_CLIP, None)
+    spread = np.sqrt(np.where(ok, privacy, 0.0) / slope**2 + np.where(ok, logit_sampling, 0.0))
+    center = _logit(safe)
+    low = np.where(ok, _expit(center - z * spread), linear.low)
+    high = np.where(ok, _expit(center + z * spread), linear.high)
     return dataclasses.replace(linear, low=low, high=high)
 
 
 def _interval(value, privacy, sampling, confidence, target, low=0.0, high=1.0) -> SummaryInterval:
+    """``x +- z sqrt(privacy + sampling)`` (sampling 0 for ``target="sample"``), clipped to
+    ``[low, high]``; NaN bounds where ``x`` is undefined or no ``confidence`` was asked."""
     value = np.asarray(value, np.float64)
     privacy = np.broadcast_to(np.asarray(privacy, np.float64), value.shape)
     sampling = np.broadcast_to(np.asarray(sampling, np.float64), value.shape)
     if target == "sample":
         sampling = np.zeros_like(value)
+    defined = np.isfinite(value)
     if confidence is None:
         nan = np.full(value.shape, np.nan)
         return SummaryInterval(value, nan, nan, privacy, sampling)
     z = stats.norm.ppf(0.5 + confidence / 2)
-    half = z * np.sqrt(privacy + sampling)
-    defined = np.isfinite(value)
-    half = np.where(defined & ~np.isfinite(half), np.inf, half)
+    total = privacy + sampling
+    finite = np.isfinite(total)
+    half = np.where(finite, z * np.sqrt(np.where(finite, np.maximum(total, 0.0), 0.0)), np.inf)
     return SummaryInterval(
         value=value,
         low=np.where(defined, np.clip(value - half, low, high), np.nan),
         high=np.where(defined, np.clip(value + half, low, high), np.nan),
         privacy_variance=np.where(defined, privacy, np.nan),
         sampling_variance=np.where(defined, sampling, np.nan),
+    )
+
+
+def rate_interval(
+    rate: np.ndarray,
+    privacy: np.ndarray | float,
+    size: np.ndarray | float,
+    confidence: float | None,
+    target: str = "population",
+) -> SummaryInterval:
+    """The interval of a rate ``r`` over ``size`` examples ``m`` (a bin's positive rate, a
+    recall or a false-positive rate at a fixed threshold) whose privacy noise has variance
+    ``privacy`` (``v``, in rate units). ``target="sample"``: ``r +- z sqrt(v)``.
+    ``"population"``: Wilson's interval with the privacy variance added, the rates ``p``
+    with ``(r - p)^2 <= z^2 (p (1 - p) / m + v)``:
+
+        ``p = (2 r + q +- z sqrt(4 r (1 - r) / m + q / m + 4 v (1 + q))) / (2 (1 + q))``,
+        ``q = z^2 / m``
+
+    (Wilson's for ``v = 0``; a normal interval centred on ``r`` undercovers a rate near 0
+    or 1 in a bin of a few dozen examples). Clipped to [0, 1]; NaN bounds where ``r`` is
+    undefined or ``confidence`` is ``None``. ``sampling_variance`` reports Agresti and
+    Coull's [`binomial_variance`][].
+
+        >>> ci = rate_interval(np.array([0.0]), 0.0, 20.0, 0.95)
+        >>> round(float(ci.low[0]), 4), round(float(ci.high[0]), 4)
+        (0.0, 0.1611)
+    """
+    rate = np.asarray(rate, np.float64)
+    size = np.broadcast_to(np.asarray(size, np.float64), rate.shape)
+    sampling = binomial_variance(rate, size)
+    linear = _interval(rate, privacy, sampling, confidence, target)
+    if confidence is None or target == "sample":
+        return linear
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    privacy = np.broadcast_to(np.asarray(privacy, np.float64), rate.shape)
+    ok = np.isfinite(rate) & (size > 0) & np.isfinite(privacy)
+    r = np.where(ok, np.clip(rate, 0.0, 1.0), 0.5)
+    m = np.where(ok, size, 1.0)
+    v = np.where(ok, np.maximum(privacy, 0.0), 0.0)
+    q = z * z / m
+    half = z * np.sqrt(4.0 * r * (1.0 - r) / m + q / m + 4.0 * v * (1.0 + q))
+    low = np.clip((2.0 * r + q - half) / (2.0 * (1.0 + q)), 0.0, 1.0)
+    high = np.clip((2.0 * r + q + half) / (2.0 * (1.0 + q)), 0.0, 1.0)
+    return dataclasses.replace(
+        linear, low=np.where(ok, low, linear.low), high=np.where(ok, high, linear.high)
     )
 
 
@@ -505,9 +568,8 @@ def _operating_point(point, pos, neg, target_rate, delta, confidence, target):
             privacy = delta.variance(*grads)
         else:
             privacy = np.full(rate.shape, np.nan)
-        sampling = binomial_variance(rate, total)
         estimates.append(
-            _interval(rate, privacy, sampling, confidence if delta.supported else None, target)
+            rate_interval(rate, privacy, total, confidence if delta.supported else None, target)
         )
     return OperatingPointSummary(
         target_rate, point.threshold, point.cut, estimates[0], estimates[1]
@@ -520,6 +582,7 @@ def summarize_release(
     mechanism,
     thresholds: Thresholds,
     *,
+    num_examples: float | None = None,
     max_fpr: float | None = None,
     tpr_at_fpr: float | None = None,
     fpr_at_tpr: float | None = None,
@@ -535,6 +598,10 @@ def summarize_release(
       result: an ``AUCResult`` with its release (``noisy_counts``).
       mechanism: the mechanism the release was drawn with (as for ``with_interval``).
       thresholds: the grid the clients counted on (``spec.count_grid()``).
+      num_examples: the (public) number of examples counted; default ``result.num_examples``.
+        It sets the size of the test set that the sampling variance of the partial AUC and
+        the average precision is for (a noisy release's projected counts do not sum to it
+        exactly); without either, the projected counts' total.
       max_fpr: the partial AUC's bound in ``(0, 1]``.
       tpr_at_fpr: the false-positive rate (in ``[0, 1]``) of the operating point.
       fpr_at_tpr: the recall (in ``[0, 1]``) of the operating point.
@@ -576,6 +643,12 @@ def summarize_release(
             )
     if not result.noisy_counts:
         raise ValueError("the result carries no release counts to summarize")
+    if num_examples is None:
+        num_examples = result.num_examples
+    if num_examples is not None:
+        num_examples = float(num_examples)
+        if not math.isfinite(num_examples) or num_examples < 0:
+            raise ValueError(f"num_examples must be a count >= 0, got {num_examples!r}")
     release = {k: np.atleast_2d(np.asarray(v, np.float64)) for k, v in result.noisy_counts.items()}
     pos, neg = projected_histogram(mechanism, release)
     pos, neg = np.atleast_2d(pos), np.atleast_2d(neg)
@@ -595,8 +668,10 @@ def summarize_release(
             return curve_summaries.partial_auc(p, n, max_fpr)
 
         value = pauc(pos, neg)
-        privacy = delta.variance(*_numeric_gradient(pauc, pos, neg)) if delta.supported else 0.0
-        sampling = _bootstrap_variance(pauc, pos, neg) if target == "population" else 0.0
+        privacy = delta.variance(*_numeric_gradient(pauc, pos, neg)) if delta.supported else np.nan
+        sampling = (
+            _jackknife_variances(pauc, pos, neg, num_examples)[0] if target == "population" else 0.0
+        )
         out["max_fpr"] = max_fpr
         out["partial_auc"] = _interval(value, privacy, sampling, level, target)
     if tpr_at_fpr is not None:
@@ -608,9 +683,14 @@ def summarize_release(
     if average_precision:
         ap = curve_summaries.average_precision
         value = ap(pos, neg)
-        privacy = delta.variance(*_numeric_gradient(ap, pos, neg)) if delta.supported else 0.0
-        draws = _bootstrap_draws(ap, pos, neg, joint=True) if target == "population" else None
-        out["average_precision"] = _average_precision_interval(value, privacy, draws, level, target)
+        privacy = delta.variance(*_numeric_gradient(ap, pos, neg)) if delta.supported else np.nan
+        if target == "population":
+            sampling, logit_sampling = _jackknife_variances(ap, pos, neg, num_examples, True)
+        else:
+            sampling = logit_sampling = 0.0
+        out["average_precision"] = _logit_interval(
+            value, privacy, sampling, logit_sampling, level, target
+        )
     if bins is not None:
         out["calibration"] = _calibration(
             pos, bucket_scores, bins, calibration_bins, delta, level, target
@@ -633,7 +713,7 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
                 privacy[:, k] = delta.variance(grad, zeros)
     sampling = binomial_variance(rate, counts)
     rates = [
-        _interval(rate[:, k], privacy[:, k], sampling[:, k], confidence, target)
+        rate_interval(rate[:, k], privacy[:, k], counts[:, k], confidence, target)
         for k in range(num_bins)
     ]
     # the ECE: d/d pos[b] = -share_k sign(s_k - r_k) / m_k for b in bin k
@@ -641,7 +721,7 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
     with np.errstate(invalid="ignore", divide="ignore"):
         sign = np.nan_to_num(np.sign(table.mean_score - rate))
         per_bin = np.where(counts > 0, -shares * sign / np.where(counts > 0, counts, 1.0), 0.0)
-    ece_privacy = np.zeros(rows)
+    ece_privacy = np.full(rows, np.nan)
     if delta.supported:
         ece_privacy = delta.variance(per_bin[:, bins], zeros)
     ece_sampling = np.nansum(shares**2 * np.nan_to_num(sampling), -1)
@@ -714,8 +794,8 @@ def curve_bands(
             if delta.supported
             else np.full(1, np.nan)
         )
-        sampling = binomial_variance(rate, pos.sum(-1))
-        band = _interval(rate, privacy, sampling, confidence if delta.supported else None, target)
+        level = confidence if delta.supported else None
+        band = rate_interval(rate, privacy, pos.sum(-1), level, target)
         low.append(band.low[0])
         high.append(band.high[0])
     return CurveBands(fpr[0], tpr[0], precision[0], cuts, np.array(low), np.array(high))

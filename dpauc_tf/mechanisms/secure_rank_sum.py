@@ -38,9 +38,11 @@ cannot wrap. Round one's totals need ``ceil(log2(W + 1)) + 1`` bits each.
 
 **Dropout**: a client lost between the rounds leaves ``sum n_k < W``: [`SecureRankSum.finish`][]
 refuses (the rank sums would be of another population than the ranks). Shares sized for
-``num_clients`` reporters that arrive from fewer give no stated guarantee
-([`SecureRankSum.achieved_epsilon`][] is ``inf`` then): size them for the clients expected to
-report.
+``num_clients`` reporters that arrive from ``m`` fewer leave the sum a difference of Polya
+variates of shape ``m / K``: [`SecureRankSum.achieved_epsilon`][] is the epsilon that noise
+achieves (exact from its PMF for a given ``D``; stated for every ``D`` by the limit the
+exact figures rise to; ``inf``, and ``finish`` refuses, when half the shares or fewer
+arrive). Size the shares for the clients expected to report.
 
 **Without secure aggregation** (`local_rank_sum_release`): round one sends the totals in
 the clear (label-free) and every client adds its own ``Laplace(D / eps_S)`` and
@@ -84,7 +86,7 @@ from dpauc_tf.mechanisms.rank_sum import (
 )
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import make_seed, split_seed
-from dpauc_tf.noise.shares import check_shares, shortfall_unit_epsilon
+from dpauc_tf.noise.shares import check_shares
 from dpauc_tf.privacy.events import SkellamDpEvent, discrete_laplace_event
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -350,7 +352,9 @@ class SecureRankSum(RankSum):
 
         Refuses (``ValueError``, one line) a round two whose examples are not those ranked in
         round one (a client lost or added between the rounds), and a round two summed from
-        fewer shares than the noise was sized for (``num_reporting < num_clients``).
+        so few shares that no epsilon is achieved (``achieved_epsilon(num_reporting)`` is
+        ``inf``: half the shares or fewer, discrete Laplace); with more, the release is the
+        shares' that arrived, stated with that achieved epsilon by ``finish_release``.
         """
         totals_np = np.asarray(totals, np.float64)
         if np.any(totals_np < 0) or np.any(totals_np != np.round(totals_np)):
@@ -365,11 +369,13 @@ class SecureRankSum(RankSum):
                 "nothing is released (the ranks are of another population); run both rounds "
                 "again with the clients present (round one costs no epsilon)"
             )
-        if num_reporting is not None and int(num_reporting) < self.num_clients:
+        if num_reporting is not None and not math.isfinite(
+            self.achieved_epsilon(int(num_reporting))
+        ):
             raise ValueError(
                 f"secure-rank-sum: {num_reporting} of the {self.num_clients} noise shares "
-                "arrived, so the rank sum's noise is short of its scale and no guarantee is "
-                "stated; nothing is released (size num_clients for the clients expected to report)"
+                "arrived (half or fewer), so no epsilon bounds the rank sum's noise for every "
+                "D; nothing is released (size num_clients for the clients expected to report)"
             )
         twice_d = twice_sensitivity(totals_t)
         twice_s = np.asarray(summed["twice_rank_sum"], np.float64)
@@ -458,20 +464,60 @@ class SecureRankSum(RankSum):
             ]
         )
 
-    def achieved_epsilon(self, num_reporting: int) -> float:
-        """``epsilon`` when at least ``num_clients`` shares arrive; ``inf`` otherwise (the
-        rank sum's shortfall over a shift of ``2 D`` is not bounded here)."""
+    def achieved_epsilon(self, num_reporting: int, sensitivity: float | None = None) -> float:
+        """The epsilon achieved when ``num_reporting`` of the ``num_clients`` shares arrive.
+
+        ``epsilon`` when all arrive. Fewer: discrete Laplace, the rank sum's figure
+        ([`rank_shortfall_epsilon`][]: exact for a released ``sensitivity`` ``D``; without
+        it the supremum over every ``D``, ``inf`` when half the shares or fewer arrived)
+        plus the count's ([`count_shortfall_epsilon`][]); Skellam: the Renyi bound of the
+        shares that arrived (``Skellam(mu m / K)`` is exactly their sum). ``inf`` when none
+        arrived.
+
+            >>> m = SecureRankSum(epsilon=1.0, num_clients=10, resolution=11)
+            >>> m.achieved_epsilon(10), round(m.achieved_epsilon(9), 4), m.achieved_epsilon(5)
+            (1.0, 1.2353, inf)
+        """
         if num_reporting >= self.num_clients:
             return self.epsilon
-        return math.inf
+        if num_reporting <= 0:
+            return math.inf
+        if self.family == "skellam":
+            from dpauc_tf.privacy.accounting import composed_epsilon
+
+            fraction = num_reporting / self.num_clients
+            arrived = tuple(mu * fraction for mu in self.unit_mus)
+            return float(composed_epsilon(_skellam_event(arrived), 1, self.delta).best)
+        rank = self.rank_shortfall_epsilon(num_reporting, sensitivity)
+        return rank + self.count_shortfall_epsilon(num_reporting)
+
+    def rank_shortfall_epsilon(self, num_reporting: int, sensitivity: float | None = None) -> float:
+        """Epsilon of ``2 S`` alone when ``num_reporting`` of the discrete Laplace shares
+        arrive: their sum is a difference of two Polya variates of shape ``m / K``
+        (`polya_shift_epsilon`, exact for a shift of ``2 D`` at scale ``2 D / eps_S``).
+        ``sensitivity`` ``D`` (public after round one): that figure (0 where ``D = 0``);
+        ``None``: the supremum over ``D`` (`polya_shift_epsilon_limit`)."""
+        if num_reporting >= self.num_clients:
+            return self.rank_epsilon
+        if num_reporting <= 0:
+            return math.inf
+        fraction = num_reporting / self.num_clients
+        if sensitivity is None:
+            return polya_shift_epsilon_limit(self.rank_epsilon, fraction)
+        twice = round(2 * float(sensitivity))
+        if twice == 0:
+            return 0.0
+        return polya_shift_epsilon(twice / self.rank_epsilon, twice, fraction)
 
     def count_shortfall_epsilon(self, num_reporting: int) -> float:
-        """Epsilon of the positive count alone when ``num_reporting`` of the shares arrive."""
+        """Epsilon of the positive count alone when ``num_reporting`` of the shares arrive
+        (a unit shift of the arrived Polya difference, `polya_shift_epsilon`: exact, and
+        finite however small the scale)."""
         if num_reporting >= self.num_clients:
             return self.count_epsilon
         if self.family == "skellam" or num_reporting <= 0:
             return math.inf
-        return shortfall_unit_epsilon(self.count_scale, num_reporting / self.num_clients)
+        return polya_shift_epsilon(self.count_scale, 1, num_reporting / self.num_clients)
 
     def statement(self) -> PrivacyStatement:
         if self.family == "skellam":
@@ -501,6 +547,83 @@ class SecureRankSum(RankSum):
 
     def options(self) -> dict:
         return {"num_clients": self.num_clients, "family": self.family, **super().options()}
+
+
+def _log_polya_difference_pmf(scale: float, fraction: float, z: int, upper: bool) -> float:
+    """``log P(Z = z)`` for ``Z = X - Y``, ``X, Y ~ NegativeBinomial(fraction, q = e^(-1 /
+    scale))`` (the sum of ``fraction`` of the Polya shares of discrete Laplace(``scale``)),
+    ``fraction <= 1``: ``sum_y p(z + y) p(y)`` summed in log space until the terms fall
+    below ``e^-45`` of the sum; ``upper`` adds the bound of the rest (the terms' ratio is at
+    most ``q^2``), so the figure is an upper bound, else a lower bound."""
+    from scipy import special
+
+    log_q = -1.0 / float(scale)
+    log_norm = fraction * math.log(-math.expm1(log_q))  # log (1 - q)^r
+    terms = math.ceil(50.0 / (-2.0 * log_q)) + 10
+    chunk = 1 << 20
+    total, last = -math.inf, -math.inf
+    for start in range(0, terms, chunk):
+        y = np.arange(start, min(start + chunk, terms), dtype=np.float64)
+
+        def log_p(n, y=y):
+            return special.gammaln(n + fraction) - special.gammaln(n + 1.0) + n * log_q
+
+        log_terms = log_p(z + y) + log_p(y)
+        total = float(np.logaddexp(total, special.logsumexp(log_terms)))
+        last = float(log_terms[-1])
+    if upper:  # the rest: at most last * q^2 / (1 - q^2)
+        total = float(np.logaddexp(total, last + 2.0 * log_q - math.log(-math.expm1(2 * log_q))))
+    return total + 2.0 * (log_norm - special.gammaln(fraction))
+
+
+def polya_shift_epsilon(scale: float, shift: int, fraction: float) -> float:
+    """The privacy loss of a shift by at most ``shift`` of the sum of ``fraction`` (``m / K
+    <= 1``) of the Polya shares of discrete Laplace(``scale``): ``log P(0) - log P(shift)``.
+
+    Exact, not a bound on a bound: the negative binomial of shape ``r <= 1`` is log-convex
+    (``p(n + 1) / p(n) = q (n + r) / (n + 1)`` grows with ``n``), so ``P(z) = sum_y p(z + y)
+    p(y)`` is log-convex and decreasing on ``z >= 0`` (a sum of log-convex sequences) and
+    symmetric; then ``log P(z) - log P(z + k)`` over every ``z`` and ``0 < k <= shift`` is
+    largest at ``z = 0, k = shift``. ``P(0)`` is summed with its tail bound, ``P(shift)``
+    without, so rounding can only raise the figure.
+
+        >>> round(polya_shift_epsilon(4.0, 3, 1.0), 6)  # all shares: 3 / 4
+        0.75
+    """
+    fraction = float(fraction)
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    if fraction == 1.0:
+        return int(shift) / float(scale)
+    top = _log_polya_difference_pmf(scale, fraction, 0, upper=True)
+    return top - _log_polya_difference_pmf(scale, fraction, int(shift), upper=False)
+
+
+def polya_shift_epsilon_limit(epsilon: float, fraction: float) -> float:
+    """The supremum over the sensitivity ``D`` of [`polya_shift_epsilon`][]``(2 D /
+    epsilon, 2 D, fraction)``: the loss of the continuous limit, a shift of ``epsilon``
+    scales of the difference of two Gamma variates of shape ``fraction`` (variance-gamma,
+    density ``~ |x|^nu K_nu(|x|)``, ``nu = fraction - 1/2``):
+    ``log(Gamma(nu) 2^(nu - 1) / (epsilon^nu K_nu(epsilon)))``. The exact figures increase
+    with ``D`` towards it (``tests/mechanisms/test_secure_rank_sum_shortfall.py`` checks
+    ``D`` from 1/2 to 10^5 on the PMF). ``inf`` for ``fraction <= 1/2``: there the density
+    is unbounded at 0 and the loss grows without bound with ``D``.
+
+        >>> polya_shift_epsilon_limit(0.75, 1.0), polya_shift_epsilon_limit(0.75, 0.5)
+        (0.75, inf)
+    """
+    from scipy import special
+
+    fraction = float(fraction)
+    if fraction >= 1.0:
+        return float(epsilon)
+    if fraction <= 0.5:
+        return math.inf
+    nu = fraction - 0.5
+    log_peak = float(special.gammaln(nu)) + (nu - 1.0) * math.log(2.0)
+    # kve(nu, x) = kv(nu, x) e^x: no underflow
+    log_shifted = nu * math.log(epsilon) + math.log(float(special.kve(nu, epsilon))) - epsilon
+    return log_peak - log_shifted
 
 
 def _skellam_event(unit_mus) -> SkellamDpEvent:

@@ -68,7 +68,7 @@ def test_the_one_round_computation_is_evaluate_and_counts_datasets_alike(clients
     assert float(out["curve"]["auc"]) == expected.auc
     assert int(out["num_reporting"]) == len(clients)
     for key, value in out["release"].items():
-        np.testing.assert_array_equal(np.asarray(value), expected.noisy_counts[key])
+        np.testing.assert_array_equal(np.asarray(value), expected.noisy_counts[key][0])
 
     on_arrays = computations.build_client_release(mechanism, thresholds)
     on_datasets = computations.build_client_release(

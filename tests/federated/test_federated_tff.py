@@ -50,8 +50,8 @@ def test_noise_off_equals_tf_auc_on_pooled_data(kind):
             num_thresholds=100,
         )
         assert abs(out.auc - float(reference.result())) < 1e-6
-        assert out.num_reporting == k and np.isinf(out.epsilon)
-        assert np.all(np.diff(out.roc.fpr) >= 0) and out.roc.thresholds.size == 100
+        assert out.num_reporting == k and out.epsilon is None
+        assert np.all(np.diff(out.fpr[0]) >= 0) and out.fpr.shape == (1, 100)
 
 
 def _noise_variance(mechanism, k, scores, labels, seeds, **kwargs):
@@ -167,10 +167,11 @@ def _keras_model_fn(dpauc_epsilon, mechanism="histogram"):
     return model_fn
 
 
-def test_the_roc_default_says_which_mechanism_build_fed_eval_takes():
-    """DPAUC(epsilon=...)'s ROC default (rank-sum) releases one holder's AUC: refused, in one
-    line that names the mechanisms that add client-side noise."""
-    with pytest.raises(ValueError, match=r"'rank-sum'.*mechanism='histogram'"):
+def test_the_roc_default_says_what_build_fed_eval_needs_for_it():
+    """DPAUC(epsilon=...)'s ROC default (rank-sum) runs over clients as secure-rank-sum, whose
+    shares need the number of clients: without it, one line naming num_clients=
+    (tests/federated/test_fed_eval_rank_sum.py runs it)."""
+    with pytest.raises(ValueError, match=r"'rank-sum'.*'secure-rank-sum'.*num_clients="):
         build_dpauc_metrics_aggregation_process(_keras_model_fn(1.0, mechanism=None))
 
 

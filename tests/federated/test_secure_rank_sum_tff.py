@@ -4,6 +4,8 @@ hostile clients, dropout before round one, and a client lost between the rounds 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -55,7 +57,7 @@ def test_tff_has_the_simulate_law_and_a_doubled_noise_fails():
         clients, mechanism="secure-rank-sum", epsilon=1.0, seed=0, mechanism_options=OPTIONS,
         repeats=80,
     )  # fmt: skip
-    result = out.result
+    result = out
     assert result.num_clients == 8 and result.num_reporting == 8 and result.epsilon == 1.0
     assert result.statement.mechanism == "secure-rank-sum"
     pos, neg = _pooled_counts(clients)
@@ -96,8 +98,8 @@ def test_dropout_before_round_one_keeps_the_population_and_the_noise():
         _clients(), mechanism="secure-rank-sum", epsilon=1.0, seed=0, dropout=0.25,
         mechanism_options=OPTIONS,
     )  # fmt: skip
-    assert out.result.num_reporting == 6 and out.result.num_clients == 8
-    assert out.result.epsilon == 1.0 and np.isfinite(out.auc)
+    assert out.num_reporting == 6 and out.num_clients == 8
+    assert out.epsilon == 1.0 and np.isfinite(out.auc)
     # the shares were sized for the 6 expected, and 6 examples' worth of clients were ranked
     assert "6 client shares" in out.statement.noise
 
@@ -113,24 +115,16 @@ def test_a_client_lost_between_the_rounds_is_refused():
     assert "\n" not in str(error.value)
 
 
-def test_build_fed_eval_keeps_refusing_rank_sums_and_names_the_two_round_path():
-    """One metrics aggregation is one round: the rank sum (which needs round one's totals
-    first) is refused in build_fed_eval's process, and the message names secure-rank-sum."""
-    import tensorflow as tf
-
-    from dpauc_tf import DPAUC
-    from dpauc_tf.federated import build_dpauc_metrics_aggregation_process
-
-    spec = (tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([None, 1], tf.float32))
-
-    def model_fn():
-        model = tf.keras.Sequential([tf.keras.layers.Input((2,)), tf.keras.layers.Dense(1)])
-        return tff.learning.models.from_keras_model(
-            model,
-            loss=tf.keras.losses.BinaryCrossentropy(),
-            input_spec=spec,
-            metrics=[DPAUC(epsilon=1.0)],
-        )
-
-    with pytest.raises(ValueError, match="mechanism='secure-rank-sum'"):
-        build_dpauc_metrics_aggregation_process(model_fn, num_clients=3)
+def test_shares_sized_for_more_than_report_state_the_achieved_epsilon():
+    """6 of 8 shares arrive: the release stands, stated with the epsilon those shares
+    achieve (not inf, not the target); 4 of 8 (half): no epsilon holds, refused in one line."""
+    common = dict(mechanism="secure-rank-sum", epsilon=1.0, seed=0, mechanism_options=OPTIONS)
+    out = evaluate(_clients(), dropout=0.25, secure_shares=8, **common)
+    mechanism = SecureRankSum(epsilon=1.0, num_clients=8, resolution=RESOLUTION)
+    assert out.num_reporting == 6 and out.epsilon == pytest.approx(mechanism.achieved_epsilon(6))
+    assert 1.0 < out.epsilon < math.inf and out.statement.epsilon == out.epsilon
+    assert "only 6 of 8 shares reported" in out.statement.noise
+    assert out.epsilon_total == pytest.approx(out.epsilon) and np.isfinite(out.auc)
+    with pytest.raises(ValueError, match="4 of the 8 noise shares") as error:
+        evaluate(_clients(), dropout=0.5, secure_shares=8, **common)
+    assert "\n" not in str(error.value)

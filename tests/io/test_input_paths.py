@@ -73,8 +73,16 @@ def gzip_tfrecord(root, frame):
     return path
 
 
+# Beam reads the files here on its in-process DirectRunner: the same source as on the default
+# 2-process runner (tests/beam/test_beam_io.py and test_cli_beam.py run that one), without two
+# worker processes that each import TensorFlow.
+IN_PROCESS_BEAM = "--runner=DirectRunner"
+
+
 def _evaluate(capsys, path, backend="simulate", *extra) -> dict:
     argv = ["--scores", path, "--mechanism", "none", "--num-thresholds", 20, "--backend", backend]
+    if backend == "beam":
+        argv.append(f"--beam-options={IN_PROCESS_BEAM}")
     return evaluate_json(capsys, *argv, *extra)
 
 
@@ -268,7 +276,8 @@ def test_beams_read_scores_takes_a_directory_by_the_same_rule(tmp_path):
     read = ReadScores(str(out), ["score", "label"])
     assert read.format == "parquet"
     releases, _ = run_and_collect(
-        lambda p: p | read | PrivateAUC(epsilon=None, slicing=[()]), pipeline_options(None)
+        lambda p: p | read | PrivateAUC(epsilon=None, slicing=[()]),
+        pipeline_options([IN_PROCESS_BEAM]),
     )
     assert releases[0].num_examples == N
 
