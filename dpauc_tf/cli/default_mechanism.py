@@ -1,29 +1,70 @@
-"""What ``dpauc evaluate`` releases when ``--mechanism`` is not given (as ``DPAUC``'s default).
+"""What ``dpauc evaluate`` releases when ``--mechanism`` is not given (as ``DPAUC``'s default):
+the registry's rule ([`dpauc_tf.mechanisms.registry.default_mechanism`][]) for what is asked
+and for the deployment the flags describe ([`deployment_of`][]).
 
 Examples:
     >>> resolve_mechanism(None, 1.0, None, needs_curve=False)
     'rank-sum'
     >>> resolve_mechanism(None, 1.0, None, needs_curve=True)
     'histogram'
+    >>> resolve_mechanism(None, 1.0, None, needs_curve=False,
+    ...                   deployment=deployment_of("simulate", clients=True))
+    'rank-sum'
+    >>> resolve_mechanism(None, 1.0, None, needs_curve=False,
+    ...                   deployment=deployment_of("tff", clients=True))
+    'secure-rank-sum'
 """
 
 from __future__ import annotations
 
 from dpauc_tf.cli.errors import CommandError
+from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.registry import default_mechanism, mechanism_spec
 
+# The backends that run a federated protocol, with secure aggregation for the secure
+# mechanisms (TFF's secure sum, Flower's SecAgg+).
 FEDERATED_BACKENDS = ("tff", "flower")
 
 
+def deployment_of(backend: str, *, clients: bool) -> Deployment:
+    """The [`Deployment`][dpauc_tf.mechanisms.laws.Deployment] that ``dpauc evaluate``'s flags
+    describe, for the default mechanism.
+
+    * ``--backend tff`` or ``flower``: ``SECURE`` (they sum the clients' reports by secure
+      aggregation: TFF's secure sum, Flower's SecAgg+), with or without ``--clients``;
+    * ``--clients K`` (K > 1) or ``--client-column`` on ``simulate``, ``beam`` or ``spark``:
+      ``FEDERATED``. These backends have no secure aggregation: the honest default is the
+      release whose every client report is private on its own (each client adds its own
+      noise). Secure aggregation is asked for by naming a secure mechanism
+      (``--mechanism secure-rank-sum``), whose simulation draws the secure sum's law;
+    * otherwise ``CENTRAL`` (one data holder's file).
+
+    Examples:
+        >>> [deployment_of(b, clients=c).value for b, c in
+        ...  [("simulate", False), ("simulate", True), ("flower", False), ("spark", True)]]
+        ['central', 'federated', 'secure', 'federated']
+    """
+    if backend in FEDERATED_BACKENDS:
+        return Deployment.SECURE
+    return Deployment.FEDERATED if clients else Deployment.CENTRAL
+
+
 def resolve_mechanism(
-    mechanism: str | None, epsilon: float | None, delta: float | None, *, needs_curve: bool
+    mechanism: str | None,
+    epsilon: float | None,
+    delta: float | None,
+    *,
+    needs_curve: bool,
+    deployment: Deployment | str = Deployment.CENTRAL,
 ) -> str:
-    """``--mechanism``, or the registry's default for what is asked (as ``DPAUC``'s,
-    [`dpauc_tf.mechanisms.registry.default_mechanism`][]):
-    ``rank-sum`` (``auc-only`` with ``--delta``) for one data holder's AUC; ``histogram`` when
-    a curve or clients are asked for (``needs_curve``: ``--plot``, ``--clients``,
-    ``--client-column``, a federated backend). Without ``--epsilon`` and ``--mechanism``:
-    refused."""
+    """``--mechanism``, or the registry's default for what is asked and where
+    ([`dpauc_tf.mechanisms.registry.default_mechanism`][]; ``deployment`` from
+    [`deployment_of`][]): for the ROC AUC ``rank-sum`` (``auc-only`` with ``--delta``) for
+    one data holder, ``rank-sum`` with local noise per client for ``--clients`` /
+    ``--client-column``, ``secure-rank-sum`` for ``--backend tff|flower``; where a curve is
+    asked for (``needs_curve``: ``--plot``, the evaluation summaries) ``histogram``, or
+    ``secure-histogram`` for ``--backend tff|flower``. Without ``--epsilon`` and
+    ``--mechanism``: refused."""
     if mechanism is not None:
         return mechanism
     if epsilon is None:
@@ -31,7 +72,7 @@ def resolve_mechanism(
             "give --epsilon for a private AUC (or --mechanism NAME; --mechanism none is the "
             "exact AUC, NOT private)"
         )
-    return default_mechanism(delta=delta, needs_curve=needs_curve)
+    return default_mechanism(delta=delta, needs_curve=needs_curve, deployment=deployment)
 
 
 def require_epsilon(mechanism: str, epsilon: float | None) -> None:

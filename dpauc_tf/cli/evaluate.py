@@ -46,7 +46,7 @@ from dpauc_tf.cli.backends import (
     kept_examples,
 )
 from dpauc_tf.cli.client_column import hint_client_column
-from dpauc_tf.cli.default_mechanism import FEDERATED_BACKENDS
+from dpauc_tf.cli.default_mechanism import FEDERATED_BACKENDS, deployment_of
 from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.cli.evaluate_output import format_evaluation
 from dpauc_tf.cli.grids import auto_rule, warn_if_noise_dominates
@@ -102,9 +102,11 @@ def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
         "--mechanism",
         choices=list_mechanisms(),
         metavar="NAME",
-        help="a mechanism from the registry (listed below); default: rank-sum for one data "
-        "holder's AUC (auc-only with --delta), histogram where a curve or clients are asked "
-        "for (--plot, --clients, --client-column, --backend tff|flower; docs/rank_sum.md)",
+        help="a mechanism from the registry (listed below); default for the AUC: rank-sum "
+        "for one data holder (auc-only with --delta), rank-sum with local noise per client "
+        "for --clients/--client-column, secure-rank-sum for --backend tff|flower; where a "
+        "curve is asked for (--plot, the summaries): histogram, secure-histogram on "
+        "tff|flower (docs/choosing_parameters.md)",
     )
     ev.add_argument(
         "--mechanism-option",
@@ -276,9 +278,11 @@ def prepare_evaluate(args) -> EvaluateRequest:
 
         score_files(args.scores)
     clients = (args.clients or 1) > 1 or bool(args.client_column)
-    needs_curve = clients or args.backend in FEDERATED_BACKENDS or bool(args.plot)
-    needs_curve = needs_curve or evaluation_summaries.wanted(args)  # metrics (issue 33)
-    release = release_request(args, needs_curve=needs_curve)
+    needs_curve = bool(args.plot) or evaluation_summaries.wanted(args)  # metrics (issue 33)
+    # the default mechanism's deployment: secure on tff/flower, local noise per client on
+    # the others with clients, else one data holder (cli/default_mechanism.deployment_of)
+    deployment = deployment_of(args.backend, clients=clients)
+    release = release_request(args, needs_curve=needs_curve, deployment=deployment)
     _check_backend(args.backend, release.mechanism, args.round_timeout)
     return EvaluateRequest(
         release=release,

@@ -33,6 +33,7 @@ from typing import Any
 from dpauc_tf.cli.arguments import MAX_NUM_THRESHOLDS
 from dpauc_tf.cli.default_mechanism import require_epsilon, resolve_mechanism
 from dpauc_tf.cli.errors import CommandError
+from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.registry import parse_options
 
 
@@ -110,12 +111,17 @@ class ReleaseRequest:
             raise CommandError(f"--mechanism-option: {error}") from None
 
 
-def release_request(args, *, needs_curve: bool) -> ReleaseRequest:
+def release_request(
+    args, *, needs_curve: bool, deployment: Deployment | str = Deployment.CENTRAL
+) -> ReleaseRequest:
     """The checked [`ReleaseRequest`][] of a subcommand's arguments (``mechanism``,
     ``epsilon``, ``delta``, ``num_thresholds``, ``threshold_grid``, ``thresholds``,
-    ``mechanism_options`` and ``seed``); ``needs_curve``: a curve or clients are asked for
-    (the default mechanism's rule). Every check of these arguments is made here, once."""
-    mechanism = resolve_mechanism(args.mechanism, args.epsilon, args.delta, needs_curve=needs_curve)
+    ``mechanism_options`` and ``seed``); ``needs_curve`` (a curve is asked for) and
+    ``deployment`` (where the labels are) select the default mechanism. Every check of these
+    arguments is made here, once."""
+    mechanism = resolve_mechanism(
+        args.mechanism, args.epsilon, args.delta, needs_curve=needs_curve, deployment=deployment
+    )
     require_epsilon(mechanism, args.epsilon)
     pairs = list(getattr(args, "mechanism_options", None) or [])
     if len(dict(pairs)) != len(pairs):

@@ -120,6 +120,20 @@ def _mean_std(row: Mapping[str, Any]) -> str:
     return text + (f" ({row['undefined']} undefined)" if row.get("undefined") else "")
 
 
+def _group_of(groups: list[dict[str, Any]], row: Mapping[str, Any]) -> dict[str, Any]:
+    """The setting's group of a row: the latest group with its partition, K and epsilon
+    (a row that follows its paper row lands in that row's group; table 4's rank-sum rows,
+    which come after every paper row, in their setting's)."""
+    for group in reversed(groups):
+        if (group["setting"], group["K"], group["eps"]) == (
+            row["setting"],
+            row["clients"],
+            f"{row['epsilon']:g}",
+        ):
+            return group
+    return groups[-1]
+
+
 def _summary_of_table(part: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per setting of one paper table (one epoch), a column per mechanism."""
     table = part[0]["table"]
@@ -148,11 +162,12 @@ def _summary_of_table(part: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any
                     "eps": f"{r['epsilon']:g}",
                 }
             )
+        group = _group_of(groups, r)
         if r["num_thresholds"] is None:
             own_grid += [] if r["mechanism"] in own_grid else [r["mechanism"]]
-        elif groups[-1]["|Theta|"] is None:
-            groups[-1]["|Theta|"] = r["num_thresholds"]
-        groups[-1][r["mechanism"]] = _mean_std(r)
+        elif group["|Theta|"] is None:
+            group["|Theta|"] = r["num_thresholds"]
+        group[r["mechanism"]] = _mean_std(r)
         tf_aucs[r["tf_num_thresholds"]] = r["tf_auc"]
     # columns that do not vary within the table say it once, in the notes
     constant = [
@@ -169,6 +184,11 @@ def _summary_of_table(part: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any
             del g[name]
     if own_grid:
         notes.append(f"{', '.join(own_grid)}: counted on its own grid, not |Theta|")
+    if any(r["mechanism"] == "rank-sum" and r["clients"] > 1 for r in part):
+        notes.append(
+            "rank-sum: each client adds its own noise (no secure aggregation); "
+            "secure-rank-sum: one noise in total, by secure aggregation"
+        )
     tf_text = ", ".join(f"{v:.4f} (T={t})" for t, v in sorted(tf_aucs.items()))
     notes.append(f"exact AUC {part[0]['exact_auc']:.4f} (scikit-learn); TensorFlow AUC {tf_text}")
     return groups, notes

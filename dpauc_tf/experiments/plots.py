@@ -265,6 +265,7 @@ def table_plots(
             and table in preference
             and setting.epsilon == 1.0
             and setting.partition == "iid"
+            and mechanism_class(setting.mechanism).capabilities.releases == "curve"  # a band
         ),
         key=lambda item: item[:3],
     )

@@ -14,8 +14,15 @@ table    paper rows                          settings                           
 
 Every setting of tables 1, 3, 4 and 5 also gets rows for the project's mechanisms
 (`PROJECT_MECHANISMS`: ``histogram``, ``histogram-public-scores``, ``secure-histogram``)
-at the same epsilon, clients and |Theta|, so the gain shows in the same output. All settings
-run for every epoch of the score sets (the paper: 0, 1, 2).
+at the same epsilon, clients and |Theta|, so the gain shows in the same output. Table 4, the
+federated table, also gets the rank-sum releases of the ROC AUC (`RANK_SUM_MECHANISMS`):
+``rank-sum`` with local noise per client (no secure aggregation: round one's bucket totals
+in the clear, then each client's noisy rank sum with the global ranks) and ``secure-rank-sum``
+(both rounds by secure aggregation), the federated defaults without and with secure
+aggregation (`dpauc_tf.mechanisms.registry.default_mechanism`). They count on their own
+fine grid (not |Theta|) and their law depends on the summed counts only, so the IID and
+non-IID rows differ only by their draws. All settings run for every epoch of the score sets
+(the paper: 0, 1, 2).
 
 ``docs/method.md`` gives table 4's and table 5's settings; it lists no epsilons for tables 1 and 3,
 so `RR_EPSILONS` uses table 4's {8, 4, 2, 1} and `SCORE_NOISE_EPSILONS` adds 10
@@ -31,7 +38,9 @@ Examples:
     >>> [s.mechanism for s in table_settings("table5")][:4]
     ['paper', 'histogram', 'histogram-public-scores', 'secure-histogram']
     >>> len(table_settings("table4"))
-    64
+    96
+    >>> [s.mechanism for s in table_settings("table4")][62:66]
+    ['histogram-public-scores', 'secure-histogram', 'rank-sum', 'secure-rank-sum']
 """
 
 from __future__ import annotations
@@ -51,10 +60,12 @@ from dpauc_tf.experiments.ground_truth import exact_auc, tf_auc
 from dpauc_tf.io.scores import ScoreFileError, ScoreSet
 from dpauc_tf.mechanisms import get_mechanism, mechanism_spec
 from dpauc_tf.mechanisms.release import AUCResult
-from dpauc_tf.simulation import client_histograms, simulate, simulate_examples
+from dpauc_tf.simulation import client_histograms, simulate, simulate_examples, simulate_rank_sums
 
 TABLES = ("table1", "table2", "table3", "table4", "table5")
 PROJECT_MECHANISMS = ("histogram", "histogram-public-scores", "secure-histogram")
+# Table 4's rows for the ROC AUC by rank sums: local noise per client, and secure aggregation.
+RANK_SUM_MECHANISMS = ("rank-sum", "secure-rank-sum")
 # The paper's own rows reproduce the reference code's estimator (clip, sort by FPR,
 # trapezoid); the project's rows use each mechanism's consistent default.
 PAPER_ROW_OPTIONS = {"paper": {"estimator": "reference"}}
@@ -115,6 +126,14 @@ def table_settings(table: str, paper_grid: str = "reference") -> list[Setting]:
                     settings += _with_project_rows(
                         Setting(4, "paper", eps, 100, partition, clients, paper_grid)
                     )
+        # after the paper's settings, so that every earlier row keeps its position (its seed)
+        settings += [
+            Setting(4, name, eps, 100, partition, clients)
+            for partition in TABLE4_PARTITIONS
+            for clients in TABLE4_CLIENTS
+            for eps in TABLE4_EPSILONS
+            for name in RANK_SUM_MECHANISMS
+        ]
     elif table == "table5":
         for num_thresholds in TABLE5_NUM_THRESHOLDS:
             settings += _with_project_rows(
@@ -209,6 +228,16 @@ class TableRunner:
             )
         return self._histograms[key]
 
+    def summed_counts(self, epoch: int, grid: Thresholds) -> tuple[np.ndarray, np.ndarray]:
+        """The counts of all clients together on ``grid`` (``[T + 1]`` each), cached: what a
+        rank-sum release over clients depends on, whatever the partition."""
+        key = (epoch, "summed", grid.grid, grid.num_thresholds)
+        if key not in self._histograms:
+            data = self.score_sets[epoch]
+            pos, neg = client_histograms(data.labels, data.scores, grid)
+            self._histograms[key] = (pos[0], neg[0])
+        return self._histograms[key]
+
     def exact_auc(self, epoch: int) -> float:
         if epoch not in self._exact:
             data = self.score_sets[epoch]
@@ -239,6 +268,12 @@ class TableRunner:
             num_clients=setting.clients,
             **PAPER_ROW_OPTIONS.get(setting.mechanism, {}),
         )
+        if mechanism.releases_from_summed_counts:  # rank sums: the summed counts' law
+            grid = mechanism.count_thresholds(Thresholds.make(setting.num_thresholds))
+            pos, neg = self.summed_counts(epoch, grid)  # the rank sums count on their own grid
+            return simulate_rank_sums(
+                None, mechanism, pos, neg, setting.clients, seed=seed, repeats=self.repeats
+            )
         if mechanism.capabilities.transforms_data:
             data = self.score_sets[epoch]
             ids = self.client_ids(epoch, setting.partition, setting.clients)
@@ -263,7 +298,9 @@ class TableRunner:
         )
 
     def row(self, epoch: int, setting: Setting, result: AUCResult) -> dict[str, Any]:
-        own_grid = mechanism_spec(setting.mechanism).capabilities.transforms_data
+        capabilities = mechanism_spec(setting.mechanism).capabilities
+        # score-noise and the AUC-only releases (rank sums) count on their own grid
+        own_grid = capabilities.transforms_data or capabilities.releases == "auc"
         tf_thresholds = 1000 if own_grid else setting.num_thresholds
         return {
             "table": setting.table,

@@ -251,21 +251,42 @@ def default_mechanism(
     needs_curve: bool = False,
     deployment: Deployment | str = Deployment.CENTRAL,
 ) -> str:
-    """The lowest-error mechanism for what is asked (``docs/rank_sum.md``; every entry point's
-    default): for the ROC AUC with interpolation from one data holder, ``"rank-sum"`` (pure
-    epsilon), or ``"auc-only"`` when a ``delta`` is given; ``"histogram"`` when a curve is
-    needed (``curve="PR"``, the other summation methods, ``needs_curve``: a plot) or
-    several clients report (``deployment``: a [`Deployment`][dpauc_tf.mechanisms.laws.Deployment]).
+    """The lowest-error mechanism for what is asked and where the labels are (every entry
+    point's default; the figures are in ``docs/choosing_parameters.md``, measured by
+    ``benchmarks/bench_default_mechanism.py``).
+
+    The ROC AUC (``curve="ROC"``, ``summation_method="interpolation"``, no ``needs_curve``):
+
+    * ``CENTRAL`` (one data holder): ``"rank-sum"`` (pure epsilon), or ``"auc-only"`` when a
+      ``delta`` is given (about 10% lower error than ``rank-sum`` on large test sets);
+    * ``SECURE`` (secure aggregation): ``"secure-rank-sum"``, at the central error whatever the
+      number of clients (Skellam noise when a ``delta`` is given);
+    * ``FEDERATED`` (each client adds its own noise, the server sees every report):
+      ``"rank-sum"`` with local noise per client (its error grows as ``sqrt(K)``, still about
+      6x below local ``histogram`` at every ``K`` measured).
+
+    A curve (``curve="PR"``, the other summation methods, ``needs_curve``: a plot, one-vs-rest)
+    keeps the histograms: ``"secure-histogram"`` under secure aggregation, ``"histogram"``
+    otherwise. Without secure aggregation no mechanism spends a ``delta`` usefully: the pure
+    epsilon default is returned, and refuses the ``delta`` in one line (pure epsilon-DP is
+    (epsilon, delta)-DP for every delta).
 
         >>> default_mechanism(), default_mechanism(delta=1e-6), default_mechanism("PR")
         ('rank-sum', 'auc-only', 'histogram')
+        >>> default_mechanism(deployment="secure"), default_mechanism(deployment="federated")
+        ('secure-rank-sum', 'rank-sum')
+        >>> default_mechanism(needs_curve=True, deployment="secure")
+        'secure-histogram'
     """
     deployment = Deployment(deployment)
-    if deployment.has_clients:
-        needs_curve = True
-    if curve == "ROC" and summation_method == "interpolation" and not needs_curve:
-        return "rank-sum" if delta is None else "auc-only"
-    return "histogram"
+    auc_only = curve == "ROC" and summation_method == "interpolation" and not needs_curve
+    if deployment is Deployment.SECURE:
+        return "secure-rank-sum" if auc_only else "secure-histogram"
+    if not auc_only:
+        return "histogram"
+    if deployment is Deployment.CENTRAL and delta is not None:
+        return "auc-only"
+    return "rank-sum"
 
 
 def get_mechanism(
@@ -280,22 +301,24 @@ def get_mechanism(
     """Builds a mechanism by name; ``epsilon=None`` always means no noise (``none``).
 
     ``num_clients`` is the number of shares for secure mechanisms and ignored by the others
-    (every caller may pass it), except that a mechanism that releases only the AUC from
-    one data holder's counts (``auc-only``) refuses more than one client; a secure mechanism given a ``delta`` and no ``family`` uses
-    the Skellam family. Other ``options`` go to the constructor. Raises ``ValueError`` for
+    (every caller may pass it), except that a mechanism that releases only one holder's AUC
+    (``auc-only``) refuses more than one client (``rank-sum`` takes them: its release over
+    clients adds each client's own noise, with the global ranks); a secure mechanism given a
+    ``delta`` and no ``family`` uses the Skellam family. Other ``options`` go to the constructor. Raises ``ValueError`` for
     an unknown name: nothing falls back to "no noise".
     """
     from dpauc_tf.privacy.statement import check_epsilon
 
     spec = mechanism_spec(name)
-    # secure-rank-sum sums its noise shares; rank-sum draws each client's own noise on the
-    # global ranks (its law: releases_from_summed_counts, release_over_clients)
+    # secure-rank-sum sums its noise shares; rank-sum over clients is its local-noise
+    # release from the summed counts (release_over_clients: the global ranks, K draws)
     summable = spec.capabilities.secure or spec.load().releases_from_summed_counts
     if spec.capabilities.releases == "auc" and num_clients not in (None, 1) and not summable:
         raise ValueError(
             f"mechanism {name!r} releases one AUC from one data holder's counts, "
             f"got num_clients={num_clients}: its releases cannot be summed over clients; "
-            "use a curve mechanism (e.g. 'secure-histogram') for several clients"
+            "for several clients use 'secure-rank-sum' (secure aggregation) or 'rank-sum' "
+            "(local noise per client)"
         )
     if check_epsilon(epsilon) is None:
         if options:

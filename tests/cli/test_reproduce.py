@@ -71,10 +71,13 @@ def test_table4_csv_and_tf_grid(capsys, score_dir):
     )
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert len(rows) == 2 * 64
+    assert len(rows) == 2 * 96  # 64 paper and histogram rows, 32 rank-sum rows per epoch
     assert {r["setting"] for r in rows} == {"IID", "non-IID"}
     assert {r["clients"] for r in rows} == {"10", "1000"}
-    assert {r["threshold_grid"] for r in rows} == {"tf"}
+    rank = [r for r in rows if r["mechanism"] in ("rank-sum", "secure-rank-sum")]
+    assert len(rank) == 2 * 32
+    assert {r["threshold_grid"] for r in rows if r not in rank} == {"tf"}
+    assert {(r["threshold_grid"], r["num_thresholds"]) for r in rank} == {("", "")}  # own grid
 
     # Distributed noise does not grow with K; local Laplace does.
     def std(mechanism, clients):
@@ -87,6 +90,12 @@ def test_table4_csv_and_tf_grid(capsys, score_dir):
         )
 
     assert std("secure-histogram", "1000") < std("histogram", "1000") / 3
+    # The rank sums: secure aggregation stays at one noise whatever K (expected 1x); local
+    # noise grows as sqrt(K) (expected 10x from K = 10 to 1000), still below local histogram
+    assert std("secure-rank-sum", "1000") < 2 * std("secure-rank-sum", "10")
+    assert std("rank-sum", "1000") > 4 * std("rank-sum", "10")
+    assert std("secure-rank-sum", "1000") < std("rank-sum", "1000") / 3
+    assert std("rank-sum", "10") < std("histogram", "10") / 2
 
 
 def test_table2_markdown_and_plots_on_synthetic(capsys, tmp_path):

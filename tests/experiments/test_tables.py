@@ -35,6 +35,44 @@ def test_table4_settings_match_design():
     assert {s.threshold_grid for s in tables.table_settings("table4", "tf")} == {"tf"}
 
 
+def test_table4_has_the_rank_sum_rows_after_the_papers():
+    settings = tables.table_settings("table4")
+    rank = [s for s in settings if s.mechanism in tables.RANK_SUM_MECHANISMS]
+    assert {(s.mechanism, s.partition, s.clients, s.epsilon) for s in rank} == {
+        (m, p, k, e)
+        for m in ("rank-sum", "secure-rank-sum")
+        for p in ("iid", "non-iid")
+        for k in (10, 1000)
+        for e in (8.0, 4.0, 2.0, 1.0)
+    }
+    assert len(rank) == 32 and settings[64:] == rank  # earlier rows keep their seeds
+    for name in tables.RANK_SUM_MECHANISMS:  # not in the other tables
+        assert all(s.mechanism != name for t in ("table1", "table3", "table5")
+                   for s in tables.table_settings(t))  # fmt: skip
+
+
+def test_table4_rank_sum_rows_law():
+    """Secure aggregation: one noise whatever K; local noise per client: sqrt(K) times more
+    (10x from K = 10 to 1000). Fails if the local rows drew the central law (1x) or the
+    secure rows summed K draws (10x)."""
+    runner = tables.TableRunner({0: binormal_score_set(4000, 1000, 0.75, seed=2)}, repeats=300)
+    std, rows = {}, {}
+    for name in tables.RANK_SUM_MECHANISMS:
+        for k in (10, 1000):
+            setting = tables.Setting(4, name, 1.0, 100, "non-iid", k)
+            result = runner.run_setting(0, setting, seed=k)
+            std[name, k] = result.std
+            rows[name, k] = runner.row(0, setting, result)
+    assert 7 < std["rank-sum", 1000] / std["rank-sum", 10] < 14
+    assert 0.8 < std["secure-rank-sum", 1000] / std["secure-rank-sum", 10] < 1.25
+    row = rows["secure-rank-sum", 1000]
+    assert row["num_thresholds"] is None and row["threshold_grid"] is None  # own grid
+    assert row["tf_num_thresholds"] == 1000 and row["undefined"] == 0
+    assert row["guarantee"].startswith("secure-rank-sum") and row["clients"] == 1000
+    assert rows["rank-sum", 10]["guarantee"].startswith("rank-sum: (1, 0)-DP")
+    assert abs(rows["secure-rank-sum", 10]["mean"] - row["exact_auc"]) < 0.01
+
+
 def test_table5_table1_table3_settings():
     t5 = [s for s in tables.table_settings("table5") if s.mechanism == "paper"]
     assert [s.num_thresholds for s in t5] == [10, 25, 50, 100, 200]

@@ -208,8 +208,8 @@ def test_refusals_are_one_line():
         RankSum(epsilon=1.0, delta=1e-6)
     with pytest.raises(ValueError, match="count_share must be in"):
         RankSum(epsilon=1.0, count_share=1.0)
-    with pytest.raises(ValueError, match="num_clients=3"):  # rank-sum takes clients (local)
-        get_mechanism("auc-only", epsilon=1.0, num_thresholds=10, num_clients=3)
+    with pytest.raises(ValueError, match="num_clients=3"):  # one holder's AUC only
+        get_mechanism("auc-only", epsilon=1.0, num_thresholds=10, delta=1e-6, num_clients=3)
     with pytest.raises(ValueError, match="only the ROC AUC"):
         DPAUC(epsilon=1.0, mechanism="rank-sum", curve="PR")
 
@@ -237,7 +237,7 @@ def test_evaluate_command_picks_the_default_for_what_is_asked(tmp_path, capsys):
     expected = {
         (): "rank-sum",
         ("--delta", "1e-6"): "auc-only",
-        ("--clients", "3"): "histogram",
+        ("--clients", "3"): "rank-sum",  # each client's own noise (no secure aggregation)
         ("--mechanism", "tree-histogram"): "tree-histogram",
     }
     for extra, name in expected.items():

@@ -293,11 +293,12 @@ def test_refusals_and_registry():
         SecureRankSum(epsilon=EPSILON, delta=1e-6)
     with pytest.raises(ValueError, match="num_clients must be >= 1"):
         SecureRankSum(epsilon=EPSILON, num_clients=0)
-    # rank-sum over clients: each adds its own noise on the global ranks (its law); auc-only,
-    # one data holder's Laplace on the AUC, still refuses clients through the registry
-    assert get_mechanism("rank-sum", epsilon=EPSILON, num_thresholds=10, num_clients=5)
+    # rank-sum takes clients through the registry: its release over clients is the local
+    # noise one (each client's own draws, tests/mechanisms/test_default_mechanism.py)
+    local = get_mechanism("rank-sum", epsilon=EPSILON, num_thresholds=10, num_clients=5)
+    assert local.releases_from_summed_counts and not local.capabilities.secure
     with pytest.raises(ValueError, match="cannot be summed"):
-        get_mechanism("auc-only", epsilon=EPSILON, num_thresholds=10, num_clients=5)
+        get_mechanism("auc-only", epsilon=EPSILON, num_thresholds=10, delta=1e-6, num_clients=5)
     assert spec.privacy_spent(1).best == pytest.approx(EPSILON)
     assert spec.privacy_spent(10).best <= 10 * EPSILON + 1e-9
 
