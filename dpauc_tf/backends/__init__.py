@@ -182,6 +182,7 @@ REGISTRY: dict[BackendName, str] = {
     BackendName.SIMULATE: "dpauc_tf.backends.simulate:SimulateBackend",
     BackendName.TFF: "dpauc_tf.backends.tff:TFFBackend",
     BackendName.BEAM: "dpauc_tf.backends.beam:BeamBackend",
+    BackendName.FLOWER: "dpauc_tf.backends.flower:FlowerBackend",
 }
 
 
