@@ -4,7 +4,7 @@ as a ``flwr run`` app; all repeats in that round; ``secure-rank-sum`` in two exc
 
 The engine is Flower's simulation engine (``run_simulation`` on local Ray) unless the
 environment variable `ENGINE_VARIABLE` (``DPAUC_FLOWER_ENGINE=in-process``) or the
-``engine`` setting selects the in-process grid ([`dpauc_tf.flower.local`][]; no Ray).
+``engine`` setting selects the in-process grid (`dpauc_tf.flower.local`; no Ray).
 """
 
 from __future__ import annotations

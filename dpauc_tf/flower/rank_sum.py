@@ -17,7 +17,7 @@ module only moves its numbers through Flower's messages and SecAgg+:
    short and the ranks of another population): one-line refusal, nothing released.
    Otherwise ``finish`` checks ``sum n_k = W`` and the release is the central one.
 
-Both exchanges travel as exact SecAgg+ limbs ([`LimbLayout`][dpauc_tf.flower.encoding.LimbLayout],
+Both exchanges travel as exact SecAgg+ limbs (`dpauc_tf.flower.encoding.LimbLayout`,
 signed 64-bit words, as the secure histograms): round two's modular width
 ([`modular_width`][dpauc_tf.mechanisms.secure_rank_sum.modular_width]) must fit `EXACT_BITS`.
 
