@@ -183,6 +183,7 @@ REGISTRY: dict[BackendName, str] = {
     BackendName.TFF: "dpauc_tf.backends.tff:TFFBackend",
     BackendName.BEAM: "dpauc_tf.backends.beam:BeamBackend",
     BackendName.SPARK: "dpauc_tf.backends.spark:SparkBackend",
+    BackendName.FLOWER: "dpauc_tf.backends.flower:FlowerBackend",
 }
 
 

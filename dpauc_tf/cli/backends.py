@@ -67,21 +67,13 @@ def kept_examples(counted, what: str):
     return counted.examples
 
 
-def _examples_by_client(counted, client_ids, what: str):
-    """The kept examples and each one's client id (the file's, else one client) for a
-    backend that starts from the examples rather than the counts."""
-    data = kept_examples(counted, what)
-    if client_ids is None:
-        client_ids = (
-            data.clients if data.clients is not None else np.zeros(data.num_examples, np.int64)
-        )
-    return data, client_ids
-
-
 def release_registered(run: BackendRun, counted, client_ids, num_clients):
     """Step 3 for a backend of the registry ([`dpauc_tf.backends`][]): its ``evaluate`` on
     the command's spec and the counted data; its one-line errors as the command's."""
-    settings = {"beam": {"options": run.beam_options}}.get(run.backend, {})
+    settings = {
+        "beam": lambda: {"options": run.beam_options},
+        "flower": lambda: flower_settings(run),
+    }.get(run.backend, dict)()
     try:
         engine = backend(run.backend, **settings)
         engine.check_installed()
@@ -96,12 +88,11 @@ def release_registered(run: BackendRun, counted, client_ids, num_clients):
         raise CommandError(str(error)) from None
 
 
-def release_flower(run: BackendRun, counted, client_ids, num_clients):
-    """Step 3 for ``--backend flower``: every client's examples through one Flower round."""
-    from dpauc_tf.cli.flower import evaluate_with_flower
+def flower_settings(run: BackendRun) -> dict:
+    """``--backend flower``'s settings: ``--round-timeout`` and the command's warning."""
+    from dpauc_tf.cli.flower import warn_left_out
 
-    data, client_ids = _examples_by_client(counted, client_ids, "--backend flower")
-    return evaluate_with_flower(run, data, client_ids, num_clients)
+    return {"round_timeout": run.round_timeout, "on_round": warn_left_out}
 
 
 def release_spark(run: BackendRun, counted, client_ids, num_clients):
@@ -117,7 +108,6 @@ def release_spark(run: BackendRun, counted, client_ids, num_clients):
 # one result type). A backend starts from the counts of step 1.
 BACKENDS = {
     **{str(name): release_registered for name in REGISTRY},
-    "flower": release_flower,
     "spark": release_spark,
 }
 # the backends that take --confidence themselves (their result carries the interval)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpauc_tf.flower.rank_sum import rank_sum_report, two_exchanges
 from dpauc_tf.flower.records import (
     ARRAYS_RECORD,
     CONFIG_RECORD,
@@ -206,6 +207,10 @@ def evaluate_reply(
         vector = flatten_report(report, num_examples=rows)
         return Message(report_record(vector, settings.layout), reply_to=message)
     labels, scores = checked_examples(labels, scores)
+    if two_exchanges(settings.spec):  # secure-rank-sum: exchange one or two
+        report = rank_sum_report(settings, _config_of(message), labels, scores, seed)
+        vector = flatten_report(report, num_examples=float(labels.size))
+        return Message(report_record(vector, settings.layout), reply_to=message)
     report = client_report(
         settings.mechanism(),
         settings.spec.thresholds,
@@ -337,19 +342,23 @@ def make_client_app(
     *,
     seed: int | None = None,
     vanishing_clients: frozenset = frozenset(),
+    lost_between_exchanges: frozenset = frozenset(),
 ):
     """The ``ClientApp`` of [`dpauc_tf.flower.evaluate`][]: node ``k`` (``partition-id``)
     answers with [`evaluate_reply`][] of ``client_data[k]`` (its ``(scores, labels)``),
     seeded by `client_seed` of ``seed`` when one is given.
 
     Clients in ``vanishing_clients`` take part in SecAgg+'s key sharing, then fail before
-    sending their masked vector (a dropout, for tests and audits).
+    sending their masked vector (a dropout, for tests and audits); clients in
+    ``lost_between_exchanges`` answer a ``secure-rank-sum`` round's first exchange and fail
+    before sending their masked vector in the second.
     """
     from flwr.clientapp import ClientApp
 
     app = ClientApp()
+    dropping = _vanish_mod(vanishing_clients, lost_between_exchanges)
 
-    @app.evaluate(mods=[identify_mod, _vanish_mod(vanishing_clients), secagg_evaluate_mod])
+    @app.evaluate(mods=[identify_mod, dropping, secagg_evaluate_mod])
     def evaluate(message, context):
         index = int(context.node_config["partition-id"])
         scores, labels = client_data[index]
@@ -367,8 +376,10 @@ def _server_round(message) -> int:
         return 1
 
 
-def _vanish_mod(vanishing: frozenset) -> Callable:
-    """A client mod: the listed clients fail once SecAgg+ asks for their masked vectors."""
+def _vanish_mod(vanishing: frozenset, lost_between: frozenset = frozenset()) -> Callable:
+    """A client mod: the ``vanishing`` clients fail once SecAgg+ asks for their masked
+    vectors; the ``lost_between`` ones only in a secure-rank-sum round's second exchange."""
+    from dpauc_tf.flower.rank_sum import EXCHANGE_KEY, RankSumExchange
 
     def vanish_after_share_keys(msg, ctxt, call_next):
         from flwr.common.secure_aggregation.secaggplus_constants import (
@@ -380,8 +391,12 @@ def _vanish_mod(vanishing: frozenset) -> Callable:
         index = int(ctxt.node_config["partition-id"])
         configs = msg.content.config_records.get(RECORD_KEY_CONFIGS)
         stage = None if configs is None else configs.get(Key.STAGE)
-        if index in vanishing and stage == Stage.COLLECT_MASKED_VECTORS:
-            raise ConnectionError(f"client {index} vanished after SecAgg+ key sharing")
+        if stage == Stage.COLLECT_MASKED_VECTORS:
+            if index in vanishing:
+                raise ConnectionError(f"client {index} vanished after SecAgg+ key sharing")
+            exchange = _config_of(msg).get(EXCHANGE_KEY)
+            if index in lost_between and exchange == RankSumExchange.RANK_SUM.value:
+                raise ConnectionError(f"client {index} was lost between the two exchanges")
         return call_next(msg, ctxt)
 
     return vanish_after_share_keys

@@ -19,6 +19,7 @@ import numpy as np
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.extras import install_hint
 from dpauc_tf.flower.client import make_client_app
+from dpauc_tf.flower.rank_sum import two_exchanges
 from dpauc_tf.flower.secagg import SecAggSettings
 from dpauc_tf.flower.server import RoundLog
 from dpauc_tf.flower.strategy import RoundDetails, evaluate_round, wait_for_nodes
@@ -100,7 +101,7 @@ def _checked_clients(client_data: Sequence) -> list[tuple[np.ndarray, np.ndarray
 def evaluate(
     client_data: Sequence,
     *,
-    mechanism: str = "histogram",
+    mechanism: str | None = None,
     epsilon: float | None,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     delta: float | None = None,
@@ -110,6 +111,7 @@ def evaluate(
     noise_family: str | None = None,
     secure_shares: int | None = None,
     vanishing_clients: Iterable[int] = (),
+    lost_between_exchanges: Iterable[int] = (),
     num_shares: int | float | None = None,
     reconstruction_threshold: int | float | None = None,
     observe_replies: Callable[[Any], None] | None = None,
@@ -123,7 +125,10 @@ def evaluate(
       client_data: one ``(scores, labels)`` pair per client (scores in [0, 1], labels 0/1;
         a client may be empty). Client ``k`` is Flower's ``partition-id`` ``k``.
       mechanism: a registered name with ``federated=True``
-        (``dpauc_tf.list_mechanisms(federated=True)``); secure ones run through SecAgg+.
+        (``dpauc_tf.list_mechanisms(federated=True)``); secure ones run through SecAgg+
+        (``secure-rank-sum`` in two exchanges: `dpauc_tf.flower.rank_sum`). ``None``: the
+        registry's default for a secure deployment (SecAgg+; a federated one for one
+        client), through the one ``ReleaseSpec.make``.
       epsilon: label-DP budget of one release; ``None`` = no noise (NOT private).
       num_thresholds: as for the other backends.
       threshold_grid: as for the other backends.
@@ -136,7 +141,10 @@ def evaluate(
       secure_shares: reports the secure mechanisms' noise shares are sized for (default:
         every client). Fewer reporting ones give the (larger) achieved epsilon.
       vanishing_clients: indices of clients that drop out mid-round (secure mechanisms:
-        after SecAgg+'s key sharing, before sending their masked vector).
+        after SecAgg+'s key sharing, before sending their masked vector; ``secure-rank-sum``:
+        in its first exchange).
+      lost_between_exchanges: indices of clients that answer ``secure-rank-sum``'s first
+        exchange and drop out of its second (the round is then refused, in one line).
       num_shares: SecAgg+'s neighbourhood size ``k`` (odd, or the number of clients;
         `SecAggSettings`; a float is a fraction, as in ``SecAggPlusWorkflow``). Default:
         ``k = 2 ceil(log2 K) + 1`` (all clients when that is not fewer); see
@@ -162,49 +170,91 @@ def evaluate(
         whether it was a timeout and which clients did not answer or failed).
     """
     require_flower()
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    round_timeout = checked_round_timeout(round_timeout)
+    from dpauc_tf.mechanisms.laws import Deployment
     from dpauc_tf.mechanisms.registry import check_mechanism_options
 
-    clients = _checked_clients(client_data)
-    num_clients = len(clients)
-    if num_clients < 1:
-        raise ValueError("need at least one client")
-    if isinstance(repeats, bool) or int(repeats) != repeats or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
-    vanishing = frozenset(int(k) for k in vanishing_clients)
-    if any(not 0 <= k < num_clients for k in vanishing):
-        raise ValueError(f"vanishing_clients must be client indices in [0, {num_clients})")
-    options = dict(
-        check_mechanism_options(
-            mechanism,
-            mechanism_options,
-            entry="dpauc_tf.flower.evaluate",
-            num_clients="secure_shares= (default: every client)",
+    options = {}
+    if mechanism is not None:
+        options = dict(
+            check_mechanism_options(
+                mechanism,
+                mechanism_options,
+                entry="dpauc_tf.flower.evaluate",
+                num_clients="secure_shares= (default: every client)",
+            )
         )
-    )
+    elif mechanism_options:
+        raise ValueError("mechanism_options need a mechanism (mechanism=None is the default's)")
     if noise_family is not None and epsilon is not None:
         options["family"] = noise_family
-    spec = ReleaseSpec.make(
+    spec = ReleaseSpec.make(  # the one spec of this evaluation
         mechanism,
         epsilon=epsilon,
         delta=delta,
         num_thresholds=num_thresholds,
         threshold_grid=threshold_grid,
         options=options,
+        seed=seed,
+        deployment=Deployment.SECURE if len(client_data) >= 2 else Deployment.FEDERATED,
     )
+    return evaluate_spec(
+        spec,
+        client_data,
+        repeats=repeats,
+        secure_shares=secure_shares,
+        vanishing_clients=vanishing_clients,
+        lost_between_exchanges=lost_between_exchanges,
+        num_shares=num_shares,
+        reconstruction_threshold=reconstruction_threshold,
+        observe_replies=observe_replies,
+        engine=engine,
+        round_timeout=round_timeout,
+    )
+
+
+def evaluate_spec(
+    spec: ReleaseSpec,
+    client_data: Sequence,
+    *,
+    repeats: int = 1,
+    secure_shares: int | None = None,
+    vanishing_clients: Iterable[int] = (),
+    lost_between_exchanges: Iterable[int] = (),
+    num_shares: int | float | None = None,
+    reconstruction_threshold: int | float | None = None,
+    observe_replies: Callable[[Any], None] | None = None,
+    engine: str = "simulation",
+    round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
+) -> FlowerEvaluation:
+    """[`evaluate`][] of a built spec (its mechanism, grid, options and ``seed``): the
+    entry of ``dpauc_tf.backends.flower`` and of [`evaluate`][] itself, which builds the one
+    spec; the other arguments as for [`evaluate`][]."""
+    require_flower()
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    round_timeout = checked_round_timeout(round_timeout)
+    clients = _checked_clients(client_data)
+    num_clients = len(clients)
+    if num_clients < 1:
+        raise ValueError("need at least one client")
+    if isinstance(repeats, bool) or int(repeats) != repeats or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    vanishing = _client_indices(vanishing_clients, num_clients, "vanishing_clients")
+    lost = _client_indices(lost_between_exchanges, num_clients, "lost_between_exchanges")
     if not spec.capabilities.federated or spec.capabilities.transforms_data:
         raise ValueError(
-            f"mechanism {mechanism!r} cannot run on Flower (dpauc_tf.flower.evaluate): its "
+            f"mechanism {spec.mechanism!r} cannot run on Flower (dpauc_tf.flower.evaluate): its "
             "client step is not a release of bucket counts"
         )
+    if lost and not two_exchanges(spec):
+        raise ValueError("lost_between_exchanges: secure-rank-sum only (two exchanges)")
     return run_round(
         spec,
         clients,
-        seed=seed,
+        seed=spec.seed,
         repeats=int(repeats),
         vanishing=vanishing,
+        lost_between_exchanges=lost,
         secure_shares=secure_shares,
         num_shares=num_shares,
         reconstruction_threshold=reconstruction_threshold,
@@ -214,6 +264,13 @@ def evaluate(
     )
 
 
+def _client_indices(values: Iterable[int], num_clients: int, name: str) -> frozenset:
+    indices = frozenset(int(k) for k in values)
+    if any(not 0 <= k < num_clients for k in indices):
+        raise ValueError(f"{name} must be client indices in [0, {num_clients})")
+    return indices
+
+
 def run_round(
     spec,
     clients: Sequence,
@@ -221,6 +278,7 @@ def run_round(
     seed: int | None,
     repeats: int,
     vanishing: frozenset,
+    lost_between_exchanges: frozenset = frozenset(),
     secure_shares: int | None,
     num_shares,
     reconstruction_threshold,
@@ -278,7 +336,12 @@ def run_round(
         except ValueError as error:  # reported by the caller, in one line
             errors.append(error)
 
-    client_app = make_client_app(clients, seed=seed, vanishing_clients=vanishing)
+    client_app = make_client_app(
+        clients,
+        seed=seed,
+        vanishing_clients=vanishing,
+        lost_between_exchanges=lost_between_exchanges,
+    )
     if engine == "simulation":
         run_on_simulation_engine(server_app, client_app, num_clients)
     else:

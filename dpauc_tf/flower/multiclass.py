@@ -53,7 +53,7 @@ def evaluate_multiclass(
     client_data: Sequence,
     *,
     epsilon: float | None,
-    mechanism: str = "histogram",
+    mechanism: str | None = None,
     num_classes: int | None = None,
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     delta: float | None = None,
@@ -75,7 +75,9 @@ def evaluate_multiclass(
         labels class ids ``[n]`` or one-hot ``[n, C]`` (a client may be empty). Client ``k``
         is Flower's ``partition-id`` ``k``.
       epsilon: of one release of all classes (``None``: no noise, NOT private).
-      mechanism: the binary curve mechanism of every class (secure ones run through SecAgg+).
+      mechanism: the binary curve mechanism of every class (secure ones run through SecAgg+;
+        ``None``: the registry's default for a one-vs-rest release in a secure deployment,
+        a federated one for one client).
       num_classes: ``C`` (default: the first client's score columns).
       num_thresholds: the grid's thresholds.
       delta: for mechanisms with one.
@@ -112,13 +114,19 @@ def evaluate_multiclass(
     vanishing = frozenset(int(k) for k in vanishing_clients)
     if any(not 0 <= k < len(clients) for k in vanishing):
         raise ValueError(f"vanishing_clients must be client indices in [0, {len(clients)})")
-    options = check_mechanism_options(
-        mechanism,
-        mechanism_options,
-        entry="dpauc_tf.flower.evaluate_multiclass",
-        num_clients="(the noise shares are sized for every client)",
-    )
-    spec = ReleaseSpec.make(
+    from dpauc_tf.mechanisms.laws import Deployment
+
+    options = {}
+    if mechanism is not None:
+        options = check_mechanism_options(
+            mechanism,
+            mechanism_options,
+            entry="dpauc_tf.flower.evaluate_multiclass",
+            num_clients="(the noise shares are sized for every client)",
+        )
+    elif mechanism_options:
+        raise ValueError("mechanism_options need a mechanism (mechanism=None is the default's)")
+    spec = ReleaseSpec.make(  # the one spec of this evaluation
         mechanism,
         epsilon=epsilon,
         num_classes=num_classes,
@@ -126,13 +134,15 @@ def evaluate_multiclass(
         delta=delta,
         options=options,
         average=average,
+        seed=seed,
+        deployment=Deployment.SECURE if len(clients) >= 2 else Deployment.FEDERATED,
     )
     if not spec.capabilities.federated:
-        raise ValueError(f"mechanism {mechanism!r} cannot run on Flower (it is not federated)")
+        raise ValueError(f"mechanism {spec.mechanism!r} cannot run on Flower (it is not federated)")
     return run_round(
         spec,
         clients,
-        seed=seed,
+        seed=spec.seed,
         repeats=repeats,
         vanishing=vanishing,
         secure_shares=None,

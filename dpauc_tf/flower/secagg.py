@@ -183,16 +183,19 @@ def make_recording_workflow(
     on_graph: Callable[[dict[int, set[int]], set[int]], None], **workflow_args
 ):
     """A ``SecAggPlusWorkflow`` that shows ``on_graph`` the neighbourhoods and the clients
-    whose masked vectors arrived, before unmasking (Flower's state is local to a round)."""
+    whose masked vectors arrived, before unmasking (Flower's state is local to a round);
+    ``on_graph`` returning ``False`` halts the workflow there: nothing is unmasked."""
     from flwr.server.workflow import SecAggPlusWorkflow
 
     class RecordingSecAggPlusWorkflow(SecAggPlusWorkflow):
         def unmask_stage(self, grid, context, state) -> bool:
             # unmask_stage edits the neighbour sets of dropped clients: copy them first
-            on_graph(
+            go_on = on_graph(
                 {nid: set(nbrs) for nid, nbrs in state.nid_to_neighbours.items()},
                 set(state.active_node_ids),
             )
+            if go_on is False:
+                return False
             return super().unmask_stage(grid, context, state)
 
     return RecordingSecAggPlusWorkflow(**workflow_args)

@@ -243,7 +243,7 @@ def make_secagg_workflow(
     layout: LimbLayout,
     settings: SecAggSettings,
     *,
-    on_graph: Callable[[dict[int, set[int]], set[int]], None] | None = None,
+    on_graph: Callable[[dict[int, set[int]], set[int]], bool | None] | None = None,
     timeout: float | None = None,
 ):
     """``SecAggPlusWorkflow`` with ``settings``' neighbourhoods, configured so that integer

@@ -82,7 +82,9 @@ class RoundDetails:
 def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = None) -> ReleaseSpec:
     """The release from a Flower app's ``[tool.flwr.app.config]`` (``context.run_config``).
 
-    Keys: ``mechanism`` (default ``"histogram"``), ``epsilon`` (a number; required by every
+    Keys: ``mechanism`` (missing: the registry's default for a secure deployment, through
+    ``ReleaseSpec.make(None, deployment=Deployment.SECURE)``: the app's clients run
+    SecAgg+ with `secagg_evaluate_mod`; ``secure-rank-sum`` runs two exchanges), ``epsilon`` (a number; required by every
     noisy mechanism: a missing or ``"none"`` epsilon is refused, as ``dpauc evaluate``
     refuses it; the exact AUC, NOT private, is asked for explicitly with ``mechanism =
     "none"``, which uses no epsilon), ``delta``, ``num-thresholds`` (default 200),
@@ -97,17 +99,19 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
       ValueError: a noisy mechanism without an epsilon, or a bad value (one line).
     """
     from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+    from dpauc_tf.mechanisms.laws import Deployment
     from dpauc_tf.mechanisms.registry import mechanism_spec
 
-    mechanism = str(run_config.get("mechanism", "histogram"))
-    private = mechanism_spec(mechanism).capabilities.protects != "nothing"
+    mechanism = run_config.get("mechanism")
+    mechanism = None if mechanism in (None, "") else str(mechanism)  # None: the default's
+    private = mechanism is None or mechanism_spec(mechanism).capabilities.protects != "nothing"
     epsilon = _run_config_epsilon(run_config.get("epsilon"))
     if not private:
         epsilon = None  # mechanism "none" is the explicit exact opt-in: no epsilon is used
     elif epsilon is None:
         raise ValueError(
-            f"mechanism {mechanism!r} needs an epsilon in the run config (a number, e.g. "
-            '-c "epsilon=1.0"); mechanism = "none" is the exact AUC, NOT private'
+            f"mechanism {mechanism or 'default'!r} needs an epsilon in the run config (a "
+            'number, e.g. -c "epsilon=1.0"); mechanism = "none" is the exact AUC, NOT private'
         )
     delta = run_config.get("delta")
     options = _run_config_options(run_config.get("mechanism-options", "{}"))
@@ -124,6 +128,7 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
             options=options,
             seed=seed,
             average=str(run_config.get("average", "macro")),
+            deployment=Deployment.SECURE,
         )
     return ReleaseSpec.make(
         mechanism,
@@ -133,6 +138,7 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
         threshold_grid=str(run_config.get("threshold-grid", "tf")),
         options=options,
         seed=seed,
+        deployment=Deployment.SECURE,
     )
 
 
@@ -264,11 +270,15 @@ def evaluate_round(
     """
     from flwr.app import ArrayRecord
 
+    from dpauc_tf.flower.rank_sum import secure_rank_sum_round, two_exchanges
+
     spec.check_releases_counts("Flower")
     nodes = sorted(int(n) for n in (grid.get_node_ids() if node_ids is None else node_ids))
     if not nodes:
         raise ValueError("no node to evaluate on: the grid has no SuperNode")
-    spec.check_summable(len(nodes), "Flower")
+    rank_sums = two_exchanges(spec)
+    if not rank_sums:
+        spec.check_summable(len(nodes), "Flower")
     secure = spec.capabilities.secure
     if secure and len(nodes) < 2:
         raise ValueError("SecAgg+ needs at least 2 clients; use a local mechanism for one")
@@ -276,9 +286,6 @@ def evaluate_round(
         raise ValueError("secagg sets SecAgg+: secure mechanisms only")
     if secure and secagg is None:
         secagg = SecAggSettings.for_clients(len(nodes))
-    layout = LimbLayout.for_clients(len(nodes)) if secure else None
-    config = release_config(spec, num_clients=len(nodes), repeats=repeats, layout=layout)
-    settings = ReleaseSettings(spec, len(nodes), repeats, None if layout is None else layout.bits)
     details = details if details is not None else RoundDetails(RoundLog(len(nodes), timeout))
     details.log.num_clients, details.log.timeout = len(nodes), timeout
     details.secagg = secagg
@@ -286,10 +293,23 @@ def evaluate_round(
     if observe_replies is not None:
         grid = ObservedGrid(grid, observe_replies)
     arrays = ArrayRecord() if arrays is None else arrays
+    if rank_sums:  # two exchanges, SecAgg+ on both (dpauc_tf.flower.rank_sum)
+        result = secure_rank_sum_round(
+            grid, spec, arrays=arrays, nodes=nodes, server_round=server_round,
+            repeats=repeats, secagg=secagg, timeout=timeout, details=details,
+            secure_sum=_secure_sum,
+        )  # fmt: skip
+        if result is None:
+            raise ValueError(_no_report_reason(details.log, secagg))
+        return result
+    layout = LimbLayout.for_clients(len(nodes)) if secure else None
+    config = release_config(spec, num_clients=len(nodes), repeats=repeats, layout=layout)
+    settings = ReleaseSettings(spec, len(nodes), repeats, None if layout is None else layout.bits)
     if secure:
         summed, graphs = _secure_sum(
-            grid, settings, config, arrays, nodes, server_round, secagg, timeout
-        )
+            grid, config, arrays, nodes, server_round, secagg, timeout,
+            shapes=settings.report_shapes(), layout=layout,
+        )  # fmt: skip
     else:
         summed, graphs = _plain_sum(grid, settings, config, arrays, nodes, server_round), []
     if summed is None:
@@ -358,7 +378,12 @@ class _EvaluateGrid:
         return getattr(self._grid, name)
 
 
-def _secure_sum(grid, settings, config, arrays, nodes, server_round, secagg, timeout):
+def _secure_sum(
+    grid, config, arrays, nodes, server_round, secagg, timeout, *, shapes, layout, may_unmask=None
+):
+    """One SecAgg+ exchange of ``config`` with ``nodes``: the unmasked sum of their reports
+    (``shapes``, in ``layout``'s limbs) and the neighbourhoods seen before unmasking;
+    ``may_unmask(neighbours, active)`` returning ``False`` halts before the sum is unmasked."""
     from flwr.app import ConfigRecord, Context, RecordDict
     from flwr.server import ServerConfig
     from flwr.server.client_manager import SimpleClientManager
@@ -369,11 +394,7 @@ def _secure_sum(grid, settings, config, arrays, nodes, server_round, secagg, tim
     outcome: list[SummedReports] = []
     graphs: list[tuple[dict, set]] = []
     strategy = make_legacy_summing_strategy(
-        node_ids=nodes,
-        config=config,
-        shapes=settings.report_shapes(),
-        layout=settings.layout,
-        on_result=outcome.append,
+        node_ids=nodes, config=config, shapes=shapes, layout=layout, on_result=outcome.append
     )
     run_id = _run_id(grid)
     clients = SimpleClientManager()
@@ -385,12 +406,12 @@ def _secure_sum(grid, settings, config, arrays, nodes, server_round, secagg, tim
         {Key.CURRENT_ROUND: int(server_round)}
     )
     legacy.state.array_records[MAIN_PARAMS_RECORD] = arrays
-    workflow = make_secagg_workflow(
-        settings.layout,
-        secagg,
-        on_graph=lambda neighbours, active: graphs.append((neighbours, active)),
-        timeout=timeout,
-    )
+
+    def on_graph(neighbours, active):
+        graphs.append((neighbours, active))
+        return True if may_unmask is None else may_unmask(neighbours, active)
+
+    workflow = make_secagg_workflow(layout, secagg, on_graph=on_graph, timeout=timeout)
     workflow(_EvaluateGrid(grid), legacy)
     return (outcome[0] if outcome else None), graphs
 

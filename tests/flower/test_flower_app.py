@@ -35,6 +35,8 @@ import pytest
 pytest.importorskip("flwr")
 pytest.importorskip("ray")
 
+from flwr.supercore.constant import FLWR_IN_MEMORY_DB_NAME
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "examples" / "flower-app"
 BIN = Path(sys.executable).parent
@@ -120,10 +122,14 @@ def _running_superlink(home: Path, *, install_dependencies: bool):
     log_file = home / "superlink.log"
     command = [str(BIN / "flower-superlink"), "--insecure", "--simulation"]
     command += ["--isolation", "subprocess", "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--database", ":flwr-in-memory-state:", "--log-file", str(log_file)]
+    # Flower's own name for its in-memory state: any other name is a SQLite file, relative to
+    # the SuperLink's directory (before, ":flwr-in-memory-state:", Flower's older name, made
+    # every SuperLink of the tests share one file in the checkout, runs and tasks included)
+    command += ["--database", FLWR_IN_MEMORY_DB_NAME, "--log-file", str(log_file)]
     process = subprocess.Popen(
         command,
         env=env,
+        cwd=home,  # whatever a SuperLink writes stays in its own FLWR_HOME
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -288,17 +294,45 @@ def test_flwr_run_noise_off_equals_backend_simulate(superlink, tmp_path, capsys)
 # dependency-installation test skipped
 _NO_INDEX = ("Failed to fetch", "error sending request", "dns error", "network was disabled")
 
+# Appended to the server app of the test's copy of the template: the app process writes
+# which dpauc_tf it imported and the distribution record it came from (PEP 610's
+# direct_url.json names the file a package was installed from).
+_ORIGIN_RECORDER = """
+
+def _record_dpauc_tf_origin(path):
+    import importlib.metadata
+    import json
+
+    import dpauc_tf
+
+    distribution = importlib.metadata.distribution("dpauc-tf")
+    with open(path, "w") as out:
+        record = dict(module=dpauc_tf.__file__, version=distribution.version,
+                      direct_url=distribution.read_text("direct_url.json"))
+        json.dump(record, out)
+
+
+_record_dpauc_tf_origin({path!r})
+"""
+
 
 def test_flwr_installs_the_apps_dependencies_with_the_built_wheel(tmp_path_factory, tmp_path):
     """Flower's default route (issue 30): ``flwr run examples/flower-app --stream`` with
     runtime dependency installation on, the SuperLink running ``uv sync`` on the app's
-    ``pyproject.toml`` into a fresh environment. ``dpauc-tf`` is the wheel built from this
-    checkout, named as a ``[tool.uv.sources]`` path source (as docs/flower.md says); the
-    app's other dependencies come from the package index (through uv's cache). Before, the
-    package said 0.2.0 and the app asked for ``>=0.3.0.dev0``: uv refused ("only
-    dpauc-tf[flower]<0.3.0.dev0 is available"); and with ``requires-python >=3.10`` the
-    universal resolution failed for Flower (which needs 3.11)."""
+    ``pyproject.toml`` into a fresh environment (``FLWR_HOME/runtime-envs/<run id>``,
+    removed when the run ends). ``dpauc-tf`` is the wheel built from this checkout, named as
+    a ``[tool.uv.sources]`` path source (as docs/flower.md says); the app's other
+    dependencies come from the package index (through uv's cache).
+
+    What proves the install is the app process itself: it records the ``dpauc_tf`` it
+    imported (a module under that fresh environment, not this checkout) and the
+    distribution's ``direct_url.json`` (the built wheel's file). Before, the test read
+    Flower's log and uv's lock under this SuperLink's home, and a full CI run found
+    neither: every SuperLink of this module shared one state file (the database name
+    below), so the module's other SuperLink, whose SuperExec installs nothing, could take
+    this run's task and run it from its own home."""
     import shutil
+    from urllib.parse import unquote, urlparse
 
     import dpauc_tf
 
@@ -318,6 +352,9 @@ def test_flwr_installs_the_apps_dependencies_with_the_built_wheel(tmp_path_facto
     pyproject.write_text(
         pyproject.read_text() + f'\n[tool.uv.sources]\ndpauc-tf = {{ path = "{wheel}" }}\n'
     )
+    origin_file = tmp_path / "dpauc_tf-origin.json"
+    server_app = app / "dpauc_app" / "server_app.py"
+    server_app.write_text(server_app.read_text() + _ORIGIN_RECORDER.format(path=str(origin_file)))
     home = tmp_path_factory.mktemp("flwr-home-install")
     with _running_superlink(home, install_dependencies=True) as superlink:
         try:
@@ -326,17 +363,16 @@ def test_flwr_installs_the_apps_dependencies_with_the_built_wheel(tmp_path_facto
             if any(word in str(failure) for word in _NO_INDEX):
                 pytest.skip(f"the package index cannot be reached: {str(failure)[-300:]}")
             raise
-        log = superlink[1].read_text() if superlink[1].exists() else ""
-    text = output + log
-    # Flower's log lines about the install are not always in the streamed output (seen
-    # missing in a full CI run whose run succeeded); the lock that its `uv sync` wrote in the
-    # app's copy says what uv resolved dpauc-tf to (the run's environment is removed after).
-    locks = [lock.read_text() for lock in (home / "apps").rglob("uv.lock")]
-    by_log = (
-        "App dependencies installed successfully via uv sync" in text
-        and f"dpauc-tf=={dpauc_tf.__version__} (from file://{wheel})" in text
-    )
-    by_lock = any(f'name = "dpauc-tf", extras = ["flower"], path = "{wheel}"' in x for x in locks)
-    assert by_log or by_lock, text[-3000:]
     release = result["rounds"]["1"]
     assert release["num_reporting"] == NUM_NODES and release["mechanism"] == "histogram"
+    origin = json.loads(origin_file.read_text())
+    module = Path(origin["module"]).resolve()
+    environments = (home / "runtime-envs").resolve()
+    assert environments in module.parents, (
+        f"the app imported dpauc_tf from {module}, not from the environment Flower installed "
+        f"under {environments}: its dependencies were not installed\n{output[-3000:]}"
+    )
+    assert origin["version"] == dpauc_tf.__version__
+    url = json.loads(origin["direct_url"] or "{}").get("url", "")
+    installed_from = Path(unquote(urlparse(url).path)).resolve()
+    assert urlparse(url).scheme == "file" and installed_from == wheel.resolve(), origin

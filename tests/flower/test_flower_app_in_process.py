@@ -45,9 +45,18 @@ def _run(template, tmp_path, num_nodes=NUM_NODES, **overrides) -> dict:
     return json.loads(result_file.read_text())
 
 
-@pytest.mark.parametrize("mechanism", ["histogram", "secure-histogram"])
-def test_the_template_app_releases_with_its_config(template, tmp_path, capsys, mechanism):
-    result = _run(template, tmp_path, mechanism=mechanism, epsilon=1.0)
+@pytest.mark.parametrize(
+    "mechanism, options",
+    [
+        ("histogram", "{}"),
+        ("secure-histogram", "{}"),
+        ("secure-rank-sum", '{"resolution": 1023}'),  # two exchanges, SecAgg+ on both
+    ],
+)
+def test_the_template_app_releases_with_its_config(template, tmp_path, capsys, mechanism, options):
+    result = _run(
+        template, tmp_path, mechanism=mechanism, epsilon=1.0, **{"mechanism-options": options}
+    )
     release = result["rounds"]["1"]
     assert release["mechanism"] == mechanism
     assert release["epsilon"] == pytest.approx(1.0)

@@ -195,7 +195,8 @@ def test_too_many_dropouts_fail_with_one_clear_error(data):
 
 
 @pytest.mark.parametrize(
-    # secure-rank-sum (issue 32) takes two rounds, which Flower does not run yet
+    # secure-rank-sum's two exchanges release no summed report of its own: its tests are in
+    # test_flower_secure_rank_sum.py
     "name",
     sorted(
         set(list_mechanisms(federated=True, private=True)) - {"secure-histogram", "secure-rank-sum"}

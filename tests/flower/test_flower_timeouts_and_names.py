@@ -49,10 +49,10 @@ def _run(capsys, *argv):
 def test_cli_pld_epsilon_after_a_dropout_is_not_the_full_noise_figure(
     score_file, capsys, monkeypatch
 ):
-    monkeypatch.setattr(
+    monkeypatch.setattr(  # what --backend flower runs (dpauc_tf.backends.flower)
         flower_evaluate,
-        "evaluate",
-        functools.partial(flower_evaluate.evaluate, vanishing_clients=(1,)),
+        "evaluate_spec",
+        functools.partial(flower_evaluate.evaluate_spec, vanishing_clients=(1,)),
     )
     argv = ["--scores", score_file, "--mechanism", "secure-histogram", "--epsilon", "1"]
     argv += ["--clients", "4", "--seed", "0", "--backend", "flower", "--format", "json"]
@@ -173,14 +173,14 @@ def test_cli_interval_after_a_dropout_counts_only_the_noise_that_arrived(
     from dpauc_tf.mechanisms.intervals import release_interval
     from dpauc_tf.mechanisms.registry import get_mechanism
 
-    released, original = [], flower_evaluate.evaluate
+    released, original = [], flower_evaluate.evaluate_spec
 
-    def evaluate(*args, **kwargs):
+    def evaluate_spec(*args, **kwargs):
         out = original(*args, vanishing_clients=(1,), **kwargs)
         released.append(out.result)
         return out
 
-    monkeypatch.setattr(flower_evaluate, "evaluate", evaluate)
+    monkeypatch.setattr(flower_evaluate, "evaluate_spec", evaluate_spec)
     argv = ["--scores", score_file, "--mechanism", "secure-histogram", "--epsilon", "1"]
     argv += ["--clients", "4", "--seed", "0", "--backend", "flower", "--format", "json"]
     argv += ["--confidence", "0.95", "--ci-target", "sample", "--num-thresholds", "20"]

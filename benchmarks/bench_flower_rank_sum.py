@@ -1,0 +1,125 @@
+"""``secure-rank-sum`` on Flower: seconds per evaluation and bytes per client in each exchange.
+
+    PYTHONPATH=. .venv-keras3/bin/python benchmarks/bench_flower_rank_sum.py
+        [--clients 10] [--examples 20000] [--repeats 3] [--resolution R]
+
+One evaluation is one Flower evaluate round with two exchanges, SecAgg+ on both
+(``dpauc_tf.flower.evaluate`` on the in-process grid: the real ``SecAggPlusWorkflow`` and
+``secaggplus_mod``, no Ray). After a first evaluation timed apart (imports, TensorFlow
+tracing), ``--repeats`` evaluations are timed; the median is printed. Bytes are those of
+every message's content serialized as Flower's protobuf (``recorddict_to_proto``), per
+client and per exchange, each way: server -> client (the release's settings; exchange two
+also the aggregate totals) and client -> server (SecAgg+'s keys, shares and the masked
+vector). The load average before and after is printed: on a shared machine the seconds
+are upper bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+
+def _clients(num_clients: int, num_examples: int, seed: int = 0):
+    from dpauc_tf.core.partitions import client_slices, iid_partition
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, num_examples)
+    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0.0, 1.0)
+    ids = iid_partition(num_examples, num_clients, seed=seed)
+    return [(scores[idx], labels[idx]) for idx in client_slices(ids, num_clients)]
+
+
+def _recording_grid(traffic: list):
+    """Records ``(exchange, direction, node, bytes)`` of every message the local grid
+    delivers; a node's exchange is counted by SecAgg+'s setup stages (one per exchange)."""
+    from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage
+    from flwr.common.serde import recorddict_to_proto
+
+    from dpauc_tf.flower import local
+    from dpauc_tf.flower.rank_sum import RankSumExchange
+
+    grid_class = local._local_grid_class()
+    deliver = grid_class._deliver
+    exchanges = [e.value for e in RankSumExchange]
+    setups: dict = {}
+
+    def recorded(self, message):
+        node = message.metadata.dst_node_id
+        configs = message.content.config_records.get(RECORD_KEY_CONFIGS)
+        if configs is not None and configs.get(Key.STAGE) == Stage.SETUP:
+            setups[node] = setups.get(node, 0) + 1
+        exchange = exchanges[min(setups.get(node, 1), 2) - 1]
+        size = recorddict_to_proto(message.content).ByteSize()
+        traffic.append((exchange, "server->client", node, size))
+        reply = deliver(self, message)
+        if reply.has_content():
+            size = recorddict_to_proto(reply.content).ByteSize()
+            traffic.append((exchange, "client->server", node, size))
+        return reply
+
+    grid_class._deliver = recorded
+    return setups
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=10)
+    parser.add_argument("--examples", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--resolution", type=int, default=None)
+    args = parser.parse_args()
+    from dpauc_tf.flower import evaluate
+
+    clients = _clients(args.clients, args.examples)
+    options = {} if args.resolution is None else {"resolution": args.resolution}
+    traffic: list = []
+    setups = _recording_grid(traffic)
+
+    def once(seed):
+        setups.clear()
+        return evaluate(
+            clients,
+            mechanism="secure-rank-sum",
+            epsilon=1.0,
+            mechanism_options=options,
+            seed=seed,
+            engine="in-process",
+        )
+
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    start = time.perf_counter()
+    first = once(0)
+    print(f"first evaluation (imports, tracing): {time.perf_counter() - start:.1f} s")
+    seconds = []
+    for seed in range(1, args.repeats + 1):
+        traffic.clear()
+        start = time.perf_counter()
+        out = once(seed)
+        seconds.append(time.perf_counter() - start)
+    print(
+        f"K = {args.clients}, {args.examples} examples, resolution "
+        f"{args.resolution or 'default (2^17 + 1)'}: AUC {first.auc:.4f} / {out.auc:.4f}, "
+        f"{out.num_reporting} of {out.num_clients} clients"
+    )
+    print(f"seconds per evaluation (median of {args.repeats}): {statistics.median(seconds):.2f}")
+    for exchange in ("totals", "rank-sum"):
+        for direction in ("server->client", "client->server"):
+            per_node: dict = {}
+            for ex, way, node, size in traffic:
+                if ex == exchange and way == direction:
+                    per_node[node] = per_node.get(node, 0) + size
+            sizes = sorted(per_node.values())
+            print(
+                f"exchange {exchange!r} {direction}: {statistics.median(sizes) / 1e3:,.1f} kB per "
+                f"client (median; min {sizes[0] / 1e3:,.1f}, max {sizes[-1] / 1e3:,.1f})"
+            )
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""``secure-rank-sum`` on Flower (issue 32): one evaluate round, two exchanges, SecAgg+ on
+both, through the in-process grid (the real ``SecAggPlusWorkflow`` and ``secaggplus_mod``).
+
+Small data and a coarse counting grid (``resolution``) keep every round to a few seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+from scipy import stats
+
+from dpauc_tf.core.counts import bucket_counts
+from dpauc_tf.core.partitions import client_slices, non_iid_partition
+from dpauc_tf.flower import evaluate
+from dpauc_tf.flower.rank_sum import EXCHANGE_KEY, RankSumExchange
+from dpauc_tf.mechanisms.rank_sum import mechanism_statistics
+from dpauc_tf.mechanisms.release import ReleaseSpec
+from dpauc_tf.simulation import simulate_examples
+from tests.helpers.cli import cli_status
+from tests.helpers.scores import normal_score_file
+
+K = 10
+RESOLUTION = 255  # thresholds of the counting grid (the default 2^17 + 1 is the measured one)
+OPTIONS = {"resolution": RESOLUTION}
+RELEASES = 400
+EPSILON = 0.2  # a large noise scale: the two-sample test sees the noise, not the data
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(11)
+    n = 300
+    labels = rng.integers(0, 2, n)
+    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0.0, 1.0)
+    ids = non_iid_partition(scores, K)
+    clients = [(scores[idx], labels[idx]) for idx in client_slices(ids, K)]
+    return labels, scores, ids, clients
+
+
+def _exact_twice_rank_sum(labels, scores) -> float:
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=OPTIONS)
+    pos, neg = bucket_counts(labels, scores, spec.count_grid())
+    return 2.0 * float(mechanism_statistics(pos, pos + neg)["rank_sum"])
+
+
+def _noise(result, exact_twice: float) -> np.ndarray:
+    """``|2 S~ - 2 S|`` of every release: the magnitude of the noise on ``2 S``."""
+    return np.abs(2.0 * np.asarray(result.noisy_counts["rank_sum"]) - exact_twice)
+
+
+@pytest.fixture(scope="module")
+def flower_run(data):
+    _, _, _, clients = data
+    replies = []
+    out = evaluate(
+        clients,
+        mechanism="secure-rank-sum",
+        epsilon=EPSILON,
+        mechanism_options=OPTIONS,
+        seed=5,
+        repeats=RELEASES,
+        engine="in-process",
+        observe_replies=replies.append,
+    )
+    return out, replies
+
+
+def test_flower_k10_agrees_with_simulate_in_distribution(data, flower_run):
+    """Two-sample Kolmogorov-Smirnov on the noise of the released ``2 S``: Flower's K = 10
+    summed shares against the simulation's one draw of the central law. It passes at the
+    stated scale and fails for a halved and a doubled scale (epsilon doubled, halved)."""
+    labels, scores, ids, _ = data
+    out, _ = flower_run
+    exact = _exact_twice_rank_sum(labels, scores)
+    flower = _noise(out.result, exact)
+    assert out.num_reporting == K == out.num_clients and out.epsilon == pytest.approx(EPSILON)
+    assert out.unmasked_groups == (K,)
+
+    def simulated(epsilon: float, seed: int) -> np.ndarray:
+        spec = ReleaseSpec.make("secure-rank-sum", epsilon=epsilon, options=OPTIONS, seed=seed)
+        result = simulate_examples(
+            spec, labels, scores, spec.thresholds, ids, K, seed=seed, repeats=RELEASES
+        )
+        return _noise(result, exact)
+
+    same = stats.ks_2samp(flower, simulated(EPSILON, 1)).pvalue
+    halved = stats.ks_2samp(flower, simulated(2 * EPSILON, 2)).pvalue
+    doubled = stats.ks_2samp(flower, simulated(EPSILON / 2, 3)).pvalue
+    assert same > 1e-3, same
+    assert halved < 1e-4, halved  # a scale half the stated one is seen
+    assert doubled < 1e-4, doubled  # and so is one twice as large
+
+
+def test_the_server_sees_masked_vectors_in_both_exchanges(flower_run):
+    """Every reply the server received is a SecAgg+ stage message: no report, in either
+    exchange, reached it in the clear."""
+    from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key
+
+    from dpauc_tf.flower.records import REPORT_KEY
+
+    _, replies = flower_run
+    assert replies and all(
+        REPORT_KEY not in r.content.array_records or not r.content.array_records[REPORT_KEY]
+        for r in replies
+    )
+    masked = [
+        r
+        for r in replies
+        if Key.MASKED_PARAMETERS in r.content.config_records.get(RECORD_KEY_CONFIGS, {})
+    ]
+    assert len(masked) == 2 * K  # two exchanges, K masked vectors each
+
+
+def _clients_with(data, extra):
+    _, _, _, clients = data
+    return [*clients[:4], *extra]
+
+
+def _exact_auc(clients) -> float:
+    scores = np.concatenate([np.asarray(s, np.float64) for s, _ in clients])
+    labels = np.concatenate([np.asarray(y, np.float64) for _, y in clients])
+    spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=RESOLUTION)
+    return float(simulate_examples(spec, labels, scores, spec.thresholds).auc)
+
+
+def test_one_class_empty_and_tied_clients_give_the_right_auc(data):
+    hostile = [
+        (np.array([0.3, 0.9, 0.6]), np.ones(3)),  # one class
+        (np.zeros(0), np.zeros(0)),  # empty
+        (np.full(5, 0.5), np.array([0, 1, 0, 1, 1])),  # every score tied
+    ]
+    clients = _clients_with(data, hostile)
+    out = evaluate(
+        clients,
+        mechanism="secure-rank-sum",
+        epsilon=1e6,  # the noise vanishes: the AUC is the data's
+        mechanism_options=OPTIONS,
+        seed=0,
+        engine="in-process",
+    )
+    assert out.num_reporting == len(clients)
+    assert out.num_examples == sum(len(s) for s, _ in clients)
+    assert out.auc == pytest.approx(_exact_auc(clients), abs=1e-3)
+
+
+def test_a_client_lost_inside_the_first_exchange_leaves_the_others_at_full_epsilon(data):
+    """A client that drops inside exchange one's SecAgg+ is not ranked: exchange two asks
+    the others, with shares sized for them, so their AUC carries the full epsilon."""
+    _, _, _, clients = data
+    out = evaluate(
+        clients[:6],
+        mechanism="secure-rank-sum",
+        epsilon=1e6,
+        mechanism_options=OPTIONS,
+        seed=0,
+        vanishing_clients=[2],
+        engine="in-process",
+    )
+    others = [c for k, c in enumerate(clients[:6]) if k != 2]
+    assert out.num_clients == 6 and out.num_reporting == 5
+    assert out.num_examples == sum(len(s) for s, _ in others)
+    assert out.epsilon == pytest.approx(1e6)
+    assert out.auc == pytest.approx(_exact_auc(others), abs=1e-3)
+
+
+def test_a_client_lost_between_the_exchanges_is_refused_in_one_line(data):
+    _, _, _, clients = data
+    with pytest.raises(ValueError) as error:
+        evaluate(
+            clients[:6],
+            mechanism="secure-rank-sum",
+            epsilon=1.0,
+            mechanism_options=OPTIONS,
+            lost_between_exchanges=[4],
+            engine="in-process",
+        )
+    message = str(error.value)
+    assert "\n" not in message
+    assert "exchange two" in message and "nothing is released" in message
+    assert "not unmasked" in message
+
+
+def test_a_client_without_the_exchange_is_refused():
+    from dpauc_tf.flower.encoding import LimbLayout
+    from dpauc_tf.flower.rank_sum import rank_sum_report
+    from dpauc_tf.flower.records import release_config, release_from_config
+
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=OPTIONS)
+    config = release_config(spec, num_clients=3, layout=LimbLayout.for_clients(3))
+    settings = release_from_config(config)
+    with pytest.raises(ValueError, match=EXCHANGE_KEY):
+        rank_sum_report(settings, config, [0, 1], [0.2, 0.7], seed=0)
+    config[EXCHANGE_KEY] = RankSumExchange.RANK_SUM.value
+    with pytest.raises(ValueError, match="totals"):
+        rank_sum_report(settings, config, [0, 1], [0.2, 0.7], seed=0)
+
+
+def test_cli_backend_flower_runs_secure_rank_sum(tmp_path, capsys, monkeypatch):
+    import json
+
+    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+    path = normal_score_file(tmp_path / "scores.csv", 200, seed=4)
+    status, out = cli_status(
+        capsys,
+        *("evaluate", "--scores", path, "--backend", "flower", "--clients", K),
+        *("--mechanism", "secure-rank-sum", "--epsilon", 1, "--seed", 0),
+        *("--mechanism-option", f"resolution={RESOLUTION}", "--format", "json"),
+    )
+    assert status == 0, out.err
+    result = json.loads(out.out)
+    assert result["backend"] == "flower" and result["mechanism"] == "secure-rank-sum"
+    assert result["num_reporting"] == K and result["epsilon"] == pytest.approx(1.0)
