@@ -550,6 +550,14 @@ def achieved_statement(mechanism: CountMechanism, num_reporting: int) -> Privacy
     """
     statement = mechanism.statement()
     achieved = float(mechanism.achieved_epsilon(num_reporting))
+    local = not mechanism.capabilities.secure and mechanism.releases_from_summed_counts
+    if local and num_reporting > 1:  # rank-sum over clients without secure aggregation
+        statement = dataclasses.replace(
+            statement,
+            noise=f"{statement.noise}; over {num_reporting} clients without secure aggregation "
+            "every client adds this noise to its own S_k and P_k (ranked by the global bucket "
+            "totals), and the server sees every client's bucket totals and noisy reports",
+        )
     if achieved == statement.epsilon:
         return statement
     shares = getattr(mechanism, "num_clients", None)

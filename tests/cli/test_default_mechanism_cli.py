@@ -92,3 +92,12 @@ def test_a_delta_without_secure_aggregation_is_refused_in_one_line(capsys, csv_p
     assert code != 0
     lines = [line for line in captured.err.splitlines() if line.strip()]
     assert len(lines) == 1 and "pure epsilon-DP; leave delta unset" in lines[0], captured.err
+
+
+def test_local_rank_sum_statement_says_every_client_adds_its_noise(capsys, csv_path):
+    """Over clients without secure aggregation the release carries K draws: the statement
+    says so and names what the server sees (the bucket totals and every noisy report)."""
+    out = evaluate_json(capsys, "--scores", csv_path, "--clients", 4, "--epsilon", 1, "--seed", 0)
+    assert out["mechanism"] == "rank-sum"
+    assert "over 4 clients without secure aggregation every client adds" in out["privacy"]
+    assert "the server sees every client's bucket totals" in out["privacy"]
