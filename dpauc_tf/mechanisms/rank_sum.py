@@ -316,7 +316,7 @@ class RankSum(CountMechanism):
         (``c tail``, `RANK_SUM_BOX_COUNT_SHARE`), and the AUC's range over both
         (Bonferroni: it covers with probability at least ``1 - tail`` whatever the class
         sizes), clipped to [0, 1]. ``copies``: the noise draws summed on each (clients that
-        each add their own; [`laplace_sum_half_width`][])."""
+        each add their own; `laplace_sum_half_width`)."""
         rank_sum = np.asarray(release["rank_sum"], np.float64)
         num_pos = np.asarray(release["num_pos"], np.float64)
         total = np.asarray(release["total"], np.float64)
