@@ -72,11 +72,11 @@ from dpauc_tf.mechanisms.registry import check_mechanism_options
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
-    check_label_free_keys,
     check_repeats,
     check_slices_bound,
     finish_release,
 )
+from dpauc_tf.privacy.statement import check_label_free_keys
 
 _MISSING = object()  # no epsilon given: refused, never "no noise"
 _DEFAULTS = {

@@ -54,9 +54,9 @@ from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
-    check_label_free_keys,
     check_slices_bound,
 )
+from dpauc_tf.privacy.statement import check_label_free_keys
 
 DPAUC_NAME = "dpauc"
 # Metric keys beside the value: one release's epsilon and the whole evaluation's.

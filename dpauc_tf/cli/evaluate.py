@@ -55,6 +55,7 @@ from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.cli.release import ReleaseRequest, release_request
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms, mechanism_spec
+from dpauc_tf.privacy.statement import check_label_free_keys
 
 
 def mechanism_epilog() -> str:
@@ -277,6 +278,10 @@ def prepare_evaluate(args) -> EvaluateRequest:
         from dpauc_tf.io.readers import score_files
 
         score_files(args.scores)
+    try:  # clients made from the labels reveal them (the one rule of every face)
+        check_label_free_keys(args.label_column, (), args.client_column, "--client-column")
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     clients = (args.clients or 1) > 1 or bool(args.client_column)
     needs_curve = bool(args.plot) or evaluation_summaries.wanted(args)  # metrics (issue 33)
     # the default mechanism's deployment: secure on tff/flower, local noise per client on

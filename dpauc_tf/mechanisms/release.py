@@ -63,28 +63,6 @@ def check_slices_bound(value: int | None, name: str = "max_slices_per_example") 
     return value
 
 
-def check_label_free_keys(
-    label: str, slicing: Sequence[Sequence[str]], client: str | None, surface: str
-) -> None:
-    """Refuses the label column as a slice (or client) column: each slice would hold one
-    class, and its ``num_examples`` would be an exact class count. The check is by name
-    only: testing whether a column's values follow the labels would itself publish
-    something about the labels. Slice columns must be chosen without looking at the labels
-    (their sizes are then label-free: scores and slice membership are public under label
-    DP)."""
-    for spec in slicing:
-        if label in spec:
-            raise ValueError(
-                f"{surface}: the slicing spec {tuple(spec)!r} slices on the label column "
-                f"{label!r}: each slice's num_examples would be an exact class count"
-            )
-    if client is not None and client == label:
-        raise ValueError(
-            f"{surface}: the client column is the label column {label!r}: each client "
-            "would hold one class"
-        )
-
-
 @dataclasses.dataclass(frozen=True)
 class ReleaseSpec:
     """What describes a release, as every backend needs it (hashable, picklable).

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 
 def label_dp(max_weight: float = 1.0) -> str:
@@ -97,4 +98,26 @@ class PrivacyStatement:
             f"{self.mechanism}: ({self.epsilon:g}, {self.delta:g})-DP{claim}; "
             f"neighbours: {self.neighbouring}; sensitivity: {self.sensitivity}; "
             f"noise: {self.noise}"
+        )
+
+
+def check_label_free_keys(
+    label: str, slicing: Sequence[Sequence[str]], client: str | None, surface: str
+) -> None:
+    """Refuses the label column as a slice (or client) column: each slice would hold one
+    class, and its ``num_examples`` would be an exact class count. The check is by name
+    only: testing whether a column's values follow the labels would itself publish
+    something about the labels. Slice columns must be chosen without looking at the labels
+    (their sizes are then label-free: scores and slice membership are public under label
+    DP)."""
+    for spec in slicing:
+        if label in spec:
+            raise ValueError(
+                f"{surface}: the slicing spec {tuple(spec)!r} slices on the label column "
+                f"{label!r}: each slice's num_examples would be an exact class count"
+            )
+    if client is not None and client == label:
+        raise ValueError(
+            f"{surface}: the client column is the label column {label!r}: each client "
+            "would hold one class"
         )

@@ -63,11 +63,11 @@ from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
-    check_label_free_keys,
     check_repeats,
     check_slices_bound,
     finish_release,
 )
+from dpauc_tf.privacy.statement import check_label_free_keys
 from dpauc_tf.spark.counting import PROBLEMS, ROWS, BucketRule, count_partition
 
 if TYPE_CHECKING:

@@ -87,6 +87,15 @@ def test_explicit_client_column_must_exist(capsys, tmp_path, frame):
     capsys.readouterr()
 
 
+def test_a_client_column_that_is_the_label_column_is_refused(capsys, tmp_path, frame):
+    """Clients made from the labels reveal them: round one's bucket totals per client are the
+    per-label score histograms (the release's label-DP statement would be false)."""
+    path = _write(tmp_path, "l.csv", **frame)
+    args = ["evaluate", "--scores", str(path), "--epsilon", "1", "--client-column", "label"]
+    assert main(args) == 2
+    assert "the client column is the label column" in _one_error_line(capsys.readouterr().err)
+
+
 # -- absurd sizes are refused up front -------------------------------------------------------
 @pytest.mark.parametrize(
     "extra, message",

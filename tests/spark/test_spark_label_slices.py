@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.registry import default_mechanism
 from dpauc_tf.spark import DPAUCEvaluator, private_auc, private_auc_by_slice
 
@@ -47,7 +48,8 @@ def test_spark_follows_the_one_default_rule():
     rank-sum; the evaluator names the mechanism it uses."""
     assert DPAUCEvaluator(epsilon=1.0).getParam("mechanism") == default_mechanism()
     assert DPAUCEvaluator(epsilon=1.0, delta=1e-6).getParam("mechanism") == "auc-only"
-    assert DPAUCEvaluator(epsilon=1.0, clientCol="c").getParam("mechanism") == "histogram"
+    federated = default_mechanism(deployment=Deployment.FEDERATED)  # no secure aggregation
+    assert DPAUCEvaluator(epsilon=1.0, clientCol="c").getParam("mechanism") == federated
     assert DPAUCEvaluator(mechanism="paper", epsilon=1.0).getParam("mechanism") == "paper"
 
 
@@ -59,4 +61,4 @@ def test_private_auc_releases_with_the_default_and_names_it(spark):
     assert result.mechanism == result.to_dict()["mechanism"] == default_mechanism()
     with_clients = frame.selectExpr("*", "cast(rand(1) * 3 as int) as client")
     clients = private_auc(with_clients, client_col="client", epsilon=1.0, seed=0)
-    assert clients.mechanism == "histogram"
+    assert clients.mechanism == default_mechanism(deployment=Deployment.FEDERATED)
