@@ -89,7 +89,8 @@ def test_docstring_examples(name):
         "tensorflow_model_analysis"
     ):
         pytest.skip("needs TensorFlow Model Analysis")
-    if name.startswith("dpauc_tf.spark") and not importlib.util.find_spec("pyspark"):
+    spark = ("dpauc_tf.spark", "dpauc_tf.backends.spark")
+    if name.startswith(spark) and not importlib.util.find_spec("pyspark"):
         pytest.skip('needs PySpark: pip install "dpauc-tf[spark]"')
     if name == "dpauc_tf.flower.local" and not importlib.util.find_spec("flwr"):
         pytest.skip('needs Flower: pip install "dpauc-tf[flower]"')

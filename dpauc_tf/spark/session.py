@@ -73,22 +73,28 @@ def spark_session(master: str = DEFAULT_MASTER, app_name: str = "dpauc") -> Iter
     check_master(master)
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    log = tempfile.TemporaryFile()  # the JVM's start-up output, shown only in one line
-    try:
-        with _stderr_to(log):  # the JVM launched here inherits this stderr
-            session = (
-                SparkSession.builder.master(master)
-                .appName(app_name)
-                .config("spark.ui.showConsoleProgress", "false")
-                .getOrCreate()
-            )
-    except Exception as error:  # py4j / Java errors: one line, never a Java traceback
-        reason = _java_exception_line(log) or _java_message(error)
-        raise SparkMasterError(
-            master, f"cannot start a Spark session ({reason}); {_MASTERS}"
-        ) from None
-    finally:
-        log.close()
+    for attempt in range(2):
+        log = tempfile.TemporaryFile()  # the JVM's start-up output, shown only in one line
+        try:
+            with _stderr_to(log):  # the JVM launched here inherits this stderr
+                session = (
+                    SparkSession.builder.master(master)
+                    .appName(app_name)
+                    .config("spark.ui.showConsoleProgress", "false")
+                    .getOrCreate()
+                )
+            break
+        except Exception as error:  # py4j / Java errors: one line, never a Java traceback
+            reason = _java_exception_line(log) or _java_message(error)
+            # a JVM that died while starting with nothing to say (seen once on a loaded
+            # machine) is started once more; a bad master or configuration fails again
+            if attempt == 0 and "JAVA_GATEWAY_EXITED" in reason:
+                continue
+            raise SparkMasterError(
+                master, f"cannot start a Spark session ({reason}); {_MASTERS}"
+            ) from None
+        finally:
+            log.close()
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session

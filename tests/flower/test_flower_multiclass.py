@@ -81,13 +81,14 @@ def test_noise_off_equals_the_central_release_and_scikit_learn():
 
 def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
     labels, scores = _data(200)
-    one = _run([(scores, labels)], epsilon=2.0, seed=3, repeats=150)
+    # local noise by name: with several clients Flower's default is the secure release
+    one = _run([(scores, labels)], mechanism="histogram", epsilon=2.0, seed=3, repeats=150)
     noise = _residuals(one, labels, scores)
     assert stats.kstest(noise, stats.laplace(scale=2.0).cdf).pvalue > 1e-3  # 4 / epsilon
     for wrong in (1.0, 4.0):  # a halved (naive per-class budget) or doubled scale
         assert stats.kstest(noise, stats.laplace(scale=wrong).cdf).pvalue < 1e-10
     assert one.epsilon == 2.0 and one.epsilon_total == pytest.approx(300.0)
-    four = _run(_clients(labels, scores, 4), epsilon=2.0, seed=4, repeats=60)
+    four = _run(_clients(labels, scores, 4), mechanism="histogram", epsilon=2.0, seed=4, repeats=60)
     ratio = np.var(_residuals(four, labels, scores)) / (4 * 2 * 2.0**2)
     assert 0.8 < ratio < 1.25, ratio  # four draws in the sum; halved / doubled: 0.25 / 4
 
@@ -114,7 +115,13 @@ def test_multiclass_release_travels_in_the_message_and_the_strategy_runs_it_ever
     from flwr.serverapp.strategy import FedAvg
 
     spec = spec_from_run_config(
-        {"num-classes": 3, "epsilon": 1.0, "num-thresholds": T, "average": "weighted"}
+        {
+            "num-classes": 3,
+            "mechanism": "histogram",  # local noise (the default with clients is secure)
+            "epsilon": 1.0,
+            "num-thresholds": T,
+            "average": "weighted",
+        }
     )
     assert isinstance(spec, ReleaseSpec) and spec.one_vs_rest and spec.average == "weighted"
     back = release_from_config(release_config(spec, num_clients=4))
