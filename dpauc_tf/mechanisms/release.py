@@ -244,8 +244,15 @@ class ReleaseSpec:
             )
 
     def check_summable(self, num_clients: int, surface: str) -> None:
-        """Refuses several clients for a mechanism that releases one holder's AUC."""
-        if num_clients > 1 and self.capabilities.releases != "curve":
+        """Refuses several clients for a mechanism that releases one holder's AUC from its
+        counts (``auc-only``): the built mechanism's law decides (the rank sums release over
+        clients, ``releases_from_summed_counts``; with ``epsilon=None`` nothing is noised)."""
+        built = self.build()
+        if getattr(built, "releases_from_summed_counts", False):
+            return
+        if getattr(built, "capabilities", self.capabilities).releases == "curve":
+            return
+        if num_clients > 1:
             raise ValueError(
                 f"mechanism {self.mechanism!r} releases one AUC from one data holder's "
                 f"counts: {surface} cannot sum its releases over {num_clients} clients"

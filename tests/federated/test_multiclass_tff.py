@@ -82,8 +82,14 @@ def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
     labels, scores, _ = _data(300)
     # one client: every count carries Laplace(4 / epsilon) (L1 = 4: a class change touches
     # two classes), 150 releases x 2 x 3 x 21 counts
+    # local noise by name: TFF's default is the secure release (secure sum)
     one = evaluate_multiclass(
-        [(scores, labels)], epsilon=2.0, num_thresholds=T, seed=3, repeats=150
+        [(scores, labels)],
+        mechanism="histogram",
+        epsilon=2.0,
+        num_thresholds=T,
+        seed=3,
+        repeats=150,
     )
     noise = _residuals(one, labels, scores)
     assert stats.kstest(noise, stats.laplace(scale=2.0).cdf).pvalue > 1e-3
@@ -92,7 +98,12 @@ def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
     assert one.epsilon == 2.0 and one.epsilon_total == pytest.approx(300.0)
     # four clients: four independent draws in the sum, variance 4 x 2 b^2
     four = evaluate_multiclass(
-        _clients(labels, scores, 4), epsilon=2.0, num_thresholds=T, seed=4, repeats=60
+        _clients(labels, scores, 4),
+        mechanism="histogram",
+        epsilon=2.0,
+        num_thresholds=T,
+        seed=4,
+        repeats=60,
     )
     ratio = np.var(_residuals(four, labels, scores)) / (4 * 2 * 2.0**2)
     assert 0.8 < ratio < 1.25, ratio  # a halved or doubled scale gives 0.25 / 4

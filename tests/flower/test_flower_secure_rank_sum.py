@@ -213,3 +213,11 @@ def test_cli_backend_flower_runs_secure_rank_sum(tmp_path, capsys, monkeypatch):
     result = json.loads(out.out)
     assert result["backend"] == "flower" and result["mechanism"] == "secure-rank-sum"
     assert result["num_reporting"] == K and result["epsilon"] == pytest.approx(1.0)
+
+
+def test_local_rank_sum_over_several_flower_clients_is_refused(data):
+    """Without a first exchange each client would rank by its own totals and the server would
+    sum rank sums of different populations: refused in one line, naming the secure release."""
+    clients = _clients_with(data, [])[:3]
+    with pytest.raises(ValueError, match="'rank-sum' cannot run on Flower"):
+        evaluate(clients, mechanism="rank-sum", epsilon=1.0, seed=0, engine="in-process")
