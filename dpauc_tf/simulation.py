@@ -109,7 +109,7 @@ def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int)
     """The chunks' summed reports, joined along the repeats axis, through
     [`finish_release`][] (the one post-processing). Every client reported: every noise
     share the mechanism was sized for arrived (its own `noise_shares` rule)."""
-    joined = {key: np.concatenate([part[key].numpy() for part in summed]) for key in summed[0]}
+    joined = {key: np.concatenate([np.asarray(part[key]) for part in summed]) for key in summed[0]}
     shares = mechanism.noise_shares(num_clients) if isinstance(mechanism, CountMechanism) else None
     clients = None if num_clients == 1 else int(num_clients)
     return finish_release(
@@ -203,22 +203,11 @@ def simulate_rank_sums(
     pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
     neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
     num_examples = float(tf.reduce_sum(pos) + tf.reduce_sum(neg))
-    parts = []
-    for size, chunk_seed in _chunks(repeats, 2, seed):
-        release = mechanism.release_over_clients(pos, neg, num_clients, chunk_seed, size)
-        parts.append({k: np.asarray(v) for k, v in release.items()})
-    joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-    shares = mechanism.noise_shares(num_clients)
-    return finish_release(
-        spec,
-        joined,
-        num_examples=num_examples,
-        num_clients=num_clients,
-        num_reporting=num_clients,
-        shares=shares,
-        shares_arrived=shares,
-        mechanism=mechanism,
-    )
+    parts = [
+        mechanism.release_over_clients(pos, neg, num_clients, chunk_seed, size)
+        for size, chunk_seed in _chunks(repeats, 2, seed)
+    ]
+    return _finish(spec, mechanism, parts, num_examples, num_clients)
 
 
 def even_grid_buckets(values: np.ndarray, scores: np.ndarray) -> np.ndarray | None:

@@ -108,11 +108,19 @@ def local_release(item, spec: ReleaseSpec, repeats: int, most, interval) -> AUCR
         counts.pos, counts.neg, num_clients, spec.seed_for(key), repeats
     )
     count_release()
+    return _finish_slice(
+        spec, mechanism, key, release, counts.num_examples, num_clients, most, interval
+    )
+
+
+def _finish_slice(spec, mechanism, key, release, num_examples, num_clients, most, interval):
+    """A slice's rank-sum release from all its clients, through `finish_release`: every
+    noise share the mechanism was sized for arrived (its `noise_shares` rule)."""
     shares = mechanism.noise_shares(num_clients)
     return finish_release(
         spec,
         {name: np.asarray(value) for name, value in release.items()},
-        num_examples=counts.num_examples,
+        num_examples=num_examples,
         num_clients=num_clients,
         num_reporting=num_clients,
         shares=shares,
@@ -173,17 +181,4 @@ def finish_secure(item, spec: ReleaseSpec, totals: dict, most, interval) -> AUCR
     layout = report_layout(mechanism, totals[key], num_clients)
     summed = {name: layout.decode(value) for name, value in limbs.items()}
     release = mechanism.finish(summed, totals[key], num_reporting=num_clients)
-    shares = mechanism.noise_shares(num_clients)
-    return finish_release(
-        spec,
-        {name: np.asarray(value) for name, value in release.items()},
-        num_examples=num_examples,
-        num_clients=num_clients,
-        num_reporting=num_clients,
-        shares=shares,
-        shares_arrived=shares,
-        slice_key=key,
-        slices_per_example=most,
-        mechanism=mechanism,
-        **interval,
-    )
+    return _finish_slice(spec, mechanism, key, release, num_examples, num_clients, most, interval)
