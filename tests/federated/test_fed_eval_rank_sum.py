@@ -22,45 +22,17 @@ from dpauc_tf.mechanisms.rank_sum import RankSum, rank_sum_statistics  # noqa: E
 from dpauc_tf.mechanisms.release import ReleaseSpec  # noqa: E402
 from dpauc_tf.mechanisms.secure_rank_sum import SecureRankSum  # noqa: E402
 from dpauc_tf.simulation import simulate  # noqa: E402
+from tests.helpers.tff_models import client_datasets, linear_clients, model_fn_with  # noqa: E402
 
 pytestmark = pytest.mark.federated
 K = 5  # clients
 RESOLUTION = 63
 OPTIONS = {"resolution": RESOLUTION}
-SPEC = (tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([None, 1], tf.float32))
-
-
-def _model_fn(dpauc_metrics):
-    def model_fn():
-        dense = tf.keras.layers.Dense(
-            1,
-            activation="sigmoid",
-            kernel_initializer=tf.keras.initializers.Constant([[1.0], [0.0]]),
-        )
-        keras_model = tf.keras.Sequential([tf.keras.layers.Input((2,)), dense])
-        return tff.learning.models.from_keras_model(
-            keras_model,
-            loss=tf.keras.losses.BinaryCrossentropy(),
-            input_spec=SPEC,
-            metrics=[*dpauc_metrics(), tf.keras.metrics.BinaryAccuracy()],
-        )
-
-    return model_fn
 
 
 @pytest.fixture(scope="module")
 def clients():
-    rng = np.random.default_rng(3)
-    out = []
-    for _ in range(K):
-        x = rng.normal(size=(80, 2)).astype(np.float32)
-        y = (x[:, :1] + rng.normal(size=(80, 1)) > 0).astype(np.float32)
-        out.append((x, y))
-    return out
-
-
-def _datasets(clients):
-    return [tf.data.Dataset.from_tensor_slices(c).batch(40) for c in clients]
+    return linear_clients(K, seed=3)
 
 
 def _client_counts(clients):
@@ -71,7 +43,7 @@ def _client_counts(clients):
 
 
 def _evaluation(metrics, num_clients=K, report=True):
-    model_fn = _model_fn(metrics)
+    model_fn = model_fn_with(metrics)
     process = build_dpauc_metrics_aggregation_process(
         model_fn, num_clients=num_clients, report_noisy_counts=report
     )
@@ -84,7 +56,7 @@ def test_the_roc_default_runs_as_the_secure_rank_sum_and_equals_the_central_one(
     evaluation = _evaluation(lambda: [DPAUC(epsilon=1e9, mechanism_options=OPTIONS)])
     state = evaluation.initialize()
     for _ in range(2):
-        out = evaluation.next(state, _datasets(clients))
+        out = evaluation.next(state, client_datasets(clients))
         state = out.state
     metrics = out.metrics["client_work"]["eval"]
     current, total = metrics["current_round_metrics"], metrics["total_rounds_metrics"]
@@ -110,7 +82,7 @@ def test_the_noise_has_the_simulation_law_and_a_halved_or_doubled_scale_fails(cl
             DPAUC(epsilon=1.0, mechanism_options=OPTIONS, name=f"dp{i}") for i in range(copies)
         ]
     )
-    state, datasets, releases = evaluation.initialize(), _datasets(clients), []
+    state, datasets, releases = evaluation.initialize(), client_datasets(clients), []
     for _ in range(rounds):
         current = evaluation.next(state, datasets).metrics["client_work"]["eval"]
         releases += [current["current_round_metrics"][f"dp{i}"] for i in range(copies)]
@@ -134,7 +106,7 @@ def test_shares_sized_for_more_clients_release_with_a_finite_achieved_epsilon_or
         evaluation = _evaluation(
             lambda: [DPAUC(epsilon=1.0, mechanism_options=OPTIONS)], num_clients=sized
         )
-        out = evaluation.next(evaluation.initialize(), _datasets(clients))
+        out = evaluation.next(evaluation.initialize(), client_datasets(clients))
         dp = out.metrics["client_work"]["eval"]["current_round_metrics"]["dp_auc"]
         assert dp["num_reporting"] == K
         assert np.isfinite(dp["num_pos"]) == defined
@@ -172,6 +144,6 @@ def test_a_client_lost_between_the_rounds_gives_nan_and_no_num_clients_is_refuse
     assert kept["rank_sum"] == 1.5 and kept["num_pos"] == 2.0
     with pytest.raises(ValueError, match="pass num_clients=") as error:
         build_dpauc_metrics_aggregation_process(
-            _model_fn(lambda: [DPAUC(epsilon=1.0, mechanism_options=OPTIONS)])
+            model_fn_with(lambda: [DPAUC(epsilon=1.0, mechanism_options=OPTIONS)])
         )
     assert "\n" not in str(error.value) and "'secure-rank-sum'" in str(error.value)

@@ -19,45 +19,17 @@ from dpauc_tf.federated import build_dpauc_metrics_aggregation_process  # noqa: 
 from dpauc_tf.federated.learning import build_client_reports  # noqa: E402
 from dpauc_tf.mechanisms import get_mechanism  # noqa: E402
 from dpauc_tf.simulation import simulate  # noqa: E402
+from tests.helpers.tff_models import client_datasets, linear_clients, model_fn_with  # noqa: E402
 
 pytestmark = pytest.mark.federated
 
 T = 20  # thresholds
 K = 5  # clients
-SPEC = (tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([None, 1], tf.float32))
-
-
-def _model_fn(dpauc_metrics):
-    def model_fn():
-        dense = tf.keras.layers.Dense(
-            1,
-            activation="sigmoid",
-            kernel_initializer=tf.keras.initializers.Constant([[1.0], [0.0]]),
-        )
-        keras_model = tf.keras.Sequential([tf.keras.layers.Input((2,)), dense])
-        return tff.learning.models.from_keras_model(
-            keras_model,
-            loss=tf.keras.losses.BinaryCrossentropy(),
-            input_spec=SPEC,
-            metrics=[*dpauc_metrics(), tf.keras.metrics.BinaryAccuracy()],
-        )
-
-    return model_fn
 
 
 @pytest.fixture(scope="module")
 def clients():
-    rng = np.random.default_rng(0)
-    out = []
-    for _ in range(K):
-        x = rng.normal(size=(80, 2)).astype(np.float32)
-        y = (x[:, :1] + rng.normal(size=(80, 1)) > 0).astype(np.float32)
-        out.append((x, y))
-    return out
-
-
-def _datasets(clients):
-    return [tf.data.Dataset.from_tensor_slices(c).batch(40) for c in clients]
+    return linear_clients(K, seed=0)
 
 
 def _client_counts(clients):
@@ -99,7 +71,7 @@ def _union_auc(clients):
 
 def test_secure_noise_off_equals_tf_auc_on_the_union(clients):
     # A huge epsilon makes every integer share 0: the secure arithmetic with noise off.
-    model_fn = _model_fn(lambda: _secure_metrics(1e9))
+    model_fn = model_fn_with(lambda: _secure_metrics(1e9))
     process = build_dpauc_metrics_aggregation_process(
         model_fn, num_clients=K, report_noisy_counts=True
     )
@@ -108,7 +80,7 @@ def test_secure_noise_off_equals_tf_auc_on_the_union(clients):
     )
     state = evaluation.initialize()
     for _ in range(2):
-        out = evaluation.next(state, _datasets(clients))
+        out = evaluation.next(state, client_datasets(clients))
         state = out.state
     metrics = out.metrics["client_work"]["eval"]
     current, total = metrics["current_round_metrics"], metrics["total_rounds_metrics"]
@@ -130,7 +102,7 @@ NUM_COPIES, ROUNDS = 20, 15  # 300 independent releases: 20 DPAUC metrics x 15 r
 
 
 def test_secure_noise_matches_the_simulation_and_a_halved_scale_does_not(clients):
-    model_fn = _model_fn(
+    model_fn = model_fn_with(
         lambda: [
             DPAUC(epsilon=1.0, num_thresholds=T, mechanism="secure-histogram", name=f"dp{i}")
             for i in range(NUM_COPIES)
@@ -140,7 +112,7 @@ def test_secure_noise_matches_the_simulation_and_a_halved_scale_does_not(clients
     evaluation = tff.learning.algorithms.build_fed_eval(
         model_fn, metrics_aggregation_process=process
     )
-    state, datasets, aucs = evaluation.initialize(), _datasets(clients), []
+    state, datasets, aucs = evaluation.initialize(), client_datasets(clients), []
     for _ in range(ROUNDS):
         current = evaluation.next(state, datasets).metrics["client_work"]["eval"]
         aucs += [current["current_round_metrics"][f"dp{i}"] for i in range(NUM_COPIES)]
@@ -184,7 +156,7 @@ def test_client_shares_are_integer_counts_plus_noise_on_each_client(clients):
     assert 0.7 < np.var(residuals) / share_variance < 1.4
     assert np.all(residuals == np.round(residuals)) and np.any(residuals != 0)
     # The process sums those residues with the secure sum intrinsic.
-    model_fn = _model_fn(
+    model_fn = model_fn_with(
         lambda: [DPAUC(epsilon=1.0, num_thresholds=T, mechanism="secure-histogram")]
     )
     process = build_dpauc_metrics_aggregation_process(model_fn, num_clients=K)
@@ -192,13 +164,15 @@ def test_client_shares_are_integer_counts_plus_noise_on_each_client(clients):
 
 
 def test_default_path_refuses_a_noisy_dpauc_and_secure_needs_num_clients():
-    noisy = _model_fn(lambda: [DPAUC(epsilon=1.0, num_thresholds=T)])
+    noisy = model_fn_with(lambda: [DPAUC(epsilon=1.0, num_thresholds=T)])
     # before: build_fed_eval(model_fn) ran, and every round's dp_auc was NaN
     with pytest.raises(ValueError, match="build_dpauc_metrics_aggregation_process"):
         tff.learning.algorithms.build_fed_eval(noisy)
-    secure = _model_fn(lambda: [DPAUC(epsilon=1.0, num_thresholds=T, mechanism="secure-histogram")])
+    secure = model_fn_with(
+        lambda: [DPAUC(epsilon=1.0, num_thresholds=T, mechanism="secure-histogram")]
+    )
     with pytest.raises(ValueError, match="pass num_clients="):
         build_dpauc_metrics_aggregation_process(secure)
-    tree = _model_fn(lambda: [DPAUC(epsilon=1.0, num_thresholds=T, mechanism="tree-histogram")])
+    tree = model_fn_with(lambda: [DPAUC(epsilon=1.0, num_thresholds=T, mechanism="tree-histogram")])
     with pytest.raises(ValueError, match="histogram and secure mechanisms only"):
         build_dpauc_metrics_aggregation_process(tree)
