@@ -21,17 +21,7 @@ import os
 import statistics
 import time
 
-import numpy as np
-
-
-def _clients(num_clients: int, num_examples: int, seed: int = 0):
-    from dpauc_tf.core.partitions import client_slices, iid_partition
-
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 2, num_examples)
-    scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0.0, 1.0)
-    ids = iid_partition(num_examples, num_clients, seed=seed)
-    return [(scores[idx], labels[idx]) for idx in client_slices(ids, num_clients)]
+from bench_flower import _clients  # benchmarks/ is on sys.path when run as a script
 
 
 def _recording_grid(traffic: list):
