@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.backends import REGISTRY, EvaluationData, ScoreSource, backend
+from dpauc_tf.backends import REGISTRY, EvaluationData, ScoreSource, backend, backend_class
 from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.core.extras import install_hint
 from dpauc_tf.mechanisms.registry import mechanism_spec
@@ -110,9 +110,8 @@ BACKENDS = {
     **{str(name): release_registered for name in REGISTRY},
     "spark": release_spark,
 }
-# the backends that take --confidence themselves (their result carries the interval)
-TAKES_CONFIDENCE = ("spark",)
-ENGINE_BACKENDS = ("beam", "spark")
+# the backends that read the files with their own IO (their classes' reads_files)
+ENGINE_BACKENDS = tuple(str(name) for name in REGISTRY if backend_class(name).reads_files)
 
 
 def _require_beam() -> None:

@@ -17,13 +17,14 @@ Examples:
 
 from __future__ import annotations
 
+from dpauc_tf.backends import REGISTRY, backend_class
 from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.registry import default_mechanism, mechanism_spec
 
 # The backends that run a federated protocol, with secure aggregation for the secure
-# mechanisms (TFF's secure sum, Flower's SecAgg+).
-FEDERATED_BACKENDS = ("tff", "flower")
+# mechanisms (TFF's secure sum, Flower's SecAgg+): their classes' ``federated``.
+FEDERATED_BACKENDS = tuple(str(name) for name in REGISTRY if backend_class(name).federated)
 
 
 def deployment_of(backend: str, *, clients: bool) -> Deployment:

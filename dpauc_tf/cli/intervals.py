@@ -26,7 +26,7 @@ def check_confidence(confidence: float | None, mechanism) -> None:
 def with_confidence(run, result, mechanism, num_examples: int):
     """``result`` with the interval of every release at ``run.confidence`` (``result``
     itself without ``--confidence``): the backend's own where it computed one (it takes
-    the confidence: `dpauc_tf.cli.backends.TAKES_CONFIDENCE`), else the release's own
+    the confidence: `Backend.takes_confidence`), else the release's own
     ([`dpauc_tf.mechanisms.release.with_interval`][], the finish's interval): from its counts
     and the reports that arrived, never from the number of clients asked (after a dropout,
     fewer noise shares). ``mechanism`` is the one the release was built with."""
