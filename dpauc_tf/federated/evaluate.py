@@ -375,8 +375,7 @@ def evaluate_spec(
         num_examples=num_examples,
         num_clients=num_seen,
         num_reporting=num_reporting,
-        shares=shares,
-        mechanism=count_mechanism,
+        mechanism=count_mechanism,  # its shares: finish_release asks its noise_shares
     )
 
 

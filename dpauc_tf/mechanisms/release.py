@@ -609,7 +609,9 @@ def finish_release(
         holder, central noise).
       num_reporting: clients whose reports were summed, as the result states it (default:
         ``num_clients``).
-      shares: noise shares the mechanism was built for (default: ``num_clients``).
+      shares: noise shares the mechanism was built for (default: the mechanism's own
+        ``noise_shares(num_clients)``: the shares a secure mechanism was built for, one per
+        client otherwise; ``None`` for one data holder).
       shares_arrived: shares whose reports were summed (default: ``num_reporting``, else
         ``shares``); the statement is the guarantee they achieve.
       unmasked_groups: when dropouts split a secure sum's neighbourhoods (SecAgg+), the
@@ -625,9 +627,13 @@ def finish_release(
       ci_target: ``"population"`` (default: privacy noise and sampling error) or
         ``"sample"`` (this test set's AUC: privacy noise only).
     """
-    shares = num_clients if shares is None else int(shares)
     if mechanism is None:
-        mechanism = spec.build(shares)
+        mechanism = spec.build(num_clients if shares is None else shares)
+    if shares is not None:
+        shares = int(shares)
+    elif num_clients is not None:  # the mechanism's own rule for a complete arrival
+        sized = getattr(mechanism, "noise_shares", None)
+        shares = int(num_clients) if sized is None else int(sized(int(num_clients)))
     if hasattr(mechanism, "comparison_result"):  # a paired comparison's own result
         from dpauc_tf.mechanisms.comparison import DEFAULT_CONFIDENCE
 

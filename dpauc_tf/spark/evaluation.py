@@ -241,28 +241,28 @@ def _two_rounds(spec, mechanism, slice_key, clients: list, repeats: int) -> dict
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
 
-def _summed_release(spec, slice_key, clients: list, repeats: int) -> tuple[dict, Any, int]:
-    """The server's sum of a slice's clients' releases (see the module docstring), the
-    mechanism it was released with and the noise shares it carries."""
+def _summed_release(spec, slice_key, clients: list, repeats: int) -> tuple[dict, Any]:
+    """The server's sum of a slice's clients' releases (see the module docstring) and the
+    mechanism it was released with (whose ``noise_shares`` rule `finish_release` asks)."""
     num_clients = len(clients)
     central = spec.build()
     if central.releases_from_summed_counts and central.capabilities.secure:
         mechanism = spec.build(num_clients)  # the shares are sized for the clients
         summed = _two_rounds(spec, mechanism, slice_key, clients, repeats)
-        return summed, mechanism, mechanism.noise_shares(num_clients)
+        return summed, mechanism
     if central.releases_from_summed_counts:  # rank sums with local noise: global ranks
         pos = sum(value[0] for _, value in clients)
         neg = sum(value[1] for _, value in clients)
         seed = spec.seed_for(slice_key, "clients")
         release = central.release_over_clients(pos, neg, num_clients, seed, repeats)
         summed = {key: np.asarray(value) for key, value in release.items()}
-        return summed, central, central.noise_shares(num_clients)
+        return summed, central
     reports = [
         _release(spec, pos, neg, spec.seed_for(slice_key, client), repeats, num_clients)
         for client, (pos, neg, _) in clients
     ]
     summed = {key: sum(report[key] for report in reports) for key in reports[0]}
-    return summed, spec.build(num_clients), num_clients
+    return summed, spec.build(num_clients)
 
 
 def release_counts(
@@ -288,17 +288,16 @@ def release_counts(
         if not per_client:
             ((pos, neg, _),) = clients.values()
             summed = _release(spec, pos, neg, spec.seed_for(slice_key), repeats)
-            num_clients = mechanism = shares = None
+            num_clients = mechanism = None
         else:
             num_clients = len(clients)
             ordered = sorted(clients.items(), key=lambda kv: repr(kv[0]))
-            summed, mechanism, shares = _summed_release(spec, slice_key, ordered, repeats)
+            summed, mechanism = _summed_release(spec, slice_key, ordered, repeats)
         results[slice_key] = finish_release(
             spec,
             summed,
             num_examples=num_examples,
             num_clients=num_clients,
-            shares=shares,
             mechanism=mechanism,
             slice_key=slice_key,
             slices_per_example=most,
