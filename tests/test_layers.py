@@ -168,6 +168,7 @@ MECHANISM_LAYERS: list[set[str]] = [
     {"release"},  # the one release path (it builds and finishes every estimand)
     # faces built on the path
     {
+        "arguments",  # the faces' release keywords -> the one spec
         "tensor_view",
         "multiclass_release",
         "comparison_release",

@@ -170,32 +170,14 @@ def evaluate(
         whether it was a timeout and which clients did not answer or failed).
     """
     require_flower()
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments
     from dpauc_tf.mechanisms.laws import Deployment
-    from dpauc_tf.mechanisms.registry import check_mechanism_options
 
-    options = {}
-    if mechanism is not None:
-        options = dict(
-            check_mechanism_options(
-                mechanism,
-                mechanism_options,
-                entry="dpauc_tf.flower.evaluate",
-                num_clients="secure_shares= (default: every client)",
-            )
-        )
-    elif mechanism_options:
-        raise ValueError("mechanism_options need a mechanism (mechanism=None is the default's)")
-    if noise_family is not None and epsilon is not None:
-        options["family"] = noise_family
-    spec = ReleaseSpec.make(  # the one spec of this evaluation
-        mechanism,
-        epsilon=epsilon,
-        delta=delta,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        options=options,
-        seed=seed,
-        deployment=Deployment.SECURE if len(client_data) >= 2 else Deployment.FEDERATED,
+    spec = ReleaseArguments.of(locals()).spec(  # the one spec of this evaluation
+        Deployment.SECURE if len(client_data) >= 2 else Deployment.FEDERATED,
+        entry="dpauc_tf.flower.evaluate",
+        shares_set_by="secure_shares= (default: every client)",
+        family=noise_family,
     )
     return evaluate_spec(
         spec,

@@ -103,8 +103,8 @@ def evaluate_multiclass(
         release one-vs-rest counts, or no report arriving.
     """
     require_flower()
-    from dpauc_tf.mechanisms.registry import check_mechanism_options
-    from dpauc_tf.mechanisms.release import ReleaseSpec, check_repeats
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments
+    from dpauc_tf.mechanisms.release import check_repeats
 
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -116,26 +116,10 @@ def evaluate_multiclass(
         raise ValueError(f"vanishing_clients must be client indices in [0, {len(clients)})")
     from dpauc_tf.mechanisms.laws import Deployment
 
-    options = {}
-    if mechanism is not None:
-        options = check_mechanism_options(
-            mechanism,
-            mechanism_options,
-            entry="dpauc_tf.flower.evaluate_multiclass",
-            num_clients="(the noise shares are sized for every client)",
-        )
-    elif mechanism_options:
-        raise ValueError("mechanism_options need a mechanism (mechanism=None is the default's)")
-    spec = ReleaseSpec.make(  # the one spec of this evaluation
-        mechanism,
-        epsilon=epsilon,
-        num_classes=num_classes,
-        num_thresholds=num_thresholds,
-        delta=delta,
-        options=options,
-        average=average,
-        seed=seed,
-        deployment=Deployment.SECURE if len(clients) >= 2 else Deployment.FEDERATED,
+    spec = ReleaseArguments.of(locals()).spec(  # the one spec of this evaluation
+        Deployment.SECURE if len(clients) >= 2 else Deployment.FEDERATED,
+        entry="dpauc_tf.flower.evaluate_multiclass",
+        shares_set_by="(the noise shares are sized for every client)",
     )
     if not spec.capabilities.federated:
         raise ValueError(f"mechanism {spec.mechanism!r} cannot run on Flower (it is not federated)")

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.release import (
     AUCResult,
@@ -310,32 +311,15 @@ def release_counts(
 _REQUIRED: Any = object()  # epsilon has no default unless a spec is given
 
 
-def release_spec(
-    *,
-    mechanism: str | None = None,
-    epsilon: float | None,
-    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
-    threshold_grid: str | Sequence[float] = "tf",
-    delta: float | None = None,
-    mechanism_options: dict | None = None,
-    seed: int | None = None,
-    client_col: str | None = None,
-) -> ReleaseSpec:
-    """The one spec of a Spark release, checked: ``mechanism=None`` takes the registry's
-    default for where the labels are (one holder, or clients without secure aggregation
-    with a client column: [`Deployment`][dpauc_tf.mechanisms.laws.Deployment]); a
-    mechanism that changes the examples before counting is refused."""
+def release_spec(arguments: ReleaseArguments, client_col: str | None = None) -> ReleaseSpec:
+    """The one spec of a Spark release, checked
+    ([`ReleaseArguments.spec`][dpauc_tf.mechanisms.arguments.ReleaseArguments.spec]):
+    ``mechanism=None`` takes the registry's default for where the labels are (one holder,
+    or clients without secure aggregation with a client column:
+    [`Deployment`][dpauc_tf.mechanisms.laws.Deployment]); a mechanism that changes the
+    examples before counting is refused."""
     deployment = Deployment.CENTRAL if client_col is None else Deployment.FEDERATED
-    spec = ReleaseSpec.make(
-        mechanism,
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        delta=delta,
-        options=mechanism_options,
-        seed=seed,
-        deployment=deployment,
-    )
+    spec = arguments.spec(deployment)
     spec.check_releases_counts(SURFACE)
     return spec
 
@@ -415,16 +399,7 @@ def private_auc_by_slice(
     if spec is None:
         if epsilon is _REQUIRED:
             raise TypeError("private_auc_by_slice needs epsilon= (None: no noise) or spec=")
-        spec = release_spec(
-            mechanism=mechanism,
-            epsilon=epsilon,
-            num_thresholds=num_thresholds,
-            threshold_grid=threshold_grid,
-            delta=delta,
-            mechanism_options=mechanism_options,
-            seed=seed,
-            client_col=client_col,
-        )
+        spec = release_spec(ReleaseArguments.of(locals()), client_col)
     elif epsilon is not _REQUIRED or mechanism is not None:
         raise TypeError("give either spec= or the release's settings (mechanism=, epsilon=...)")
     spec.check_releases_counts(SURFACE)
@@ -535,14 +510,16 @@ class DPAUCEvaluator:
         check_label_free_keys(labelCol, slices, clientCol, SURFACE)
         # the release, built and checked once now (mechanism, epsilon, delta, options, seed)
         self._spec = release_spec(
-            mechanism=mechanism,
-            epsilon=epsilon,
-            num_thresholds=numThresholds,
-            threshold_grid=thresholdGrid,
-            delta=delta,
-            mechanism_options=mechanismOptions,
-            seed=seed,
-            client_col=clientCol,
+            ReleaseArguments(  # Spark ML's camelCase names of the same keywords
+                epsilon,
+                mechanism,
+                num_thresholds=numThresholds,
+                threshold_grid=thresholdGrid,
+                delta=delta,
+                mechanism_options=mechanismOptions,
+                seed=seed,
+            ),
+            clientCol,
         )
         params["mechanism"] = self._spec.mechanism
         self._params = params
