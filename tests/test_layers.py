@@ -169,7 +169,7 @@ MECHANISM_LAYERS: list[set[str]] = [
     # faces built on the path
     {
         "arguments",  # the faces' release keywords -> the one spec
-        "tensor_view",
+        "tensor_release",
         "multiclass_release",
         "comparison_release",
         "release_summaries",

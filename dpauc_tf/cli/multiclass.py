@@ -329,4 +329,4 @@ def _federated(args, backend: str, labels, scores, frame):
         probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
         clients = [(probabilities[ids == k], labels[ids == k]) for k in range(num_clients)]
     engine = os.environ.get(ENGINE_VARIABLE, "simulation")
-    return flower_evaluate(clients, engine=engine, **settings).result
+    return flower_evaluate(clients, engine=engine, **settings)

@@ -25,11 +25,11 @@ from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.flower.evaluate import (
     DEFAULT_ROUND_TIMEOUT,
     ENGINES,
-    FlowerEvaluation,
     checked_round_timeout,
     require_flower,
     run_round,
 )
+from dpauc_tf.mechanisms.release import AUCResult
 
 
 def checked_multiclass_clients(
@@ -67,7 +67,7 @@ def evaluate_multiclass(
     observe_replies: Callable[[Any], None] | None = None,
     engine: str = "simulation",
     round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
-) -> FlowerEvaluation:
+) -> AUCResult:
     """Federated one-vs-rest label-DP AUC of ``C``-class scores in one Flower round.
 
     Args:
@@ -93,9 +93,9 @@ def evaluate_multiclass(
       round_timeout: as for [`dpauc_tf.flower.evaluate`][].
 
     Returns:
-      A [`FlowerEvaluation`][] whose ``result`` is
-      the [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis
-      (``macro``, ``weighted``, ``micro``, ``class_aucs``, ... read through).
+      The [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis
+      (``macro``, ``weighted``, ``micro``, ``class_aucs``, ...) and the round's
+      ``round_report``.
 
     Raises:
       ImportError: Flower or Ray missing (one line naming the extra).

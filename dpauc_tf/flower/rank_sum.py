@@ -219,4 +219,5 @@ def secure_rank_sum_round(
         num_clients=len(nodes),
         num_reporting=len(ranked),
         mechanism=mechanism,  # built for the ranked nodes: its shares, all arrived
+        round_report=details.report(),
     )

@@ -63,6 +63,30 @@ if TYPE_CHECKING:  # pragma: no cover - names for the type hints only
 DEFAULT_TIMEOUT = 600.0  # seconds the server waits for each exchange of a round
 
 
+@dataclasses.dataclass(frozen=True)
+class FlowerRoundReport:
+    """What the server saw of one Flower round besides the release: the result's
+    ``AUCResult.round_report``.
+
+    Attributes:
+      secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
+      unmasked_groups: sizes of the groups of reporting clients whose sums the server can
+        unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
+        the epsilon is then the smallest group's (`dpauc_tf.flower.secagg`).
+      unanswered: clients (indices) that did not answer within the round's timeout.
+      failed: clients whose reply was an error (index -> reason).
+
+    Examples:
+        >>> FlowerRoundReport(None, (3,), (1,), {}).unanswered
+        (1,)
+    """
+
+    secagg: SecAggSettings | None = None
+    unmasked_groups: tuple[int, ...] = ()
+    unanswered: tuple[int, ...] = ()
+    failed: Mapping[Any, str] = dataclasses.field(default_factory=dict)
+
+
 @dataclasses.dataclass
 class RoundDetails:
     """What the server saw of one round besides the result (for reports and audits).
@@ -77,6 +101,15 @@ class RoundDetails:
     log: RoundLog
     secagg: SecAggSettings | None = None
     unmasked_groups: tuple[int, ...] = ()
+
+    def report(self) -> FlowerRoundReport:
+        """The frozen record of the round so far (the result carries it)."""
+        return FlowerRoundReport(
+            secagg=self.secagg,
+            unmasked_groups=tuple(self.unmasked_groups),
+            unanswered=tuple(self.log.unanswered),
+            failed=dict(self.log.failed),
+        )
 
 
 def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = None) -> ReleaseSpec:
@@ -315,6 +348,7 @@ def evaluate_round(
         num_clients=len(nodes),
         num_reporting=summed.num_reporting,
         unmasked_groups=groups,
+        round_report=details.report(),
     )
 
 

@@ -379,6 +379,11 @@ class AUCResult:
       macro: the mean of the class AUCs ``[R]`` (NaN where a class's AUC is undefined).
       weighted: their mean weighted by the released supports ``[R]``.
       micro: the AUC of the counts summed over the classes ``[R]``.
+      round_report: what a federated backend's server saw of the round besides the release,
+        as that backend's own frozen record (Flower's
+        [`FlowerRoundReport`][dpauc_tf.flower.strategy.FlowerRoundReport]: SecAgg+'s
+        settings, the unmasked groups, who did not answer or failed); ``None`` elsewhere.
+        Not part of ``to_dict()``.
     """
 
     aucs: np.ndarray
@@ -404,6 +409,7 @@ class AUCResult:
     macro: np.ndarray | None = None
     weighted: np.ndarray | None = None
     micro: np.ndarray | None = None
+    round_report: Any = None
 
     @property
     def ci_low(self) -> np.ndarray | None:
@@ -647,6 +653,7 @@ def finish_release(
     mechanism=None,
     confidence: float | None = None,
     ci_target: str = "population",
+    round_report: Any = None,
 ) -> AUCResult | ComparisonResult:
     """Post-processing of a (summed) release with a leading repeats axis, and its accounting.
 
@@ -678,6 +685,8 @@ def finish_release(
         release: no privacy cost); ``ValueError`` where the mechanism has no valid one.
       ci_target: ``"population"`` (default: privacy noise and sampling error) or
         ``"sample"`` (this test set's AUC: privacy noise only).
+      round_report: the backend's record of the round, carried by the result as
+        ``AUCResult.round_report``.
     """
     if mechanism is None:
         mechanism = spec.build(num_clients if shares is None else shares)
@@ -769,6 +778,7 @@ def finish_release(
         slice_key=slice_key,
         slices_per_example=k,
         interval=interval,
+        round_report=round_report,
     )
 
 
