@@ -76,7 +76,7 @@ class ReleaseArguments:
 
     def checked_options(self, entry: str, shares_set_by: str) -> dict[str, Any]:
         """``mechanism_options`` parsed for the named mechanism
-        ([`check_mechanism_options`][dpauc_tf.mechanisms.registry.check_mechanism_options]:
+        (``registry.check_mechanism_options``:
         a key that ``entry``'s own arguments set is refused; ``shares_set_by`` says what
         sizes the secure shares there); refused without a named mechanism (the default
         depends on the deployment)."""
