@@ -168,7 +168,8 @@ MECHANISM_LAYERS: list[set[str]] = [
     {"release"},  # the one release path (it builds and finishes every estimand)
     # faces built on the path
     {
-        "tensor_view",
+        "arguments",  # the faces' release keywords -> the one spec
+        "tensor_release",
         "multiclass_release",
         "comparison_release",
         "release_summaries",

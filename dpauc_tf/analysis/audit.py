@@ -88,8 +88,9 @@ from dpauc_tf.analysis.audit_statistics import (
 )
 from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_SAMPLES
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.base import CountMechanism, Release
-from dpauc_tf.mechanisms.registry import get_mechanism, list_mechanisms
+from dpauc_tf.mechanisms.registry import list_mechanisms
 from dpauc_tf.noise.seeds import make_seed
 
 CONFIDENCE = 0.95
@@ -458,13 +459,13 @@ def run_audit(
       progress: show a progress bar on stderr (releases drawn).
     """
     if isinstance(mechanism, str):
-        mechanism = get_mechanism(
+        mechanism = ReleaseArguments(
+            epsilon,
             mechanism,
-            epsilon=epsilon,
             num_thresholds=num_thresholds,
             delta=delta,
-            **mechanism_kwargs,
-        )
+            mechanism_options=mechanism_kwargs,
+        ).build()
     elif epsilon is not None or delta is not None or mechanism_kwargs:
         raise ValueError("pass epsilon/delta/options only with a mechanism name")
     if mechanism.epsilon is None:

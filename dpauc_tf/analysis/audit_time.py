@@ -18,8 +18,8 @@ from dpauc_tf.analysis.audit import (
 )
 from dpauc_tf.analysis.audit_pairs import pair_for
 from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_SAMPLES
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.base import CountMechanism
-from dpauc_tf.mechanisms.registry import get_mechanism
 
 
 def estimate_audit_seconds(
@@ -38,13 +38,13 @@ def estimate_audit_seconds(
     ``samples``, and the direction's repeats for label DP). An estimate, to warn or refuse
     before a run of days; the pilot takes about two chunks' time."""
     if isinstance(mechanism, str):
-        mechanism = get_mechanism(
+        mechanism = ReleaseArguments(
+            epsilon,
             mechanism,
-            epsilon=epsilon,
             num_thresholds=num_thresholds,
             delta=delta,
-            **mechanism_kwargs,
-        )
+            mechanism_options=mechanism_kwargs,
+        ).build()
     if mechanism.epsilon is None:
         return 0.0  # run_audit refuses it at once
     if mechanism.capabilities.protects == "scores":

@@ -111,21 +111,16 @@ def simulate_coverage(
     data), ``undefined`` (releases whose AUC is undefined), ``privacy_ratio`` (median privacy
     std over sampling SE), the settings.
     """
-    from dpauc_tf.mechanisms import get_mechanism
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments
     from dpauc_tf.mechanisms.intervals import (
         laplace_normal_quantile,
         noise_copies,
         release_interval,
     )
 
-    built = get_mechanism(
-        mechanism,
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        delta=delta,
-        num_clients=num_clients,
-        **dict(options or {}),
-    )
+    built = ReleaseArguments(
+        epsilon, mechanism, num_thresholds=num_thresholds, delta=delta, mechanism_options=options
+    ).build(num_clients)
     grid = built.count_thresholds(Thresholds.make(num_thresholds))
     p_pos, p_neg = binormal_bucket_probabilities(grid, auc)
     rng = np.random.default_rng(seed)

@@ -25,12 +25,12 @@ class BeamBackend(Backend):
     def evaluate(
         self, spec, data: EvaluationData, *, repeats=1, confidence=None, ci_target="population"
     ):
-        """From the examples held here (``data.examples``), else from the files
-        (``data.source``) read by Beam's own IO."""
+        """From the examples held here (``data.examples``), else, where nothing was counted
+        here (``data.pos`` unset), from the files (``data.source``) read by Beam's own IO."""
         self.check_installed()
         from dpauc_tf.beam.pipeline import evaluate_with_beam
 
-        if data.examples is None and data.source is not None:
+        if data.examples is None and data.pos is None and data.source is not None:
             return self.evaluate_files(spec, data.source, repeats=repeats)
 
         examples, client_ids = data.examples_by_client("--backend beam")

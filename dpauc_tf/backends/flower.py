@@ -26,9 +26,8 @@ class FlowerBackend(Backend):
         default, `dpauc_tf.flower.evaluate.DEFAULT_ROUND_TIMEOUT`).
       engine: ``"simulation"`` (Ray) or ``"in-process"``; ``None``: `ENGINE_VARIABLE`,
         else ``"simulation"``.
-      on_round: called with the round's
-        [`FlowerEvaluation`][dpauc_tf.flower.evaluate.FlowerEvaluation] (who did not answer
-        or failed) before the result is returned.
+      on_round: called with the round's result (its ``round_report``: who did not answer
+        or failed) before it is returned.
 
     Examples:
         >>> FlowerBackend.federated, FlowerBackend.requires
@@ -76,4 +75,4 @@ class FlowerBackend(Backend):
         )
         if self.on_round is not None:
             self.on_round(out)
-        return out.result
+        return out

@@ -115,16 +115,14 @@ def local_release(item, spec: ReleaseSpec, repeats: int, most, interval) -> AUCR
 
 def _finish_slice(spec, mechanism, key, release, num_examples, num_clients, most, interval):
     """A slice's rank-sum release from all its clients, through `finish_release`: every
-    noise share the mechanism was sized for arrived (its `noise_shares` rule)."""
-    shares = mechanism.noise_shares(num_clients)
+    noise share the mechanism was sized for arrived (`finish_release`'s default: the
+    mechanism's `noise_shares` rule)."""
     return finish_release(
         spec,
         {name: np.asarray(value) for name, value in release.items()},
         num_examples=num_examples,
         num_clients=num_clients,
         num_reporting=num_clients,
-        shares=shares,
-        shares_arrived=shares,
         slice_key=key,
         slices_per_example=most,
         mechanism=mechanism,

@@ -24,7 +24,7 @@ sums (``rank-sum``, ``secure-rank-sum``) need the global ranks first: two passes
 (`dpauc_tf.beam.rank_sums`).
 
 The release is one [`ReleaseSpec`][dpauc_tf.mechanisms.release.ReleaseSpec]: built once
-from the arguments by ``ReleaseSpec.make`` (the registry's default for the deployment where
+from the arguments by ``ReleaseArguments.spec`` (the registry's default for the deployment where
 no mechanism is named: central per slice, federated per client), or given ready (``spec=``).
 
 Accounting (label DP): every slice's output is ``repeats`` releases; an example in ``k``
@@ -67,8 +67,8 @@ import numpy as np
 from dpauc_tf.beam.counting import BucketCounts, CountBuckets
 from dpauc_tf.beam.reports import SumReports, count_release
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
-from dpauc_tf.mechanisms.registry import check_mechanism_options
 from dpauc_tf.mechanisms.release import (
     AUCResult,
     ReleaseSpec,
@@ -200,7 +200,7 @@ class PrivateAUC(beam.PTransform):
     Args:
       mechanism: a registered mechanism (``dpauc_tf.list_mechanisms()``); mechanisms that
         change the examples before counting (``score-noise``) are refused. Default
-        (``None``): ``ReleaseSpec.make``'s default for the deployment
+        (``None``): the registry's default for the deployment
         ([`dpauc_tf.mechanisms.registry.default_mechanism`][]): central for one holder per
         slice, federated per client. Every result names the mechanism it used
         (``result.mechanism``). The rank sums take clients (two passes).
@@ -284,20 +284,11 @@ class PrivateAUC(beam.PTransform):
         self.columns = (score_column, label_column, weight_column, client_column)
         if self.slicing is not None:
             check_label_free_keys(label_column, self.slicing, client_column, "PrivateAUC")
-        release = {
-            "mechanism": mechanism,
-            "epsilon": epsilon,
-            "num_thresholds": num_thresholds,
-            "threshold_grid": threshold_grid,
-            "delta": delta,
-            "seed": seed,
-            "mechanism_options": mechanism_options,
-        }
-        if spec is None:  # the one build: ReleaseSpec.make (the default rule where unnamed)
+        if spec is None:  # the one recipe: ReleaseArguments.spec (the default rule where unnamed)
             deployment = Deployment.FEDERATED if per_client else Deployment.CENTRAL
-            spec = _make_spec(release, deployment)
+            spec = _make_spec(ReleaseArguments.of(locals()), epsilon, deployment)
         else:
-            _check_ready_spec(spec, release)
+            _check_ready_spec(spec, locals())
         self.spec = spec
         self.spec.check_releases_counts("dpauc_tf.beam")
         self.interval = _interval_options(self.spec, confidence, ci_target)
@@ -369,37 +360,28 @@ class PrivateAUC(beam.PTransform):
         )
 
 
-def _make_spec(release: dict, deployment: Deployment) -> ReleaseSpec:
-    """``PrivateAUC``'s one ``ReleaseSpec.make``: the mechanism named, or the registry's
-    default for the ``deployment``; its options checked against the arguments that set them."""
-    release = dict(release)
-    epsilon, options = release.pop("epsilon"), release.pop("mechanism_options")
+def _make_spec(arguments: ReleaseArguments, epsilon: Any, deployment: Deployment) -> ReleaseSpec:
+    """``PrivateAUC``'s spec: [`ReleaseArguments.spec`][dpauc_tf.mechanisms.arguments.ReleaseArguments.spec]
+    for the ``deployment`` (which validates the mechanism, epsilon, delta, options and seed
+    now); a missing ``epsilon`` is refused, never read as "no noise"."""
     if epsilon is _MISSING:
         raise TypeError(
             "PrivateAUC needs epsilon= (one release's budget; None: no noise, NOT private) "
             "or a ready spec="
         )
-    if options:
-        if release["mechanism"] is None:
-            raise ValueError(
-                "PrivateAUC: mechanism_options are a mechanism's options: name the mechanism"
-            )
-        options = check_mechanism_options(
-            release["mechanism"],
-            options,
-            entry="dpauc_tf.beam.PrivateAUC",
-            num_clients="the clients of each slice (per_client=True)",
-        )
-    return ReleaseSpec.make(
-        epsilon=epsilon, options=options, deployment=deployment, **release
-    )  # validates the mechanism, epsilon, delta, options and seed now
+    return arguments.spec(
+        deployment,
+        entry="dpauc_tf.beam.PrivateAUC",
+        shares_set_by="the clients of each slice (per_client=True)",
+    )
 
 
-def _check_ready_spec(spec: Any, release: dict) -> None:
+def _check_ready_spec(spec: Any, given_arguments: dict) -> None:
     """A ready ``spec=`` is the whole release: the arguments that describe one are refused
-    beside it (one would silently lose)."""
+    beside it (one would silently lose); ``given_arguments``: ``PrivateAUC``'s arguments."""
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec, got {type(spec).__name__}")
+    release = {name: given_arguments[name] for name in ("epsilon", *_DEFAULTS)}
     given = [
         name
         for name, value in release.items()

@@ -50,6 +50,7 @@ import numpy as np
 
 from dpauc_tf.beam.release import ReleaseCounts
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.release import (
     AUCResult,
@@ -259,16 +260,10 @@ def _slices_of(eval_config) -> int:
 
 
 def _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta) -> ReleaseSpec:
-    """The metric's one ``ReleaseSpec.make`` (one data holder: the central default where no
-    mechanism is named); no fixed seed (TFMA's combiner does not see the slice)."""
-    spec = ReleaseSpec.make(
-        mechanism,
-        deployment=Deployment.CENTRAL,
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        delta=delta,
-    )
+    """The metric's one spec ([`ReleaseArguments.spec`][dpauc_tf.mechanisms.arguments.ReleaseArguments.spec];
+    one data holder: the central default where no mechanism is named); no fixed seed
+    (TFMA's combiner does not see the slice)."""
+    spec = ReleaseArguments.of(locals()).spec(Deployment.CENTRAL)
     spec.check_releases_counts("DPAUCMetric")
     return spec
 

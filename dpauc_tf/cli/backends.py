@@ -13,6 +13,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 from typing import Any
@@ -69,23 +70,45 @@ def kept_examples(counted, what: str):
 
 def release_registered(run: BackendRun, counted, client_ids, num_clients):
     """Step 3 for a backend of the registry ([`dpauc_tf.backends`][]): its ``evaluate`` on
-    the command's spec and the counted data; its one-line errors as the command's."""
+    the command's spec and the counted data (and the file, for a backend that reads files
+    itself: ``reads_files``; Spark releases from the file only)."""
+    data = EvaluationData.from_counted(counted, client_ids, num_clients)
+    if backend_class(run.backend).reads_files:
+        data = dataclasses.replace(data, source=run.source)
+    return evaluate_registered(run, data)
+
+
+def evaluate_registered(run: BackendRun, data: EvaluationData):
+    """The registered backend ``run.backend`` (with the command's settings) on ``data``,
+    its one-line errors as the command's (worded with its flags)."""
     settings = {
         "beam": lambda: {"options": run.beam_options},
         "flower": lambda: flower_settings(run),
+        "spark": lambda: {"master": run.spark_master},
     }.get(run.backend, dict)()
     try:
-        engine = backend(run.backend, **settings)
-        engine.check_installed()
-        return engine.evaluate(
-            run.spec,
-            EvaluationData.from_counted(counted, client_ids, num_clients),
-            repeats=run.repeats,
-            confidence=run.confidence,
-            ci_target=run.ci_target,
-        )
+        with _command_wording(run.backend):
+            engine = backend(run.backend, **settings)
+            engine.check_installed()
+            return engine.evaluate(
+                run.spec,
+                data,
+                repeats=run.repeats,
+                confidence=run.confidence,
+                ci_target=run.ci_target,
+            )
     except ImportError as error:
         raise CommandError(str(error)) from None
+
+
+def _command_wording(name: str):
+    """The backend's errors worded with the command's flags (Spark: ``--spark-master``,
+    ``--scores``); nothing for the others."""
+    if name == "spark":
+        from dpauc_tf.cli.spark import spark_wording
+
+        return spark_wording()
+    return contextlib.nullcontext()
 
 
 def flower_settings(run: BackendRun) -> dict:
@@ -95,21 +118,9 @@ def flower_settings(run: BackendRun) -> dict:
     return {"round_timeout": run.round_timeout, "on_round": warn_left_out}
 
 
-def release_spark(run: BackendRun, counted, client_ids, num_clients):
-    """Step 3 for ``--backend spark``: the registered backend
-    ([`dpauc_tf.backends.spark.SparkBackend`][]) reads the file again with Spark and counts
-    it on the executors."""
-    from dpauc_tf.cli.spark import evaluate_with_spark
-
-    return evaluate_with_spark(run, client_ids, num_clients)
-
-
 # ``--backend NAME`` -> a function (run, counted, client_ids, num_clients) -> AUCResult (the
-# one result type). A backend starts from the counts of step 1.
-BACKENDS = {
-    **{str(name): release_registered for name in REGISTRY},
-    "spark": release_spark,
-}
+# one result type). A backend starts from the counts of step 1 (or its files: reads_files).
+BACKENDS = {str(name): release_registered for name in REGISTRY}
 # the backends that read the files with their own IO (their classes' reads_files)
 ENGINE_BACKENDS = tuple(str(name) for name in REGISTRY if backend_class(name).reads_files)
 
@@ -131,22 +142,11 @@ class CountedByEngine:
 def evaluate_files_with_engine(backend: str, run: BackendRun):
     """The release of the files by Beam or Spark (``backend``), and what the command needs
     of them."""
-    if backend == "spark":  # the registered backend, through the command's error wording
-        from dpauc_tf.cli.spark import evaluate_file_with_spark
-
-        out = evaluate_file_with_spark(run)
-    else:
-        out = _evaluate_files_with_beam(run)
+    if backend == "beam":
+        _require_beam()
+    out = evaluate_registered(run, EvaluationData(source=run.source))
     positives = None
     if mechanism_spec(run.mechanism).capabilities.protects == "nothing":
         positives = round(float(np.sum(out.noisy_counts["pos"][0])))
     counted = CountedByEngine(round(out.num_examples), out.num_clients or 1, positives)
     return counted, out
-
-
-def _evaluate_files_with_beam(run: BackendRun):
-    """``--backend beam`` on the files themselves: the backend reads ``run.source`` with
-    Beam's own IO ([`dpauc_tf.backends.beam.BeamBackend.evaluate_files`][])."""
-    _require_beam()
-    engine = backend("beam", options=run.beam_options)
-    return engine.evaluate(run.spec, EvaluationData(source=run.source), repeats=run.repeats)

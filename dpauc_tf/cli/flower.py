@@ -15,18 +15,21 @@ __all__ = ["ENGINE_VARIABLE", "warn_left_out"]
 
 
 def warn_left_out(out) -> None:
-    """One warning on stderr naming the clients the round ``out`` (a
-    [`FlowerEvaluation`][dpauc_tf.flower.evaluate.FlowerEvaluation]) left out (no answer in
+    """One warning on stderr naming the clients the round of ``out`` (an ``AUCResult``
+    whose ``round_report`` is a
+    [`FlowerRoundReport`][dpauc_tf.flower.strategy.FlowerRoundReport]) left out (no answer in
     time, or an error): the AUC then covers only the other clients' examples, and the
     stated epsilon is the one the arrived reports achieve. Nothing when every client
     reported."""
     if out.num_reporting >= out.num_clients:
         return
-    left_out = []
-    if out.unanswered:
-        left_out.append(f"client(s) {list(out.unanswered)} did not answer within --round-timeout")
-    if out.failed:
-        left_out.append(f"client(s) {sorted(out.failed, key=str)} failed")
+    left_out, report = [], out.round_report
+    if report is not None and report.unanswered:
+        left_out.append(
+            f"client(s) {list(report.unanswered)} did not answer within --round-timeout"
+        )
+    if report is not None and report.failed:
+        left_out.append(f"client(s) {sorted(report.failed, key=str)} failed")
     print(
         f"dpauc: warning: {out.num_reporting} of {out.num_clients} clients reported"
         + (f" ({'; '.join(left_out)})" if left_out else "")

@@ -254,14 +254,14 @@ def _value(value: float) -> float | None:
 def _require_one_round(args, num_classes: int) -> None:
     """Refuses a two-round release (the one-vs-rest rank sums) on TFF and Flower, whose
     multi-class evaluations sum one round of counts (docs/multiclass.md)."""
-    from dpauc_tf.mechanisms.release import ReleaseSpec
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments
 
-    built = ReleaseSpec.make(
+    built = ReleaseArguments(
+        args.epsilon,
         args.mechanism,
-        epsilon=args.epsilon,
-        num_classes=num_classes,
         delta=args.delta,
-        options=dict(args.mechanism_options or []),
+        mechanism_options=dict(args.mechanism_options or []),
+        num_classes=num_classes,
         average=args.average,
     ).build()
     if hasattr(built, "round_one_report"):
@@ -329,4 +329,4 @@ def _federated(args, backend: str, labels, scores, frame):
         probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
         clients = [(probabilities[ids == k], labels[ids == k]) for k in range(num_clients)]
     engine = os.environ.get(ENGINE_VARIABLE, "simulation")
-    return flower_evaluate(clients, engine=engine, **settings).result
+    return flower_evaluate(clients, engine=engine, **settings)

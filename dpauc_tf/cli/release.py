@@ -8,7 +8,8 @@ Two steps, so that every refusal that needs no TensorFlow comes before its impor
    (``--num-thresholds``, ``--threshold-grid`` or a ``--thresholds`` file), the
    ``--mechanism-option`` pairs parsed by their declared types, and ``--seed``: a
    [`ReleaseRequest`][] of typed values.
-2. [`ReleaseRequest.spec`][]: the one ``ReleaseSpec.make`` (which builds the mechanism once,
+2. [`ReleaseRequest.spec`][]: the one
+   [`ReleaseArguments.spec`][dpauc_tf.mechanisms.arguments.ReleaseArguments.spec] (which builds the mechanism once,
    with the registry's one-line refusals); ``num_thresholds="auto"`` is resolved there from
    the number of examples.
 
@@ -90,21 +91,20 @@ class ReleaseRequest:
         parsed ``options()``, parsed here when not given): the
         mechanism is built once there, and refused in one line (an option's error names
         ``--mechanism-option``). ``num_examples`` resolves ``--num-thresholds auto``."""
-        from dpauc_tf.mechanisms.release import ReleaseSpec
+        from dpauc_tf.mechanisms.arguments import ReleaseArguments
 
         options = self.options() if options is None else options
-        grid = self.threshold_grid
+        arguments = ReleaseArguments(
+            self.epsilon,
+            self.mechanism,
+            num_thresholds=self.num_thresholds,
+            threshold_grid=self.threshold_grid,
+            delta=self.delta,
+            mechanism_options=options,
+            seed=self.seed,
+        )
         try:
-            return ReleaseSpec.make(
-                self.mechanism,
-                epsilon=self.epsilon,
-                num_thresholds=self.num_thresholds,
-                threshold_grid=grid if isinstance(grid, str) else list(grid),
-                delta=self.delta,
-                options=options,
-                seed=self.seed,
-                num_examples=num_examples,
-            )
+            return arguments.spec(num_examples=num_examples)  # options parsed: as given
         except (TypeError, ValueError) as error:
             if not options:
                 raise

@@ -58,7 +58,8 @@ from dpauc_tf.core.curve import confusion_from_histogram, roc_from_confusion
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.experiments.ground_truth import exact_auc, tf_auc
 from dpauc_tf.io.scores import ScoreFileError, ScoreSet
-from dpauc_tf.mechanisms import get_mechanism, mechanism_spec
+from dpauc_tf.mechanisms import mechanism_spec
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.release import AUCResult
 from dpauc_tf.simulation import client_histograms, simulate, simulate_examples, simulate_rank_sums
 
@@ -261,13 +262,12 @@ class TableRunner:
     # -- running --------------------------------------------------------------------------
     def run_setting(self, epoch: int, setting: Setting, seed: int) -> AUCResult:
         """``repeats`` releases of one setting on one epoch's scores."""
-        mechanism = get_mechanism(
+        mechanism = ReleaseArguments(
+            setting.epsilon,
             setting.mechanism,
-            epsilon=setting.epsilon,
             num_thresholds=setting.num_thresholds,
-            num_clients=setting.clients,
-            **PAPER_ROW_OPTIONS.get(setting.mechanism, {}),
-        )
+            mechanism_options=PAPER_ROW_OPTIONS.get(setting.mechanism),
+        ).build(setting.clients)
         if mechanism.releases_from_summed_counts:  # rank sums: the summed counts' law
             grid = mechanism.count_thresholds(Thresholds.make(setting.num_thresholds))
             pos, neg = self.summed_counts(epoch, grid)  # the rank sums count on their own grid

@@ -11,6 +11,7 @@ sum, and [`finish_release`][] turns the sum into the one result type, [`AUCResul
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import math
 import weakref
@@ -25,8 +26,9 @@ import tqdm
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.partitions import client_data_from_partition  # noqa: F401 (re-exported)
 from dpauc_tf.federated import computations
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
-from dpauc_tf.mechanisms.registry import check_mechanism_options, default_mechanism, require
+from dpauc_tf.mechanisms.registry import default_mechanism, require
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
 
 SEED_KEY = "tff"  # client k's seed of repeat r: spec.seed_for(SEED_KEY, r, k)
@@ -248,25 +250,15 @@ def evaluate(
     out.auc, out.num_reporting   # (1.0, 2)
     ```
     """
-    name = mechanism
-    if name is None:
-        name = default_mechanism(delta=delta, deployment=Deployment.SECURE)
-    options = check_mechanism_options(
-        name,
-        mechanism_options,
+    arguments = ReleaseArguments.of(locals())
+    if mechanism is None:  # options may be given for the federated default: named first
+        mechanism = default_mechanism(delta=delta, deployment=Deployment.SECURE)
+        arguments = dataclasses.replace(arguments, mechanism=mechanism)
+    spec = arguments.spec(
+        Deployment.SECURE,
         entry="dpauc_tf.federated.evaluate",
-        num_clients="secure_shares= (default: the clients expected to report)",
-    )
-    if noise_family is not None and epsilon is not None:
-        options["family"] = noise_family
-    spec = ReleaseSpec.make(
-        name,
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        delta=delta,
-        options=options,
-        seed=seed,
+        shares_set_by="secure_shares= (default: the clients expected to report)",
+        family=noise_family,
     )
     return evaluate_spec(
         spec,
@@ -375,8 +367,7 @@ def evaluate_spec(
         num_examples=num_examples,
         num_clients=num_seen,
         num_reporting=num_reporting,
-        shares=shares,
-        mechanism=count_mechanism,
+        mechanism=count_mechanism,  # its shares: finish_release asks its noise_shares
     )
 
 

@@ -68,11 +68,10 @@ import tensorflow_federated as tff
 
 from dpauc_tf.federated import computations
 from dpauc_tf.keras.metric import DPAUC
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.base import CountMechanism, Release
-from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.rank_sum import RankSum, twice_sensitivity
 from dpauc_tf.mechanisms.registry import require
-from dpauc_tf.mechanisms.release import ReleaseSpec
 from dpauc_tf.mechanisms.secure_rank_sum import REPORT_KEYS, TFF_MAX_BITWIDTH, SecureRankSum
 
 # Round two's reports (2 S_k up to W^2 / 4 plus noise) are summed modulo 2^62, TFF's widest
@@ -359,13 +358,10 @@ def _process_mechanism(metric: DPAUC, num_clients: int | None) -> CountMechanism
             )
         if isinstance(num_clients, bool) or not isinstance(num_clients, (int, np.integer)):
             raise TypeError(f"num_clients must be an int, got {num_clients!r}")
-        spec = ReleaseSpec.make(
-            SecureRankSum.name,
-            epsilon=mechanism.epsilon,
-            options=mechanism.options(),
-            deployment=Deployment.SECURE,
+        arguments = ReleaseArguments(
+            mechanism.epsilon, SecureRankSum.name, mechanism_options=mechanism.options()
         )
-        return spec.build(int(num_clients))
+        return arguments.build(int(num_clients))
     _check_mechanism(metric.name, mechanism)
     if not mechanism.capabilities.secure:
         return mechanism

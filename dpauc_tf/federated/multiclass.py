@@ -34,6 +34,7 @@ from dpauc_tf.federated.evaluate import (
     _expected_count,
     install_secure_sum_context,
 )
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.multiclass import OneVsRest, check_client_data
 from dpauc_tf.mechanisms.registry import require
@@ -232,17 +233,7 @@ def evaluate_multiclass(
         raise ValueError("need at least one client (client_data yielded none)")
     if num_classes is None:
         num_classes = multiclass_client_arrays(first[0], None, 0)["score"].shape[1]
-    spec = ReleaseSpec.make(
-        mechanism,
-        epsilon=epsilon,
-        num_classes=num_classes,
-        num_thresholds=num_thresholds,
-        delta=delta,
-        options=mechanism_options,
-        seed=seed,
-        average=average,
-        deployment=Deployment.SECURE,
-    )
+    spec = ReleaseArguments.of(locals()).spec(Deployment.SECURE)
     secure = epsilon is not None and spec.capabilities.secure
     if secure and known is None and secure_shares is None:
         raise ValueError(

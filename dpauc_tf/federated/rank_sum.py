@@ -170,7 +170,6 @@ def evaluate_rank_sum(
         num_examples=num_examples,
         num_clients=num_clients,
         num_reporting=len(arrays),
-        shares=mechanism.num_clients,
         shares_arrived=num_reporting,
         mechanism=mechanism,
     )

@@ -30,13 +30,14 @@ from dpauc_tf.flower.client import (
     secagg_evaluate_mod,
 )
 from dpauc_tf.flower.encoding import LimbLayout
-from dpauc_tf.flower.evaluate import FlowerEvaluation, evaluate, require_flower
+from dpauc_tf.flower.evaluate import evaluate, require_flower
 from dpauc_tf.flower.multiclass import evaluate_multiclass
 from dpauc_tf.flower.records import ReleaseSettings, release_config, release_from_config
 from dpauc_tf.flower.secagg import SecAggSettings
 from dpauc_tf.flower.server import RoundLog, SummedReports
 from dpauc_tf.flower.strategy import (
     DPAUCStrategy,
+    FlowerRoundReport,
     RoundDetails,
     evaluate_round,
     ledger_from_run_config,
@@ -45,7 +46,7 @@ from dpauc_tf.flower.strategy import (
 
 __all__ = [
     "DPAUCStrategy",
-    "FlowerEvaluation",
+    "FlowerRoundReport",
     "LimbLayout",
     "ReleaseSettings",
     "RoundDetails",

@@ -8,7 +8,6 @@ is started on the loopback address, without its dashboard, and Flower's telemetr
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -45,40 +44,6 @@ def require_flower() -> None:
     except ImportError:
         raise ImportError(INSTALL_HINT) from None
     telemetry.FLWR_TELEMETRY_ENABLED = "0"  # also when Flower was imported before
-
-
-@dataclasses.dataclass(frozen=True)
-class FlowerEvaluation:
-    """A thin view of the release path's [`AUCResult`][]
-    (``result``) with what the server saw of the Flower round. Every attribute of the
-    result reads through (``aucs``, ``fpr``, ``tpr``, ``epsilon``, ``statement``,
-    ``num_clients``, ``num_reporting``, ``to_dict()``, ...).
-
-    Attributes:
-      result: the [`AUCResult`][].
-      secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
-      unmasked_groups: sizes of the groups of reporting clients whose sums the server can
-        unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
-        the epsilon is then the smallest group's (`dpauc_tf.flower.secagg`).
-      unanswered: clients (indices) that did not answer within ``round_timeout``.
-      failed: clients whose reply was an error (index -> reason).
-    """
-
-    result: AUCResult
-    secagg: SecAggSettings | None = None
-    unmasked_groups: tuple[int, ...] = ()
-    unanswered: tuple[int, ...] = ()
-    failed: Mapping[Any, str] = dataclasses.field(default_factory=dict)
-
-    def __getattr__(self, name: str):
-        if name == "result":  # not set yet (copying, unpickling)
-            raise AttributeError(name)
-        return getattr(self.result, name)
-
-    @property
-    def release(self) -> dict[str, np.ndarray]:
-        """The server's summed release (``AUCResult.noisy_counts``)."""
-        return self.result.noisy_counts
 
 
 def _checked_clients(client_data: Sequence) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -118,7 +83,7 @@ def evaluate(
     engine: str = "simulation",
     mechanism_options: Mapping[str, Any] | None = None,
     round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
-) -> FlowerEvaluation:
+) -> AUCResult:
     """Federated, label-DP AUC and ROC of precomputed scores on Flower's simulation engine.
 
     Args:
@@ -158,10 +123,15 @@ def evaluate(
       round_timeout: seconds the server waits for the clients' replies in each exchange
         (the fit, each SecAgg+ stage; default `DEFAULT_ROUND_TIMEOUT`; ``None``: no
         limit). Clients that do not answer in time are left out, as dropouts, and named in
-        ``unanswered`` (and in the error when no report arrives).
+        ``result.round_report.unanswered`` (and in the error when no report arrives).
       engine: ``"simulation"`` (Flower's simulation engine, ``run_simulation`` on local
         Ray) or ``"in-process"`` (the same apps through `LocalGrid`,
         no Ray: fast start, for tests and small machines).
+
+    Returns:
+      The [`AUCResult`][] of the reports that arrived; its ``round_report``
+      ([`FlowerRoundReport`][dpauc_tf.flower.strategy.FlowerRoundReport]) is what the server
+      saw of the round (SecAgg+'s settings, the unmasked groups, who did not answer or failed).
 
     Raises:
       ImportError: Flower or Ray missing (one line naming ``dpauc-tf[flower]``).
@@ -170,32 +140,14 @@ def evaluate(
         whether it was a timeout and which clients did not answer or failed).
     """
     require_flower()
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments
     from dpauc_tf.mechanisms.laws import Deployment
-    from dpauc_tf.mechanisms.registry import check_mechanism_options
 
-    options = {}
-    if mechanism is not None:
-        options = dict(
-            check_mechanism_options(
-                mechanism,
-                mechanism_options,
-                entry="dpauc_tf.flower.evaluate",
-                num_clients="secure_shares= (default: every client)",
-            )
-        )
-    elif mechanism_options:
-        raise ValueError("mechanism_options need a mechanism (mechanism=None is the default's)")
-    if noise_family is not None and epsilon is not None:
-        options["family"] = noise_family
-    spec = ReleaseSpec.make(  # the one spec of this evaluation
-        mechanism,
-        epsilon=epsilon,
-        delta=delta,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        options=options,
-        seed=seed,
-        deployment=Deployment.SECURE if len(client_data) >= 2 else Deployment.FEDERATED,
+    spec = ReleaseArguments.of(locals()).spec(  # the one spec of this evaluation
+        Deployment.SECURE if len(client_data) >= 2 else Deployment.FEDERATED,
+        entry="dpauc_tf.flower.evaluate",
+        shares_set_by="secure_shares= (default: every client)",
+        family=noise_family,
     )
     return evaluate_spec(
         spec,
@@ -225,7 +177,7 @@ def evaluate_spec(
     observe_replies: Callable[[Any], None] | None = None,
     engine: str = "simulation",
     round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
-) -> FlowerEvaluation:
+) -> AUCResult:
     """[`evaluate`][] of a built spec (its mechanism, grid, options and ``seed``): the
     entry of ``dpauc_tf.backends.flower`` and of [`evaluate`][] itself, which builds the one
     spec; the other arguments as for [`evaluate`][]."""
@@ -285,7 +237,7 @@ def run_round(
     observe_replies,
     engine: str,
     round_timeout: float | None,
-) -> FlowerEvaluation:
+) -> AUCResult:
     """One round of ``spec`` (a ``ReleaseSpec``, binary or one-vs-rest) over ``clients``
     (checked ``(scores, labels)`` pairs) on the chosen engine: the part [`evaluate`][] and
     [`dpauc_tf.flower.multiclass.evaluate_multiclass`][] share."""
@@ -354,13 +306,7 @@ def run_round(
         raise ValueError(
             "no report reached the server: " + (details.log.describe() or "the round did not run")
         )
-    return FlowerEvaluation(
-        result=outcome[0],
-        secagg=settings,
-        unmasked_groups=details.unmasked_groups,
-        unanswered=tuple(details.log.unanswered),
-        failed=details.log.failed,
-    )
+    return outcome[0]  # its round_report: what the server saw (FlowerRoundReport)
 
 
 def checked_round_timeout(value) -> float | None:

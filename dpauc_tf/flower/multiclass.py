@@ -25,11 +25,11 @@ from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.flower.evaluate import (
     DEFAULT_ROUND_TIMEOUT,
     ENGINES,
-    FlowerEvaluation,
     checked_round_timeout,
     require_flower,
     run_round,
 )
+from dpauc_tf.mechanisms.release import AUCResult
 
 
 def checked_multiclass_clients(
@@ -67,7 +67,7 @@ def evaluate_multiclass(
     observe_replies: Callable[[Any], None] | None = None,
     engine: str = "simulation",
     round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
-) -> FlowerEvaluation:
+) -> AUCResult:
     """Federated one-vs-rest label-DP AUC of ``C``-class scores in one Flower round.
 
     Args:
@@ -93,9 +93,9 @@ def evaluate_multiclass(
       round_timeout: as for [`dpauc_tf.flower.evaluate`][].
 
     Returns:
-      A [`FlowerEvaluation`][] whose ``result`` is
-      the [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis
-      (``macro``, ``weighted``, ``micro``, ``class_aucs``, ... read through).
+      The [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis
+      (``macro``, ``weighted``, ``micro``, ``class_aucs``, ...) and the round's
+      ``round_report``.
 
     Raises:
       ImportError: Flower or Ray missing (one line naming the extra).
@@ -103,8 +103,8 @@ def evaluate_multiclass(
         release one-vs-rest counts, or no report arriving.
     """
     require_flower()
-    from dpauc_tf.mechanisms.registry import check_mechanism_options
-    from dpauc_tf.mechanisms.release import ReleaseSpec, check_repeats
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments
+    from dpauc_tf.mechanisms.release import check_repeats
 
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -116,26 +116,10 @@ def evaluate_multiclass(
         raise ValueError(f"vanishing_clients must be client indices in [0, {len(clients)})")
     from dpauc_tf.mechanisms.laws import Deployment
 
-    options = {}
-    if mechanism is not None:
-        options = check_mechanism_options(
-            mechanism,
-            mechanism_options,
-            entry="dpauc_tf.flower.evaluate_multiclass",
-            num_clients="(the noise shares are sized for every client)",
-        )
-    elif mechanism_options:
-        raise ValueError("mechanism_options need a mechanism (mechanism=None is the default's)")
-    spec = ReleaseSpec.make(  # the one spec of this evaluation
-        mechanism,
-        epsilon=epsilon,
-        num_classes=num_classes,
-        num_thresholds=num_thresholds,
-        delta=delta,
-        options=options,
-        average=average,
-        seed=seed,
-        deployment=Deployment.SECURE if len(clients) >= 2 else Deployment.FEDERATED,
+    spec = ReleaseArguments.of(locals()).spec(  # the one spec of this evaluation
+        Deployment.SECURE if len(clients) >= 2 else Deployment.FEDERATED,
+        entry="dpauc_tf.flower.evaluate_multiclass",
+        shares_set_by="(the noise shares are sized for every client)",
     )
     if not spec.capabilities.federated:
         raise ValueError(f"mechanism {spec.mechanism!r} cannot run on Flower (it is not federated)")

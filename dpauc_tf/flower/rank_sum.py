@@ -218,7 +218,6 @@ def secure_rank_sum_round(
         num_examples=float(num_examples),
         num_clients=len(nodes),
         num_reporting=len(ranked),
-        shares=len(ranked),
-        shares_arrived=len(ranked),
-        mechanism=mechanism,
+        mechanism=mechanism,  # built for the ranked nodes: its shares, all arrived
+        round_report=details.report(),
     )

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.flower.encoding import LimbLayout
 from dpauc_tf.mechanisms.release import ReleaseSpec, check_repeats
 
@@ -108,20 +107,11 @@ def release_config(
     if not spec.capabilities.secure and layout is not None:
         raise ValueError(f"mechanism {spec.mechanism!r} is not secure: no limb layout")
     body = {
-        "mechanism": spec.mechanism,
-        "epsilon": spec.epsilon,
-        "delta": spec.delta,
-        "thresholds": list(spec.thresholds.values),
-        "inclusive": spec.thresholds.inclusive,
-        "grid": spec.thresholds.grid,
-        "options": [[key, _plain(value)] for key, value in spec.options],
+        **spec.to_fields(),  # the spec's own wire form (no seed)
         "num_clients": int(num_clients),
         "repeats": int(repeats),
         "limb_bits": None if layout is None else layout.bits,
     }
-    if spec.one_vs_rest:
-        body["num_classes"] = spec.num_classes
-        body["average"] = spec.average
     return {RELEASE_KEY: json.dumps(body)}
 
 
@@ -135,22 +125,8 @@ def release_from_config(config: Mapping[str, Any]) -> ReleaseSettings:
         )
     try:
         body = json.loads(str(config[RELEASE_KEY]))
-        thresholds = Thresholds(
-            tuple(float(v) for v in body["thresholds"]), bool(body["inclusive"]), body["grid"]
-        )
-        common = dict(
-            mechanism=str(body["mechanism"]),
-            epsilon=body["epsilon"],
-            delta=body["delta"],
-            thresholds=thresholds,
-            options=tuple((str(k), _frozen(v)) for k, v in body["options"]),
-            seed=None,
-        )
-        if body.get("num_classes") is not None:
-            common.update(num_classes=int(body["num_classes"]), average=str(body["average"]))
-        spec = ReleaseSpec(**common)
         settings = ReleaseSettings(
-            spec=spec,
+            spec=ReleaseSpec.from_fields(body),
             num_clients=int(body["num_clients"]),
             repeats=check_repeats(int(body["repeats"])),
             limb_bits=None if body["limb_bits"] is None else int(body["limb_bits"]),
@@ -159,14 +135,6 @@ def release_from_config(config: Mapping[str, Any]) -> ReleaseSettings:
     except (KeyError, TypeError, json.JSONDecodeError) as error:
         raise ValueError(f"malformed {RELEASE_KEY!r} config entry: {error}") from None
     return settings
-
-
-def _plain(value: Any) -> Any:
-    return [_plain(v) for v in value] if isinstance(value, tuple) else value
-
-
-def _frozen(value: Any) -> Any:
-    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
 
 
 def flatten_report(report: Mapping[str, np.ndarray], num_examples: float) -> np.ndarray:

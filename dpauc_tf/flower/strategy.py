@@ -63,6 +63,30 @@ if TYPE_CHECKING:  # pragma: no cover - names for the type hints only
 DEFAULT_TIMEOUT = 600.0  # seconds the server waits for each exchange of a round
 
 
+@dataclasses.dataclass(frozen=True)
+class FlowerRoundReport:
+    """What the server saw of one Flower round besides the release: the result's
+    ``AUCResult.round_report``.
+
+    Attributes:
+      secagg: SecAgg+'s settings (secure mechanisms; ``None`` otherwise).
+      unmasked_groups: sizes of the groups of reporting clients whose sums the server can
+        unmask: one group (all of them) unless dropouts split SecAgg+'s neighbourhoods;
+        the epsilon is then the smallest group's (`dpauc_tf.flower.secagg`).
+      unanswered: clients (indices) that did not answer within the round's timeout.
+      failed: clients whose reply was an error (index -> reason).
+
+    Examples:
+        >>> FlowerRoundReport(None, (3,), (1,), {}).unanswered
+        (1,)
+    """
+
+    secagg: SecAggSettings | None = None
+    unmasked_groups: tuple[int, ...] = ()
+    unanswered: tuple[int, ...] = ()
+    failed: Mapping[Any, str] = dataclasses.field(default_factory=dict)
+
+
 @dataclasses.dataclass
 class RoundDetails:
     """What the server saw of one round besides the result (for reports and audits).
@@ -78,12 +102,21 @@ class RoundDetails:
     secagg: SecAggSettings | None = None
     unmasked_groups: tuple[int, ...] = ()
 
+    def report(self) -> FlowerRoundReport:
+        """The frozen record of the round so far (the result carries it)."""
+        return FlowerRoundReport(
+            secagg=self.secagg,
+            unmasked_groups=tuple(self.unmasked_groups),
+            unanswered=tuple(self.log.unanswered),
+            failed=dict(self.log.failed),
+        )
+
 
 def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = None) -> ReleaseSpec:
     """The release from a Flower app's ``[tool.flwr.app.config]`` (``context.run_config``).
 
     Keys: ``mechanism`` (missing: the registry's default for a secure deployment, through
-    ``ReleaseSpec.make(None, deployment=Deployment.SECURE)``: the app's clients run
+    ``ReleaseArguments(epsilon).spec(Deployment.SECURE)``: the app's clients run
     SecAgg+ with `secagg_evaluate_mod`; ``secure-rank-sum`` runs two exchanges), ``epsilon`` (a number; required by every
     noisy mechanism: a missing or ``"none"`` epsilon is refused, as ``dpauc evaluate``
     refuses it; the exact AUC, NOT private, is asked for explicitly with ``mechanism =
@@ -99,6 +132,7 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
       ValueError: a noisy mechanism without an epsilon, or a bad value (one line).
     """
     from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments
     from dpauc_tf.mechanisms.laws import Deployment
     from dpauc_tf.mechanisms.registry import mechanism_spec
 
@@ -116,30 +150,21 @@ def spec_from_run_config(run_config: Mapping[str, Any], *, seed: int | None = No
     delta = run_config.get("delta")
     options = _run_config_options(run_config.get("mechanism-options", "{}"))
     num_classes = run_config.get("num-classes")
-    if num_classes not in (None, "none", 0):
-        if str(run_config.get("threshold-grid", "tf")) != "tf":
-            raise ValueError('num-classes (one-vs-rest) supports threshold-grid "tf" only')
-        return ReleaseSpec.make(
-            mechanism,
-            epsilon=epsilon,
-            delta=None if delta in (None, "none") else float(delta),
-            num_classes=num_classes,
-            num_thresholds=int(run_config.get("num-thresholds", DEFAULT_NUM_THRESHOLDS)),
-            options=options,
-            seed=seed,
-            average=str(run_config.get("average", "macro")),
-            deployment=Deployment.SECURE,
-        )
-    return ReleaseSpec.make(
+    one_vs_rest = num_classes not in (None, "none", 0)
+    grid = str(run_config.get("threshold-grid", "tf"))
+    if one_vs_rest and grid != "tf":
+        raise ValueError('num-classes (one-vs-rest) supports threshold-grid "tf" only')
+    return ReleaseArguments(
+        epsilon,
         mechanism,
-        epsilon=epsilon,
-        delta=None if delta in (None, "none") else float(delta),
         num_thresholds=int(run_config.get("num-thresholds", DEFAULT_NUM_THRESHOLDS)),
-        threshold_grid=str(run_config.get("threshold-grid", "tf")),
-        options=options,
+        threshold_grid=grid,
+        delta=None if delta in (None, "none") else float(delta),
+        mechanism_options=options,
         seed=seed,
-        deployment=Deployment.SECURE,
-    )
+        num_classes=num_classes if one_vs_rest else None,
+        average=str(run_config.get("average", "macro")) if one_vs_rest else "macro",
+    ).spec(Deployment.SECURE)
 
 
 def _run_config_epsilon(value: Any) -> float | None:
@@ -323,6 +348,7 @@ def evaluate_round(
         num_clients=len(nodes),
         num_reporting=summed.num_reporting,
         unmasked_groups=groups,
+        round_report=details.report(),
     )
 
 

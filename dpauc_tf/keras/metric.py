@@ -47,7 +47,7 @@ from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.summation import check_curve, keras_auc
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.keras import checks, ops_counts, tf_counts
-from dpauc_tf.mechanisms import CountMechanism, get_mechanism, require
+from dpauc_tf.mechanisms import CountMechanism, require
 from dpauc_tf.mechanisms.weight_bound import bound_weights, check_max_weight
 from dpauc_tf.privacy.ledger import BudgetExceededError
 from dpauc_tf.privacy.statement import PrivacyStatement
@@ -190,13 +190,15 @@ class DPAUC(tf.keras.metrics.Metric):
         max_weight = check_max_weight(max_weight)
         self._thresholds = Thresholds.make(num_thresholds, threshold_grid, thresholds)
         mechanism = default_mechanism(curve, summation_method, delta, mechanism)
-        self._mechanism = get_mechanism(
+        from dpauc_tf.mechanisms.arguments import ReleaseArguments  # after Keras' registration
+
+        self._mechanism = ReleaseArguments(  # the one spec's mechanism (checked, one line)
+            epsilon,
             mechanism,
-            epsilon=epsilon,
             num_thresholds=self._thresholds.num_thresholds,
             delta=delta,
-            **(mechanism_options or {}),
-        )
+            mechanism_options=mechanism_options,
+        ).build()
         require(self._mechanism, "keras_metric")
         self._mechanism = bound_weights(self._mechanism, max_weight)
         # The weights a batch may carry: any (noise off) or [0, max_weight] (the guarantee's).

@@ -15,9 +15,8 @@ import importlib
 _NAMES = {
     "Capabilities": "dpauc_tf.mechanisms.capabilities",
     "CountMechanism": "dpauc_tf.mechanisms.base",
-    "PrivateAUC": "dpauc_tf.mechanisms.tensor_view",
     "Release": "dpauc_tf.mechanisms.base",
-    "private_auc": "dpauc_tf.mechanisms.tensor_view",
+    "private_auc": "dpauc_tf.mechanisms.tensor_release",
     "MECHANISMS": "dpauc_tf.mechanisms.registry",
     "MechanismSpec": "dpauc_tf.mechanisms.registry",
     "describe_mechanisms": "dpauc_tf.mechanisms.registry",

@@ -164,6 +164,49 @@ class ReleaseSpec:
         spec.build()
         return spec
 
+    def to_fields(self) -> dict[str, Any]:
+        """The release as JSON-ready fields, without the seed (e.g. a Flower message's
+        config; the clients derive nothing from it): [`from_fields`][] reads them back.
+
+            >>> spec = ReleaseSpec.make("tree-histogram", epsilon=1.0, num_thresholds=15,
+            ...                         options={"budget": [1, 2, 3]}, seed=5)
+            >>> ReleaseSpec.from_fields(spec.to_fields()) == dataclasses.replace(spec, seed=None)
+            True
+        """
+        fields = {
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "thresholds": list(self.thresholds.values),
+            "inclusive": self.thresholds.inclusive,
+            "grid": self.thresholds.grid,
+            "options": [[key, _listed(value)] for key, value in self.options],
+        }
+        if self.one_vs_rest:
+            fields.update(num_classes=self.num_classes, average=self.average)
+        return fields
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any]) -> ReleaseSpec:
+        """The spec of [`to_fields`][]' output (no seed); ``KeyError``/``TypeError`` where a
+        field is missing or malformed, a bad name, epsilon or option when built."""
+        thresholds = Thresholds(
+            tuple(float(v) for v in fields["thresholds"]),
+            bool(fields["inclusive"]),
+            fields["grid"],
+        )
+        one_vs_rest = fields.get("num_classes") is not None
+        return cls(
+            mechanism=str(fields["mechanism"]),
+            epsilon=fields["epsilon"],
+            delta=fields["delta"],
+            thresholds=thresholds,
+            options=frozen_options(dict((str(k), v) for k, v in fields["options"])),
+            seed=None,
+            num_classes=int(fields["num_classes"]) if one_vs_rest else None,
+            average=str(fields["average"]) if one_vs_rest else "macro",
+        )
+
     @property
     def one_vs_rest(self) -> bool:
         """Whether the release is one-vs-rest (a class count)."""
@@ -211,9 +254,12 @@ class ReleaseSpec:
 
     def build(self, num_clients: int | None = None):
         """The mechanism for ``num_clients`` clients (the number of shares for secure
-        mechanisms; ignored by the others); cached per spec and number. A one-vs-rest
-        spec builds a [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest]."""
-        return _build(self, 1 if num_clients is None else int(num_clients))
+        mechanisms; ignored by the others; default: the ``num_clients`` option where the
+        spec has one, else 1); cached per spec and number. A one-vs-rest spec builds a
+        [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest]."""
+        if num_clients is None:
+            num_clients = dict(self.options).get("num_clients", 1)
+        return _build(self, int(num_clients))
 
     def count_grid(self) -> Thresholds:
         """The grid every client counts on: the mechanism's own where it has one (a
@@ -261,14 +307,15 @@ class ReleaseSpec:
 
 @functools.lru_cache(maxsize=128)
 def _build(spec: ReleaseSpec, num_clients: int):
+    options = {key: value for key, value in spec.options if key != "num_clients"}
     if spec.mechanism == PAIRED_COMPARISON:
         from dpauc_tf.mechanisms.comparison import PairedComparison
 
-        return PairedComparison(spec.epsilon, **dict(spec.options))
+        return PairedComparison(spec.epsilon, **options)
     if spec.mechanism == RANK_SUM_COMPARISON:
         from dpauc_tf.mechanisms.comparison_rank_sum import RankSumComparison
 
-        return RankSumComparison(spec.epsilon, num_clients=num_clients, **dict(spec.options))
+        return RankSumComparison(spec.epsilon, num_clients=num_clients, **options)
     if spec.one_vs_rest:
         from dpauc_tf.mechanisms.multiclass_rank_sum import build_one_vs_rest
 
@@ -279,7 +326,7 @@ def _build(spec: ReleaseSpec, num_clients: int):
             num_thresholds=spec.num_thresholds,
             delta=spec.delta,
             num_clients=num_clients,
-            options=dict(spec.options),
+            options=options,
             average=spec.average,
         )
     from dpauc_tf.mechanisms.registry import get_mechanism
@@ -290,7 +337,7 @@ def _build(spec: ReleaseSpec, num_clients: int):
         num_thresholds=spec.num_thresholds,
         delta=spec.delta,
         num_clients=num_clients,
-        **dict(spec.options),
+        **options,
     )
 
 
@@ -332,6 +379,11 @@ class AUCResult:
       macro: the mean of the class AUCs ``[R]`` (NaN where a class's AUC is undefined).
       weighted: their mean weighted by the released supports ``[R]``.
       micro: the AUC of the counts summed over the classes ``[R]``.
+      round_report: what a federated backend's server saw of the round besides the release,
+        as that backend's own frozen record (Flower's
+        [`FlowerRoundReport`][dpauc_tf.flower.strategy.FlowerRoundReport]: SecAgg+'s
+        settings, the unmasked groups, who did not answer or failed); ``None`` elsewhere.
+        Not part of ``to_dict()``.
     """
 
     aucs: np.ndarray
@@ -357,6 +409,7 @@ class AUCResult:
     macro: np.ndarray | None = None
     weighted: np.ndarray | None = None
     micro: np.ndarray | None = None
+    round_report: Any = None
 
     @property
     def ci_low(self) -> np.ndarray | None:
@@ -514,6 +567,11 @@ def finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _listed(value: Any) -> Any:
+    """An option value as JSON writes it (tuples as lists)."""
+    return [_listed(v) for v in value] if isinstance(value, tuple) else value
+
+
 def _plain(key: Any) -> Any:
     if key is None or isinstance(key, (str, int, float, bool)):
         return key
@@ -595,6 +653,7 @@ def finish_release(
     mechanism=None,
     confidence: float | None = None,
     ci_target: str = "population",
+    round_report: Any = None,
 ) -> AUCResult | ComparisonResult:
     """Post-processing of a (summed) release with a leading repeats axis, and its accounting.
 
@@ -609,7 +668,9 @@ def finish_release(
         holder, central noise).
       num_reporting: clients whose reports were summed, as the result states it (default:
         ``num_clients``).
-      shares: noise shares the mechanism was built for (default: ``num_clients``).
+      shares: noise shares the mechanism was built for (default: the mechanism's own
+        ``noise_shares(num_clients)``: the shares a secure mechanism was built for, one per
+        client otherwise; ``None`` for one data holder).
       shares_arrived: shares whose reports were summed (default: ``num_reporting``, else
         ``shares``); the statement is the guarantee they achieve.
       unmasked_groups: when dropouts split a secure sum's neighbourhoods (SecAgg+), the
@@ -624,10 +685,16 @@ def finish_release(
         release: no privacy cost); ``ValueError`` where the mechanism has no valid one.
       ci_target: ``"population"`` (default: privacy noise and sampling error) or
         ``"sample"`` (this test set's AUC: privacy noise only).
+      round_report: the backend's record of the round, carried by the result as
+        ``AUCResult.round_report``.
     """
-    shares = num_clients if shares is None else int(shares)
     if mechanism is None:
-        mechanism = spec.build(shares)
+        mechanism = spec.build(num_clients if shares is None else shares)
+    if shares is not None:
+        shares = int(shares)
+    elif num_clients is not None:  # the mechanism's own rule for a complete arrival
+        sized = getattr(mechanism, "noise_shares", None)
+        shares = int(num_clients) if sized is None else int(sized(int(num_clients)))
     if hasattr(mechanism, "comparison_result"):  # a paired comparison's own result
         from dpauc_tf.mechanisms.comparison import DEFAULT_CONFIDENCE
 
@@ -711,6 +778,7 @@ def finish_release(
         slice_key=slice_key,
         slices_per_example=k,
         interval=interval,
+        round_report=round_report,
     )
 
 

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.release import (
     AUCResult,
@@ -241,28 +242,28 @@ def _two_rounds(spec, mechanism, slice_key, clients: list, repeats: int) -> dict
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
 
-def _summed_release(spec, slice_key, clients: list, repeats: int) -> tuple[dict, Any, int]:
-    """The server's sum of a slice's clients' releases (see the module docstring), the
-    mechanism it was released with and the noise shares it carries."""
+def _summed_release(spec, slice_key, clients: list, repeats: int) -> tuple[dict, Any]:
+    """The server's sum of a slice's clients' releases (see the module docstring) and the
+    mechanism it was released with (whose ``noise_shares`` rule `finish_release` asks)."""
     num_clients = len(clients)
     central = spec.build()
     if central.releases_from_summed_counts and central.capabilities.secure:
         mechanism = spec.build(num_clients)  # the shares are sized for the clients
         summed = _two_rounds(spec, mechanism, slice_key, clients, repeats)
-        return summed, mechanism, mechanism.noise_shares(num_clients)
+        return summed, mechanism
     if central.releases_from_summed_counts:  # rank sums with local noise: global ranks
         pos = sum(value[0] for _, value in clients)
         neg = sum(value[1] for _, value in clients)
         seed = spec.seed_for(slice_key, "clients")
         release = central.release_over_clients(pos, neg, num_clients, seed, repeats)
         summed = {key: np.asarray(value) for key, value in release.items()}
-        return summed, central, central.noise_shares(num_clients)
+        return summed, central
     reports = [
         _release(spec, pos, neg, spec.seed_for(slice_key, client), repeats, num_clients)
         for client, (pos, neg, _) in clients
     ]
     summed = {key: sum(report[key] for report in reports) for key in reports[0]}
-    return summed, spec.build(num_clients), num_clients
+    return summed, spec.build(num_clients)
 
 
 def release_counts(
@@ -288,17 +289,16 @@ def release_counts(
         if not per_client:
             ((pos, neg, _),) = clients.values()
             summed = _release(spec, pos, neg, spec.seed_for(slice_key), repeats)
-            num_clients = mechanism = shares = None
+            num_clients = mechanism = None
         else:
             num_clients = len(clients)
             ordered = sorted(clients.items(), key=lambda kv: repr(kv[0]))
-            summed, mechanism, shares = _summed_release(spec, slice_key, ordered, repeats)
+            summed, mechanism = _summed_release(spec, slice_key, ordered, repeats)
         results[slice_key] = finish_release(
             spec,
             summed,
             num_examples=num_examples,
             num_clients=num_clients,
-            shares=shares,
             mechanism=mechanism,
             slice_key=slice_key,
             slices_per_example=most,
@@ -311,32 +311,15 @@ def release_counts(
 _REQUIRED: Any = object()  # epsilon has no default unless a spec is given
 
 
-def release_spec(
-    *,
-    mechanism: str | None = None,
-    epsilon: float | None,
-    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
-    threshold_grid: str | Sequence[float] = "tf",
-    delta: float | None = None,
-    mechanism_options: dict | None = None,
-    seed: int | None = None,
-    client_col: str | None = None,
-) -> ReleaseSpec:
-    """The one spec of a Spark release, checked: ``mechanism=None`` takes the registry's
-    default for where the labels are (one holder, or clients without secure aggregation
-    with a client column: [`Deployment`][dpauc_tf.mechanisms.laws.Deployment]); a
-    mechanism that changes the examples before counting is refused."""
+def release_spec(arguments: ReleaseArguments, client_col: str | None = None) -> ReleaseSpec:
+    """The one spec of a Spark release, checked
+    ([`ReleaseArguments.spec`][dpauc_tf.mechanisms.arguments.ReleaseArguments.spec]):
+    ``mechanism=None`` takes the registry's default for where the labels are (one holder,
+    or clients without secure aggregation with a client column:
+    [`Deployment`][dpauc_tf.mechanisms.laws.Deployment]); a mechanism that changes the
+    examples before counting is refused."""
     deployment = Deployment.CENTRAL if client_col is None else Deployment.FEDERATED
-    spec = ReleaseSpec.make(
-        mechanism,
-        epsilon=epsilon,
-        num_thresholds=num_thresholds,
-        threshold_grid=threshold_grid,
-        delta=delta,
-        options=mechanism_options,
-        seed=seed,
-        deployment=deployment,
-    )
+    spec = arguments.spec(deployment)
     spec.check_releases_counts(SURFACE)
     return spec
 
@@ -416,16 +399,7 @@ def private_auc_by_slice(
     if spec is None:
         if epsilon is _REQUIRED:
             raise TypeError("private_auc_by_slice needs epsilon= (None: no noise) or spec=")
-        spec = release_spec(
-            mechanism=mechanism,
-            epsilon=epsilon,
-            num_thresholds=num_thresholds,
-            threshold_grid=threshold_grid,
-            delta=delta,
-            mechanism_options=mechanism_options,
-            seed=seed,
-            client_col=client_col,
-        )
+        spec = release_spec(ReleaseArguments.of(locals()), client_col)
     elif epsilon is not _REQUIRED or mechanism is not None:
         raise TypeError("give either spec= or the release's settings (mechanism=, epsilon=...)")
     spec.check_releases_counts(SURFACE)
@@ -536,14 +510,16 @@ class DPAUCEvaluator:
         check_label_free_keys(labelCol, slices, clientCol, SURFACE)
         # the release, built and checked once now (mechanism, epsilon, delta, options, seed)
         self._spec = release_spec(
-            mechanism=mechanism,
-            epsilon=epsilon,
-            num_thresholds=numThresholds,
-            threshold_grid=thresholdGrid,
-            delta=delta,
-            mechanism_options=mechanismOptions,
-            seed=seed,
-            client_col=clientCol,
+            ReleaseArguments(  # Spark ML's camelCase names of the same keywords
+                epsilon,
+                mechanism,
+                num_thresholds=numThresholds,
+                threshold_grid=thresholdGrid,
+                delta=delta,
+                mechanism_options=mechanismOptions,
+                seed=seed,
+            ),
+            clientCol,
         )
         params["mechanism"] = self._spec.mechanism
         self._params = params

@@ -93,7 +93,7 @@ def test_secure_sum_is_exact_and_the_guarantee_is_the_target(data, secure_run):
     mechanism = get_mechanism("secure-histogram", epsilon=1.0, num_thresholds=T, num_clients=K)
     expected = _direct_sum(mechanism, clients, seed=11, repeats=200)
     for key in expected:
-        np.testing.assert_array_equal(out.release[key], expected[key])
+        np.testing.assert_array_equal(out.noisy_counts[key], expected[key])
     assert out.num_reporting == K
     assert out.epsilon == pytest.approx(1.0)
     assert out.aucs.shape == (200,)
@@ -176,7 +176,7 @@ def test_dropout_mid_round_gives_a_result_with_the_honest_epsilon(data):
     assert "only 8 of 10 shares reported" in out.statement.noise
     expected = _direct_sum(mechanism, clients, seed=3, repeats=1, only=set(range(K)) - {2, 7})
     for key in expected:  # the vanished clients' counts are not in the sum
-        np.testing.assert_array_equal(out.release[key], expected[key])
+        np.testing.assert_array_equal(out.noisy_counts[key], expected[key])
     assert np.isfinite(out.auc)
 
 
@@ -218,9 +218,9 @@ def test_every_federated_mechanism_runs_with_its_own_release(data, name):
     expected = _direct_sum(mechanism, clients[:4], seed=1, repeats=1)
     for key in expected:
         if mechanism.capabilities.secure:
-            np.testing.assert_array_equal(out.release[key], expected[key])
+            np.testing.assert_array_equal(out.noisy_counts[key], expected[key])
         else:
-            np.testing.assert_allclose(out.release[key], expected[key], rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(out.noisy_counts[key], expected[key], rtol=1e-12, atol=1e-9)
     assert out.num_reporting == 4
     assert out.epsilon == pytest.approx(mechanism.statement().epsilon)
 
@@ -291,4 +291,4 @@ def test_secagg_neighbourhoods_smaller_than_all_clients_stay_exact(data):
     mechanism = get_mechanism("secure-histogram", epsilon=1.0, num_thresholds=T, num_clients=6)
     expected = _direct_sum(mechanism, clients[:6], seed=4, repeats=1)
     for key in expected:
-        np.testing.assert_array_equal(out.release[key], expected[key])
+        np.testing.assert_array_equal(out.noisy_counts[key], expected[key])

@@ -51,7 +51,7 @@ def _run(clients, **kwargs):
 
 def _residuals(out, labels, scores):
     pos, neg = one_vs_rest_counts(labels, scores, Thresholds.make(T))
-    counts = out.result.noisy_counts
+    counts = out.noisy_counts
     return np.concatenate([(counts["pos"] - pos).ravel(), (counts["neg"] - neg).ravel()])
 
 
@@ -61,7 +61,7 @@ def test_noise_off_equals_the_central_release_and_scikit_learn():
     clients.append((np.zeros((0, 3)), np.zeros(0)))  # an empty client reports zeros
     clients[0] = (clients[0][0], to_one_hot(clients[0][1], 3))  # one-hot labels too
     out = _run(clients, epsilon=None)
-    assert isinstance(out.result, AUCResult) and out.result.num_classes is not None
+    assert isinstance(out, AUCResult) and out.num_classes is not None
     reference = central(labels, scores, epsilon=None, num_thresholds=T)
     pos, neg = one_vs_rest_counts(labels, scores, Thresholds.make(T))
     per_class = np.array([grid_error_bound(p, n) for p, n in zip(pos, neg, strict=True)])
@@ -102,7 +102,7 @@ def test_secagg_shares_sum_to_one_discrete_laplace_and_dropouts_are_honest():
     assert discrete_laplace_pvalue(noise, 4.0) > 1e-3
     for wrong in (2.0, 8.0):
         assert discrete_laplace_pvalue(noise, wrong) < 1e-10
-    assert out.epsilon == 1.0 and out.num_reporting == 4 and out.secagg is not None
+    assert out.epsilon == 1.0 and out.num_reporting == 4 and out.round_report.secagg is not None
     short = _run(clients, epsilon=1.0, mechanism="secure-histogram", seed=6, vanishing_clients=[1])
     assert short.num_reporting == 3 and short.epsilon > 1.0
     assert "only 3 of 4 shares reported" in short.statement.noise

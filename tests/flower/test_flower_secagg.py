@@ -142,8 +142,8 @@ def test_flower_runs_the_ring_it_is_given(clients, monkeypatch):
     (neighbours,) = seen
     assert len(neighbours) == 9 and all(len(n) == 5 for n in neighbours.values())
     assert all(a in neighbours[b] for a in neighbours for b in neighbours[a])  # symmetric
-    assert out.secagg == SecAggSettings(9, 5, 3)
-    assert out.unmasked_groups == (9,) and out.num_reporting == 9
+    assert out.round_report.secagg == SecAggSettings(9, 5, 3)
+    assert out.round_report.unmasked_groups == (9,) and out.num_reporting == 9
     assert out.epsilon == pytest.approx(1.0)
 
 
@@ -152,7 +152,7 @@ def test_flower_uses_the_threshold_it_is_given(clients):
     with pytest.raises(ValueError, match="no report reached the server"):
         _evaluate(clients[:4], vanishing_clients=(0, 1))
     out = _evaluate(clients[:4], vanishing_clients=(0, 1), reconstruction_threshold=2)
-    assert out.num_reporting == 2 and out.secagg.reconstruction_threshold == 2
+    assert out.num_reporting == 2 and out.round_report.secagg.reconstruction_threshold == 2
 
 
 def test_a_ring_split_by_dropouts_states_the_smallest_groups_epsilon(clients):
@@ -172,9 +172,9 @@ def test_a_ring_split_by_dropouts_states_the_smallest_groups_epsilon(clients):
             pytest.fail("no ring of 6 left the two vanishing clients apart")
     finally:
         random.setstate(state)
-    assert out.num_reporting == 4 and len(out.unmasked_groups) == 2
-    smallest = min(out.unmasked_groups)
-    assert sum(out.unmasked_groups) == 4
+    assert out.num_reporting == 4 and len(out.round_report.unmasked_groups) == 2
+    smallest = min(out.round_report.unmasked_groups)
+    assert sum(out.round_report.unmasked_groups) == 4
     assert out.epsilon == pytest.approx(mechanism.achieved_epsilon(smallest))
     assert out.epsilon > mechanism.achieved_epsilon(4) > 1.0
     assert "split SecAgg+'s neighbourhoods" in out.statement.noise

@@ -75,9 +75,9 @@ def test_flower_k10_agrees_with_simulate_in_distribution(data, flower_run):
     labels, scores, ids, _ = data
     out, _ = flower_run
     exact = _exact_twice_rank_sum(labels, scores)
-    flower = _noise(out.result, exact)
+    flower = _noise(out, exact)
     assert out.num_reporting == K == out.num_clients and out.epsilon == pytest.approx(EPSILON)
-    assert out.unmasked_groups == (K,)
+    assert out.round_report.unmasked_groups == (K,)
 
     def simulated(epsilon: float, seed: int) -> np.ndarray:
         spec = ReleaseSpec.make("secure-rank-sum", epsilon=epsilon, options=OPTIONS, seed=seed)

@@ -130,7 +130,7 @@ def test_a_client_that_never_answers_is_left_out_and_named(hanging_client):
         round_timeout=TIMEOUT,
         engine="in-process",
     )
-    assert out.num_reporting == 2 and out.unanswered == (2,)
+    assert out.num_reporting == 2 and out.round_report.unanswered == (2,)
 
 
 def test_secagg_halted_by_a_silent_client_says_timeout_and_which(hanging_client):
@@ -177,7 +177,7 @@ def test_cli_interval_after_a_dropout_counts_only_the_noise_that_arrived(
 
     def evaluate_spec(*args, **kwargs):
         out = original(*args, vanishing_clients=(1,), **kwargs)
-        released.append(out.result)
+        released.append(out)
         return out
 
     monkeypatch.setattr(flower_evaluate, "evaluate_spec", evaluate_spec)

@@ -148,7 +148,7 @@ def _check_pipeline(batch, num_thresholds, grid, name, epsilon, seed):
         assert seed == -1 or (integer_only and fractional and "integer" in str(error))
         event("raised: bad seed or fractional weights for integer noise")
         return
-    auc = out.auc.numpy()
+    auc = out.aucs
     assert auc.shape == (2,)
     # NaN is the documented answer where the AUC is undefined (one class; for noisy releases,
     # an estimated class total that is not positive; rr: debiasing undefined), never a 0.

@@ -237,7 +237,7 @@ def check_noise_and_seed() -> dict:
     spread = [float(spread_metric.result()) for _ in range(60)]
     repeats = private_auc(
         metric.mechanism, tf.constant(pos), tf.constant(neg), seed=1, repeats=300
-    ).auc.numpy()
+    ).aucs
     return {
         "values": values,
         "first_release": first_release,

@@ -56,19 +56,19 @@ def test_secure_simulation_states_the_full_noise(counts):
     assert out.statement == spec.build(K).statement() and out.num_reporting == K
 
 
-def test_private_auc_is_a_view_of_finish_release():
+def test_private_auc_is_finish_release_of_the_mechanisms_release():
     m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
     pos, neg = tf.constant([0.0, 50.0, 30.0, 0.0]), tf.constant([0.0, 40.0, 10.0, 0.0])
-    view = private_auc(m, pos, neg, seed=3, repeats=5)
+    out = private_auc(m, pos, neg, seed=3, repeats=5)
     release = m.release(pos, neg, seed=3, repeats=5)
     direct = finish_release(
         None, {k: v.numpy() for k, v in release.items()}, num_examples=130.0, mechanism=m
     )
-    np.testing.assert_array_equal(view.auc.numpy(), direct.aucs)
-    np.testing.assert_array_equal(view.roc.fpr.numpy(), direct.fpr)
-    assert view.result.epsilon_total == direct.epsilon_total == 5.0
+    np.testing.assert_array_equal(out.aucs, direct.aucs)
+    np.testing.assert_array_equal(out.fpr, direct.fpr)
+    assert out.epsilon_total == direct.epsilon_total == 5.0
     one = private_auc(m, pos, neg, seed=3)
-    assert one.auc.shape.rank == 0 and one.roc.fpr.shape.as_list() == [3]
+    assert one.aucs.shape == (1,) and one.fpr.shape == (1, 3) and one.epsilon_total == 1.0
 
 
 def test_simulate_refuses_what_is_not_a_release():

@@ -23,9 +23,11 @@ def test_import_without_pyspark_names_the_extra(monkeypatch):
 
 
 def test_the_cli_names_the_extra_without_pyspark(monkeypatch):
+    from dpauc_tf.backends import EvaluationData
+    from dpauc_tf.cli import backends
     from dpauc_tf.cli import spark as cli_spark
     from dpauc_tf.cli.main import CommandError
 
     monkeypatch.setattr(cli_spark.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(CommandError, match=r"\.whl\[spark\]"):
-        cli_spark.evaluate_with_spark(None, None, 1)
+    with pytest.raises(CommandError, match=r"needs PySpark: .*\.whl\[spark\]"):
+        backends.evaluate_registered(backends.BackendRun("spark", None), EvaluationData())
