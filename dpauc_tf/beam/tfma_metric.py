@@ -139,12 +139,12 @@ class DPAUCMetric(metric_types.Metric):
         spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)  # checks them
         if confidence is not None:
             from dpauc_tf.mechanisms.intervals import (
+                IntervalTarget,
                 check_confidence,
                 check_interval_support,
-                check_target,
             )
 
-            check_confidence(confidence), check_target(ci_target)
+            check_confidence(confidence), IntervalTarget(ci_target)
             check_interval_support(spec.build())
         super().__init__(
             _dpauc_computations,

@@ -616,14 +616,14 @@ def summarize_release(
         that split the buckets, a bad rate, scores of another grid).
     """
     from dpauc_tf.mechanisms.intervals import (
+        IntervalTarget,
         check_confidence,
-        check_target,
         noise_copies,
         projected_histogram,
     )
 
     check_summarizable(mechanism)
-    check_target(target)
+    target = IntervalTarget(target)
     confidence = check_confidence(confidence)
     if max_fpr is not None:
         max_fpr = curve_summaries.check_rate(max_fpr, "max_fpr")
@@ -695,7 +695,7 @@ def summarize_release(
         out["calibration"] = _calibration(
             pos, bucket_scores, bins, calibration_bins, delta, level, target
         )
-    return ReleaseSummaries(confidence=level, target=target, **out)
+    return ReleaseSummaries(confidence=level, target=target.value, **out)
 
 
 def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> CalibrationSummary:
