@@ -3,12 +3,12 @@
 Every function returns one client id in ``[0, K)`` per example, so that clients may be
 unequal in size or empty (an empty client still reports, with all-zero counts):
 
-* [`iid_partition`][]: each example goes to a uniformly random client (the paper's IID
+* `iid_partition`: each example goes to a uniformly random client (the paper's IID
   setting; the reference code's ``randint(0, K)``).
-* [`non_iid_partition`][]: examples sorted by score and cut into ``K`` contiguous blocks of
+* `non_iid_partition`: examples sorted by score and cut into ``K`` contiguous blocks of
   (nearly) equal size, ``client = int(rank / (n / K))`` as in the reference code: client 0
   holds the lowest scores.
-* [`label_skewed_partition`][]: each client gets a share of the positives drawn from a
+* `label_skewed_partition`: each client gets a share of the positives drawn from a
   Dirichlet distribution (``concentration`` small = strongly skewed), the negatives spread
   uniformly.
 

@@ -12,7 +12,7 @@ What noisy counts violate, and how it is restored:
   ``TP`` from its two observations ``TP`` and ``P - FN`` (least squares).
 * **monotone cumulative counts**: ``TP`` and ``FP`` must not increase with the threshold and
   must lie in ``[0, P]`` / ``[0, N]``; equivalently every bucket count is ``>= 0``.
-  [`isotonic_regression`][] is the least-squares projection onto monotone sequences:
+  `isotonic_regression` is the least-squares projection onto monotone sequences:
   eagerly the pool-adjacent-violators algorithm (`pool_adjacent_violators`, O(T) per
   row, about 0.2 s for 100 rows of 1,024), inside graphs its min-max formula
   ``x_i = max_{j <= i} min_{k >= i} mean(y_j..y_k)`` in TensorFlow ops (O(T^2) per row);
@@ -20,7 +20,7 @@ What noisy counts violate, and how it is restored:
   isotonic regression.
 * **the AUC**: on a consistent, monotone curve the ROC points are already sorted, so the
   trapezoid area (`auc_estimate`) is the Mann-Whitney statistic of the estimated
-  counts (ties in a bucket count 1/2) and equals what [`dpauc_tf.core.curve.auc_from_roc`][]
+  counts (ties in a bucket count 1/2) and equals what `dpauc_tf.core.curve.auc_from_roc`
   gives after its clip-and-sort, which is then a no-op.
 
 **Bias.** The reference code's estimator clips every noisy count at 0 and *re-sorts* the

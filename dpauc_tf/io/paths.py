@@ -1,7 +1,7 @@
 """What an input path means: the one rule every backend reads by (``docs/inputs.md``).
 
 [`input_files`][] turns a ``--scores`` argument (or any path given to a reader) into the
-list of files to read, each with its format and compression ([`InputFile`][]):
+list of files to read, each with its format and compression (`InputFile`):
 
 * a **file** is read whatever its name;
 * a **directory** means every file below it, at any depth (a hive-partitioned directory,
