@@ -10,7 +10,9 @@ import json
 
 import pytest
 
+from dpauc_tf.cli.formats import OutputFormat
 from dpauc_tf.core.vocabulary import Curve, SummationMethod, ThresholdGrid, Vocabulary
+from dpauc_tf.io.paths import ScoreFormat
 from dpauc_tf.mechanisms.capabilities import Capabilities, Protected, Released
 from dpauc_tf.mechanisms.laws import Average, IntervalTarget, NoiseKind
 from dpauc_tf.mechanisms.option_types import OptionKind, OptionType
@@ -25,6 +27,8 @@ VOCABULARIES = [
     (Protected, "protected", ("labels", "scores", "nothing")),
     (Released, "released", ("curve", "auc")),
     (OptionKind, "option_kind", ("bool", "int", "float", "choice", "budget", "text", "any")),
+    (ScoreFormat, "format", ("csv", "parquet", "tfrecord")),
+    (OutputFormat, "format", ("table", "json", "markdown", "csv")),
 ]
 
 
@@ -90,6 +94,7 @@ def test_the_command_line_choices_are_the_enums_values():
     assert evaluate["ci_target"] == IntervalTarget.values()
     assert choices("multiclass")["average"] == Average.values()
     assert choices("reproduce")["threshold_grid"] == ThresholdGrid.values()
+    assert evaluate["format"] == choices("audit")["format"] == OutputFormat.values()
 
 
 def test_a_subclass_names_its_argument_from_its_class():
