@@ -26,7 +26,20 @@ from __future__ import annotations
 
 import numpy as np
 
-PARTITIONS = ("iid", "non-iid", "label-skewed")
+from dpauc_tf.core.vocabulary import Vocabulary
+
+
+class Partition(Vocabulary):
+    """How examples are split among clients (`partition`'s ``kind``; module docstring).
+
+    Examples:
+        >>> Partition("non-iid")
+        <Partition.NON_IID: 'non-iid'>
+    """
+
+    IID = "iid"
+    NON_IID = "non-iid"
+    LABEL_SKEWED = "label-skewed"
 
 
 def _check_num_clients(num_clients: int) -> int:
@@ -96,13 +109,12 @@ def partition(
     **kwargs,
 ) -> np.ndarray:
     """Client ids by partition name (``"iid"``, ``"non-iid"``, ``"label-skewed"``)."""
+    kind = Partition(kind)
     if kind == "iid":
         return iid_partition(np.asarray(scores).size, num_clients, seed)
     if kind == "non-iid":
         return non_iid_partition(scores, num_clients)
-    if kind == "label-skewed":
-        return label_skewed_partition(labels, num_clients, seed=seed, **kwargs)
-    raise ValueError(f"unknown partition {kind!r}; choose one of {PARTITIONS}")
+    return label_skewed_partition(labels, num_clients, seed=seed, **kwargs)
 
 
 def client_data_from_partition(

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from dpauc_tf.cli.formats import OutputFormat
+from dpauc_tf.core.partitions import Partition
 from dpauc_tf.core.vocabulary import Curve, SummationMethod, ThresholdGrid, Vocabulary
 from dpauc_tf.io.paths import ScoreFormat
 from dpauc_tf.mechanisms.capabilities import Capabilities, Protected, Released
@@ -29,6 +30,7 @@ VOCABULARIES = [
     (OptionKind, "option_kind", ("bool", "int", "float", "choice", "budget", "text", "any")),
     (ScoreFormat, "format", ("csv", "parquet", "tfrecord")),
     (OutputFormat, "format", ("table", "json", "markdown", "csv")),
+    (Partition, "partition", ("iid", "non-iid", "label-skewed")),
 ]
 
 
