@@ -46,10 +46,21 @@ import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.curve import Confusion, confusion_from_histogram
+from dpauc_tf.core.vocabulary import Vocabulary
 
-# How mann_whitney_auc counts a positive and a negative in the same bucket: 1/2 (a tie, as
-# TensorFlow) or 1/2 + the linear-density correction (within_bucket_correction).
-WITHIN_BUCKET = ("half", "linear")
+
+class WithinBucket(Vocabulary):
+    """How `mann_whitney_auc` counts a positive and a negative in the same bucket: 1/2 (a
+    tie, as TensorFlow) or 1/2 + the linear-density correction (`within_bucket_correction`).
+
+    Examples:
+        >>> WithinBucket("linear")
+        <WithinBucket.LINEAR: 'linear'>
+    """
+
+    HALF = "half"
+    LINEAR = "linear"
+
 
 # Elements of the [rows, T, T] working tensor of the isotonic regression per chunk (~64 MB).
 MAX_ISOTONIC_ELEMENTS = 8_000_000
@@ -262,8 +273,7 @@ def mann_whitney_auc(confusion: Confusion, *, within_bucket: str = "half") -> tf
         >>> float(mann_whitney_auc(confusion_from_histogram(pos, tf.zeros(4))))
         nan
     """
-    if within_bucket not in WITHIN_BUCKET:
-        raise ValueError(f"within_bucket must be one of {WITHIN_BUCKET}, got {within_bucket!r}")
+    within_bucket = WithinBucket(within_bucket)
     dtype = confusion.tp.dtype
     tp, fp, tn, fn = (tf.cast(c, tf.float64) for c in confusion)
     tp, fp, tn, fn = least_squares_confusion(Confusion(tp, fp, tn, fn))
