@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import argparse
 
+from dpauc_tf.backends import BackendName
 from dpauc_tf.cli import arguments
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.laws import Average
 
-BACKEND_CHOICES = ("simulate", "tff", "flower")
+# The backends that release one-vs-rest counts.
+BACKEND_CHOICES = tuple(
+    b.value for b in (BackendName.SIMULATE, BackendName.TFF, BackendName.FLOWER)
+)
 
 
 def register_cli(subparsers, common=None) -> argparse.ArgumentParser:

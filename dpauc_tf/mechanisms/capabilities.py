@@ -70,7 +70,7 @@ class Capabilities:
         the AUC).
     """
 
-    protects: Protected = Protected.LABELS
+    protects: str = Protected.LABELS.value
     secure: bool = False
     integer_counts: bool = False
     unit_weights: bool = False
@@ -79,11 +79,11 @@ class Capabilities:
     fed_eval: bool = False
     federated: bool = True
     transforms_data: bool = False
-    releases: Released = Released.CURVE
+    releases: str = Released.CURVE.value
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "protects", Protected(self.protects))
-        object.__setattr__(self, "releases", Released(self.releases))
+    def __post_init__(self) -> None:  # validated here, kept as the plain string
+        object.__setattr__(self, "protects", Protected(self.protects).value)
+        object.__setattr__(self, "releases", Released(self.releases).value)
 
     @property
     def weights(self) -> str:

@@ -2,7 +2,7 @@
 parsed and checked (`dpauc_tf.mechanisms.registry.parse_options` applies them).
 
     >>> OPTION_TYPES["public_scores"].kind
-    <OptionKind.BOOL: 'bool'>
+    'bool'
 """
 
 from __future__ import annotations
@@ -63,14 +63,14 @@ class OptionType:
         False
     """
 
-    kind: OptionKind
+    kind: str  # an OptionKind value
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
     note: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", OptionKind(self.kind))
+        object.__setattr__(self, "kind", OptionKind(self.kind).value)
 
     def accepted(self) -> str:
         """What the option accepts, for error messages."""
