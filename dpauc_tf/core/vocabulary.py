@@ -80,6 +80,10 @@ class Curve(Vocabulary):
     PR = "PR"
     PRGAIN = "PRGAIN"
 
+    @classmethod
+    def argument(cls) -> str:
+        return "`curve`"  # as Keras' AUC names it in its error
+
 
 class SummationMethod(Vocabulary):
     """How the area is summed, as Keras' ``metrics_utils.AUCSummationMethod``.
@@ -92,6 +96,10 @@ class SummationMethod(Vocabulary):
     INTERPOLATION = "interpolation"
     MINORING = "minoring"
     MAJORING = "majoring"
+
+    @classmethod
+    def argument(cls) -> str:
+        return "`summation_method`"
 
 
 class ThresholdGrid(Vocabulary):

@@ -19,8 +19,8 @@ from dpauc_tf.mechanisms.laws import Average, IntervalTarget, NoiseKind
 from dpauc_tf.mechanisms.option_types import OptionKind, OptionType
 
 VOCABULARIES = [
-    (Curve, "curve", ("ROC", "PR", "PRGAIN")),
-    (SummationMethod, "summation_method", ("interpolation", "minoring", "majoring")),
+    (Curve, "`curve`", ("ROC", "PR", "PRGAIN")),
+    (SummationMethod, "`summation_method`", ("interpolation", "minoring", "majoring")),
     (ThresholdGrid, "threshold_grid", ("tf", "reference")),
     (IntervalTarget, "target", ("sample", "population")),
     (Average, "average", ("macro", "weighted", "micro")),
