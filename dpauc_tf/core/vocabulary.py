@@ -2,14 +2,15 @@
 value enters, and the core's own (Keras' curves and summation methods, the named threshold
 grids).
 
-Each vocabulary is one ``class X(Vocabulary)``, in a pure-Python module (here, or
-``dpauc_tf.mechanisms.laws`` for the mechanisms' and releases'), so that the command line's
-``choices=`` read it without loading TensorFlow. A member
-compares equal to (and hashes as) its string value, prints as it, and ``json.dumps`` writes
-it, so string callers and JSON output stay the same; the constructor (or ``from_str``, as
-Keras' ``metrics_utils.AUCCurve.from_str``) takes a member, its value in any case, or
-another Enum's member of the same value (Keras' own), and refuses anything else with one line
-that lists the valid values.
+Each vocabulary is one ``class X(Vocabulary)`` in the module that owns the concept; those the
+command line's ``choices=`` read live in pure-Python modules (here, or
+``dpauc_tf.mechanisms.laws`` for the mechanisms' and releases') so that ``dpauc --help``
+loads no TensorFlow. A member compares equal to (and hashes as) its string value, prints as
+it, and ``json.dumps`` writes it, so string callers and JSON output stay the same; the
+constructor (or ``from_str``, as Keras' ``metrics_utils.AUCCurve.from_str``) takes a member,
+its value in any case, or another Enum's member of the same value (Keras' own), and refuses
+anything else with one line that lists the valid values. Dataclass fields keep the plain
+value (``Capabilities.releases == "curve"``).
 
 Examples:
     >>> class Colour(Vocabulary):
