@@ -47,6 +47,7 @@ from scipy import stats
 
 from dpauc_tf.core import calibration, curve_summaries
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.laws import IntervalTarget
 
 _STEP = 1e-3  # central-difference step (in counts) for gradients of pAUC and AP
 
@@ -616,7 +617,6 @@ def summarize_release(
         that split the buckets, a bad rate, scores of another grid).
     """
     from dpauc_tf.mechanisms.intervals import (
-        IntervalTarget,
         check_confidence,
         noise_copies,
         projected_histogram,
@@ -770,6 +770,7 @@ def curve_bands(
     from dpauc_tf.mechanisms.intervals import noise_copies, projected_histogram
 
     check_summarizable(mechanism, "curves")
+    target = IntervalTarget(target)
     release = {
         k: np.atleast_2d(np.asarray(v, np.float64))[:1] for k, v in result.noisy_counts.items()
     }
