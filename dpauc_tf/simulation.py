@@ -1,7 +1,7 @@
 """Federated evaluation simulated centrally: count once per client, release all repeats at once.
 
 ``R`` repeats of a DP evaluation must not mean ``R`` passes over the data. The data are
-bucketed once per client ([`client_histograms`][], one [`dpauc_tf.core.counts.bucket_counts`][]
+bucketed once per client (`client_histograms`, one [`dpauc_tf.core.counts.bucket_counts`][]
 pass with the client as group id); a mechanism's ``release(..., repeats=R)`` then draws the
 noise of all ``R`` repeats for all ``K`` clients in one vectorised call (``[R, K, ...]``
 tensors, in chunks of repeats to bound memory); the server's sum over clients, the confusion

@@ -40,6 +40,7 @@ from dpauc_tf.io.paths import (
     PARQUET_SUFFIXES,  # noqa: F401 (public names of this module)
     TFRECORD_SUFFIXES,  # noqa: F401
     InputFile,
+    ScoreFormat,
     check_readable,
     describe,
     is_hidden,
@@ -48,7 +49,6 @@ from dpauc_tf.io.paths import input_files as local_input_files
 from dpauc_tf.io.scores import ScoreFileError
 
 BATCH_ROWS = 65_536
-FORMATS = ("parquet", "tfrecord", "csv")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -146,9 +146,10 @@ class ReadScores(beam.PTransform):
         self._explicit_format = format is not None
         if format is None and (not isinstance(file_pattern, str) or os.path.isdir(file_pattern)):
             format = input_files(file_pattern)[0].format  # a directory's files say it
-        self.format = format or file_format(file_pattern)
-        if self.format not in FORMATS:
-            raise ValueError(f"ReadScores: format must be one of {FORMATS}, got {format!r}")
+        try:
+            self.format = ScoreFormat(format or file_format(file_pattern)).value
+        except ValueError as error:
+            raise ValueError(f"ReadScores: {error}") from None
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"ReadScores: batch_size must be an int >= 1, got {batch_size!r}")
         self.file_pattern = file_pattern if isinstance(file_pattern, str) else list(file_pattern)

@@ -514,13 +514,13 @@ def _interval_options(spec: ReleaseSpec, confidence, ci_target) -> dict:
     if confidence is None:
         return {}
     from dpauc_tf.mechanisms.intervals import (
+        IntervalTarget,
         check_confidence,
         check_interval_support,
-        check_target,
     )
 
     check_interval_support(spec.build())
-    return {"confidence": check_confidence(confidence), "ci_target": check_target(ci_target)}
+    return {"confidence": check_confidence(confidence), "ci_target": IntervalTarget(ci_target)}
 
 
 def _client_report(item, spec: ReleaseSpec, repeats, clients):

@@ -51,6 +51,7 @@ import numpy as np
 from dpauc_tf.beam.release import ReleaseCounts
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.mechanisms.arguments import ReleaseArguments
+from dpauc_tf.core.vocabulary import Vocabulary
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.release import (
     AUCResult,
@@ -64,7 +65,21 @@ DPAUC_NAME = "dpauc"
 EPSILON_SUFFIXES = ("_epsilon", "_epsilon_total")
 MECHANISM_SUFFIX = "_mechanism"  # the mechanism's name beside the value ("none": exact)
 INTERVAL_SUFFIXES = ("_lower", "_upper", "_privacy_share")
-CI_CHOICES = ("refuse", "allow")
+
+
+class TFMAIntervals(Vocabulary):
+    """Whether the metric lets TFMA compute its bootstrap confidence intervals
+    (``confidence_intervals=``; module docstring): ``"refuse"`` (the default) or ``"allow"``.
+    """
+
+    REFUSE = "refuse"
+    ALLOW = "allow"
+
+    @classmethod
+    def argument(cls) -> str:
+        return "confidence_intervals"
+
+
 _MISSING = object()  # no epsilon in the config: refused, never "no noise"
 
 
@@ -133,19 +148,16 @@ class DPAUCMetric(metric_types.Metric):
     ):
         epsilon = _given_epsilon(epsilon, mechanism)
         check_slices_bound(slices_per_example, "slices_per_example")
-        if confidence_intervals not in CI_CHOICES:
-            raise ValueError(
-                f"confidence_intervals must be one of {CI_CHOICES}, got {confidence_intervals!r}"
-            )
+        confidence_intervals = TFMAIntervals(confidence_intervals).value
         spec = _spec(mechanism, epsilon, num_thresholds, threshold_grid, delta)  # checks them
         if confidence is not None:
             from dpauc_tf.mechanisms.intervals import (
+                IntervalTarget,
                 check_confidence,
                 check_interval_support,
-                check_target,
             )
 
-            check_confidence(confidence), check_target(ci_target)
+            check_confidence(confidence), IntervalTarget(ci_target)
             check_interval_support(spec.build())
         super().__init__(
             _dpauc_computations,

@@ -23,7 +23,7 @@ import math
 from typing import Any
 
 from dpauc_tf.cli.errors import CommandError
-from dpauc_tf.cli.formats import FORMATS
+from dpauc_tf.cli.formats import OutputFormat
 
 # Mirrors of dpauc_tf.io.streaming's defaults (help imports no numpy; a test checks).
 DEFAULT_MAX_ROWS_IN_MEMORY = 2_000_000
@@ -157,7 +157,9 @@ class OneLineParser(argparse.ArgumentParser):
 
 def add_common_flags(parser: argparse.ArgumentParser, default_format: str = "table") -> None:
     """``--format`` and ``--debug``, the same for every subcommand."""
-    parser.add_argument("--format", choices=FORMATS, default=default_format, help="output format")
+    parser.add_argument(
+        "--format", choices=OutputFormat.values(), default=default_format, help="output format"
+    )
     parser.add_argument(
         "--debug", action="store_true", help="show a traceback instead of the one-line error"
     )

@@ -17,7 +17,7 @@ import math
 import sys
 from collections.abc import Sequence
 
-from dpauc_tf.cli.formats import FORMATS, format_rows
+from dpauc_tf.cli.formats import OutputFormat, format_rows
 from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_SAMPLES
 
@@ -92,7 +92,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     if common is not None:
         common(parser)
     else:
-        parser.add_argument("--format", choices=FORMATS, default="table")
+        parser.add_argument("--format", choices=OutputFormat.values(), default="table")
         parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(func=run_cli)
     return parser

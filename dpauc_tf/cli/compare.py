@@ -24,7 +24,7 @@ import json
 import math
 import sys
 
-from dpauc_tf.cli.formats import FORMATS, format_rows
+from dpauc_tf.cli.formats import OutputFormat, format_rows
 
 DEFAULT_BUCKETS = 6  # mirror of dpauc_tf.mechanisms.comparison.DEFAULT_COMPARISON_BUCKETS
 
@@ -118,7 +118,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     if common is not None:
         common(parser)
     else:
-        parser.add_argument("--format", choices=FORMATS, default="table")
+        parser.add_argument("--format", choices=OutputFormat.values(), default="table")
         parser.add_argument("--debug", action="store_true")
     parser.set_defaults(func=run_compare)
     return parser

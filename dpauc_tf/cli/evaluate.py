@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpauc_tf.backends import BackendName
 from dpauc_tf.cli import evaluation_summaries  # metrics (issue 33)
 from dpauc_tf.cli.arguments import (
     DEFAULT_CHUNK_ROWS,
@@ -54,6 +55,8 @@ from dpauc_tf.cli.intervals import check_confidence, with_confidence
 from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.cli.release import ReleaseRequest, release_request
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.core.vocabulary import ThresholdGrid
+from dpauc_tf.mechanisms.laws import IntervalTarget
 from dpauc_tf.mechanisms.registry import describe_mechanisms, list_mechanisms, mechanism_spec
 from dpauc_tf.privacy.statement import check_label_free_keys
 
@@ -130,7 +133,7 @@ def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
         help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md)",
     )
     ev.add_argument(
-        "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
+        "--threshold-grid", choices=ThresholdGrid.values(), default="tf", help="threshold grid"
     )
     ev.add_argument(
         "--thresholds",
@@ -155,7 +158,7 @@ def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--ci-target",
-        choices=("sample", "population"),
+        choices=IntervalTarget.values(),
         default="population",
         help="population (default: privacy noise and sampling error) or sample (the AUC of "
         "this test set: privacy noise only)",
@@ -178,7 +181,7 @@ def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
     ev.add_argument("--plot", help='write the ROC band to this PNG (needs "dpauc-tf[plot]")')
     ev.add_argument(
         "--backend",
-        choices=("simulate", "tff", "beam", "flower", "spark"),
+        choices=[name.value for name in BackendName],
         default="simulate",
         help="simulate (default; no TFF needed), tff (dpauc_tf.federated.evaluate), beam "
         '(an Apache Beam pipeline, dpauc_tf.beam; needs "dpauc-tf[beam]") or flower '

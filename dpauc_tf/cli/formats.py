@@ -29,7 +29,20 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-FORMATS = ("table", "json", "markdown", "csv")
+from dpauc_tf.core.vocabulary import Vocabulary
+
+
+class OutputFormat(Vocabulary):
+    """The output formats of the commands (``--format``)."""
+
+    TABLE = "table"
+    JSON = "json"
+    MARKDOWN = "markdown"
+    CSV = "csv"
+
+    @classmethod
+    def argument(cls) -> str:
+        return "format"
 
 
 def _cell(value: Any) -> str:
@@ -64,8 +77,7 @@ def json_safe(value: Any) -> Any:
 
 def format_rows(rows: Sequence[dict], fmt: str) -> str:
     """Renders ``rows`` as an aligned text table, JSON (valid: no NaN), Markdown or CSV."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    fmt = OutputFormat(fmt)
     if fmt == "json":
         return json.dumps(json_safe(list(rows)), allow_nan=False)
     columns = _columns(rows)

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import argparse
 
+from dpauc_tf.backends import BackendName
 from dpauc_tf.cli import arguments
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+from dpauc_tf.mechanisms.laws import Average
 
-AVERAGE_CHOICES = ("macro", "weighted", "micro")
-BACKEND_CHOICES = ("simulate", "tff", "flower")
+# The backends that release one-vs-rest counts.
+BACKEND_CHOICES = tuple(
+    b.value for b in (BackendName.SIMULATE, BackendName.TFF, BackendName.FLOWER)
+)
 
 
 def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
@@ -81,7 +85,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         help="thresholds of the grid",
     )
     parser.add_argument(
-        "--average", choices=AVERAGE_CHOICES, default="macro", help="the headline average"
+        "--average", choices=Average.values(), default="macro", help="the headline average"
     )
     parser.add_argument(
         "--clients",
@@ -226,7 +230,7 @@ def run_multiclass(args: argparse.Namespace) -> int:
     ]
     rows += [
         {"class": f"{avg} average", "auc": _value(getattr(result, avg)[0]), "support": None}
-        for avg in AVERAGE_CHOICES
+        for avg in Average.values()
     ]
     if args.format == "csv":  # one table: the total spent on every row
         totals = {"epsilon_total": result.epsilon_total, "delta_total": result.delta_total}

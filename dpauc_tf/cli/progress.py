@@ -16,14 +16,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-PROGRESS_CHOICES = ("auto", "on", "off")
+from dpauc_tf.core.vocabulary import Vocabulary
+
+
+class Progress(Vocabulary):
+    """When the commands draw a progress bar (``--progress``)."""
+
+    AUTO = "auto"  # when stderr is a terminal
+    ON = "on"
+    OFF = "off"
 
 
 def add_progress_flags(parser: argparse.ArgumentParser) -> None:
     """Adds ``--progress auto|on|off`` and ``--no-progress`` to ``parser``."""
     parser.add_argument(
         "--progress",
-        choices=PROGRESS_CHOICES,
+        choices=Progress.values(),
         default="auto",
         help="progress bar on stderr (auto: when stderr is a terminal)",
     )

@@ -21,6 +21,7 @@ from typing import Any
 from dpauc_tf.cli.arguments import add_common_flags, positive_int, seed_int
 from dpauc_tf.cli.formats import format_rows, format_with_notes
 from dpauc_tf.cli.progress import add_progress_flags, show_progress
+from dpauc_tf.core.vocabulary import ThresholdGrid
 
 REPRODUCE_TARGETS = ("table1", "table2", "table3", "table4", "table5", "all")
 
@@ -43,7 +44,7 @@ def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
     rp.add_argument("--seed", type=seed_int, default=0, help="base seed")
     rp.add_argument(
         "--threshold-grid",
-        choices=("tf", "reference"),
+        choices=ThresholdGrid.values(),
         default="reference",
         help="grid of the paper's rows (default: the reference code's)",
     )

@@ -6,7 +6,7 @@ of 100 thresholds puts most buckets where no score falls and few where the score
 Two remedies, both explicit threshold lists for [`dpauc_tf.core.thresholds.Thresholds.explicit`][]
 (and for ``DPAUC(thresholds=...)``):
 
-* [`fine_grid`][]: many evenly spaced thresholds (e.g. 1,023, i.e. 1,024 buckets, a
+* `fine_grid`: many evenly spaced thresholds (e.g. 1,023, i.e. 1,024 buckets, a
   complete 4-ary tree). It does not look at the data, so it is free under **every**
   neighbouring relation (label DP and example-level DP alike). Pair it with a tree mechanism
   ([`dpauc_tf.mechanisms.tree`][]), whose error barely grows with the number of buckets.
@@ -16,7 +16,7 @@ Two remedies, both explicit threshold lists for [`dpauc_tf.core.thresholds.Thres
   costs no epsilon at all, but it *publishes score quantiles*, which label DP never
   protected. Under **example-level DP** (add/remove one example) it is *not* private: the
   quantiles would have to be estimated with a DP quantile mechanism and charged to the
-  budget; this module does not do that, so use [`fine_grid`][] there.
+  budget; this module does not do that, so use `fine_grid` there.
 
 Both lists start at ``-1e-7`` and end at ``1 + 1e-7`` (as TensorFlow's grid): the first and
 last buckets are then empty and the ROC curve runs from (1, 1) to (0, 0); without them the

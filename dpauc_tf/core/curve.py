@@ -7,7 +7,7 @@ Conventions (see [`dpauc_tf.core.thresholds`][]): with ``T`` thresholds and ``T 
 example in bucket ``b`` is predicted positive at threshold ``j`` when ``b > j``, so
 ``TP[j] = sum_{b > j} pos[b]`` and ``FN[j] = P - TP[j]`` with ``P = sum_b pos[b]``.
 
-[`roc_from_confusion`][] and [`auc_from_roc`][] are the DPAUC reference code's rule: the
+`roc_from_confusion` and `auc_from_roc` are the DPAUC reference code's rule: the
 four aggregates are clipped at 0, ``TPR = TP / (TP + FN)`` and ``FPR = FP / (FP + TN)`` (0
 where a denominator is 0, as in TensorFlow), the points are sorted by FPR (then TPR, which
 reproduces TensorFlow's order on noise-free counts), and the area is the trapezoid sum. No

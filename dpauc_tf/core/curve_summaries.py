@@ -7,7 +7,7 @@ release) and broadcasts over leading axes (a repeats axis). The curve's points a
 ``T + 2`` cuts "buckets ``>= k`` are predicted positive", ``k = T + 1, ..., 0``: examples
 inside one bucket are ties, which is what scikit-learn does with tied scores, so on exact
 counts each number equals scikit-learn's on the bucketed scores (and differs from its value
-on the raw scores by at most the grid's error, [`partial_auc_grid_bound`][]).
+on the raw scores by at most the grid's error, `partial_auc_grid_bound`).
 
 * [`partial_auc`][]: ``roc_auc_score(y, s, max_fpr=F)``, McClish's standardisation
   ``(1 + (A_F - F^2 / 2) / (F - F^2 / 2)) / 2`` of the area ``A_F`` over ``[0, F]``

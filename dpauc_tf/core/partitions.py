@@ -3,12 +3,12 @@
 Every function returns one client id in ``[0, K)`` per example, so that clients may be
 unequal in size or empty (an empty client still reports, with all-zero counts):
 
-* [`iid_partition`][]: each example goes to a uniformly random client (the paper's IID
+* `iid_partition`: each example goes to a uniformly random client (the paper's IID
   setting; the reference code's ``randint(0, K)``).
-* [`non_iid_partition`][]: examples sorted by score and cut into ``K`` contiguous blocks of
+* `non_iid_partition`: examples sorted by score and cut into ``K`` contiguous blocks of
   (nearly) equal size, ``client = int(rank / (n / K))`` as in the reference code: client 0
   holds the lowest scores.
-* [`label_skewed_partition`][]: each client gets a share of the positives drawn from a
+* `label_skewed_partition`: each client gets a share of the positives drawn from a
   Dirichlet distribution (``concentration`` small = strongly skewed), the negatives spread
   uniformly.
 
@@ -26,7 +26,20 @@ from __future__ import annotations
 
 import numpy as np
 
-PARTITIONS = ("iid", "non-iid", "label-skewed")
+from dpauc_tf.core.vocabulary import Vocabulary
+
+
+class Partition(Vocabulary):
+    """How examples are split among clients (`partition`'s ``kind``; module docstring).
+
+    Examples:
+        >>> Partition("non-iid")
+        <Partition.NON_IID: 'non-iid'>
+    """
+
+    IID = "iid"
+    NON_IID = "non-iid"
+    LABEL_SKEWED = "label-skewed"
 
 
 def _check_num_clients(num_clients: int) -> int:
@@ -96,13 +109,12 @@ def partition(
     **kwargs,
 ) -> np.ndarray:
     """Client ids by partition name (``"iid"``, ``"non-iid"``, ``"label-skewed"``)."""
+    kind = Partition(kind)
     if kind == "iid":
         return iid_partition(np.asarray(scores).size, num_clients, seed)
     if kind == "non-iid":
         return non_iid_partition(scores, num_clients)
-    if kind == "label-skewed":
-        return label_skewed_partition(labels, num_clients, seed=seed, **kwargs)
-    raise ValueError(f"unknown partition {kind!r}; choose one of {PARTITIONS}")
+    return label_skewed_partition(labels, num_clients, seed=seed, **kwargs)
 
 
 def client_data_from_partition(

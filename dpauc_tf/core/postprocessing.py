@@ -12,7 +12,7 @@ What noisy counts violate, and how it is restored:
   ``TP`` from its two observations ``TP`` and ``P - FN`` (least squares).
 * **monotone cumulative counts**: ``TP`` and ``FP`` must not increase with the threshold and
   must lie in ``[0, P]`` / ``[0, N]``; equivalently every bucket count is ``>= 0``.
-  [`isotonic_regression`][] is the least-squares projection onto monotone sequences:
+  `isotonic_regression` is the least-squares projection onto monotone sequences:
   eagerly the pool-adjacent-violators algorithm (`pool_adjacent_violators`, O(T) per
   row, about 0.2 s for 100 rows of 1,024), inside graphs its min-max formula
   ``x_i = max_{j <= i} min_{k >= i} mean(y_j..y_k)`` in TensorFlow ops (O(T^2) per row);
@@ -20,7 +20,7 @@ What noisy counts violate, and how it is restored:
   isotonic regression.
 * **the AUC**: on a consistent, monotone curve the ROC points are already sorted, so the
   trapezoid area (`auc_estimate`) is the Mann-Whitney statistic of the estimated
-  counts (ties in a bucket count 1/2) and equals what [`dpauc_tf.core.curve.auc_from_roc`][]
+  counts (ties in a bucket count 1/2) and equals what `dpauc_tf.core.curve.auc_from_roc`
   gives after its clip-and-sort, which is then a no-op.
 
 **Bias.** The reference code's estimator clips every noisy count at 0 and *re-sorts* the
@@ -46,10 +46,21 @@ import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.curve import Confusion, confusion_from_histogram
+from dpauc_tf.core.vocabulary import Vocabulary
 
-# How mann_whitney_auc counts a positive and a negative in the same bucket: 1/2 (a tie, as
-# TensorFlow) or 1/2 + the linear-density correction (within_bucket_correction).
-WITHIN_BUCKET = ("half", "linear")
+
+class WithinBucket(Vocabulary):
+    """How `mann_whitney_auc` counts a positive and a negative in the same bucket: 1/2 (a
+    tie, as TensorFlow) or 1/2 + the linear-density correction (`within_bucket_correction`).
+
+    Examples:
+        >>> WithinBucket("linear")
+        <WithinBucket.LINEAR: 'linear'>
+    """
+
+    HALF = "half"
+    LINEAR = "linear"
+
 
 # Elements of the [rows, T, T] working tensor of the isotonic regression per chunk (~64 MB).
 MAX_ISOTONIC_ELEMENTS = 8_000_000
@@ -262,8 +273,7 @@ def mann_whitney_auc(confusion: Confusion, *, within_bucket: str = "half") -> tf
         >>> float(mann_whitney_auc(confusion_from_histogram(pos, tf.zeros(4))))
         nan
     """
-    if within_bucket not in WITHIN_BUCKET:
-        raise ValueError(f"within_bucket must be one of {WITHIN_BUCKET}, got {within_bucket!r}")
+    within_bucket = WithinBucket(within_bucket)
     dtype = confusion.tp.dtype
     tp, fp, tn, fn = (tf.cast(c, tf.float64) for c in confusion)
     tp, fp, tn, fn = least_squares_confusion(Confusion(tp, fp, tn, fn))

@@ -25,35 +25,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from dpauc_tf.core.curve import Confusion
-
-CURVES = ("ROC", "PR", "PRGAIN")
-SUMMATION_METHODS = ("interpolation", "minoring", "majoring")
-
-
-def _enum_value(value):
-    """Keras' ``AUCCurve`` / ``AUCSummationMethod`` members as their string values."""
-    return getattr(value, "value", value)
-
-
-def check_curve(curve: str, summation_method: str) -> tuple[str, str]:
-    """Validates (and normalises the case of) Keras' ``curve`` and ``summation_method``
-    (strings or Keras' enum members); ``ValueError`` naming the argument, as Keras raises.
-
-    Examples:
-        >>> check_curve("prgain", "Minoring")
-        ('PRGAIN', 'minoring')
-    """
-    curve, summation_method = _enum_value(curve), _enum_value(summation_method)
-    if not isinstance(curve, str) or curve.upper() not in CURVES:
-        raise ValueError(
-            f'Invalid `curve` argument value "{curve}". Expected one of: {list(CURVES)}'
-        )
-    if not isinstance(summation_method, str) or summation_method.lower() not in SUMMATION_METHODS:
-        raise ValueError(
-            f'Invalid `summation_method` argument value "{summation_method}". '
-            f"Expected one of: {list(SUMMATION_METHODS)}"
-        )
-    return curve.upper(), summation_method.lower()
+from dpauc_tf.core.vocabulary import Curve, SummationMethod
 
 
 def _gains(tp, fp, tn, fn):
@@ -91,7 +63,7 @@ def keras_auc(
     confusion: Confusion, curve: str = "ROC", summation_method: str = "interpolation"
 ) -> tf.Tensor:
     """Area under the ROC or PR curve of cumulative counts, as ``tf.keras.metrics.AUC``."""
-    curve, summation_method = check_curve(curve, summation_method)
+    curve, summation_method = Curve(curve), SummationMethod(summation_method)
     tp, fp, tn, fn = confusion
     if curve == "PR" and summation_method == "interpolation":
         return _interpolated_pr_auc(tp, fp, fn)

@@ -31,8 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from dpauc_tf.core.bucket_rule import BucketRule
-
-GRIDS = ("tf", "reference")
+from dpauc_tf.core.vocabulary import ThresholdGrid
 
 # ``keras.backend.epsilon()``: the margin of TensorFlow's end thresholds below 0 and above 1.
 KERAS_EPSILON = 1e-7
@@ -129,13 +128,9 @@ class Thresholds:
             return cls.from_keras(thresholds)
         if not isinstance(threshold_grid, str):
             return cls.from_keras(threshold_grid)
-        if threshold_grid == "tf":
+        if ThresholdGrid(threshold_grid) is ThresholdGrid.TF:
             return cls(tuple(tf_default_thresholds(num_thresholds).tolist()), False, "tf")
-        if threshold_grid == "reference":
-            return cls(tuple(reference_thresholds(num_thresholds).tolist()), True, "reference")
-        raise ValueError(
-            f"unknown threshold_grid {threshold_grid!r}; use one of {GRIDS} or a sorted list"
-        )
+        return cls(tuple(reference_thresholds(num_thresholds).tolist()), True, "reference")
 
     @classmethod
     def from_keras(cls, thresholds: Sequence[float]) -> Thresholds:

@@ -17,6 +17,7 @@ import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.extras import install_hint
+from dpauc_tf.core.vocabulary import Vocabulary
 from dpauc_tf.flower.client import make_client_app
 from dpauc_tf.flower.rank_sum import two_exchanges
 from dpauc_tf.flower.secagg import SecAggSettings
@@ -24,7 +25,19 @@ from dpauc_tf.flower.server import RoundLog
 from dpauc_tf.flower.strategy import RoundDetails, evaluate_round, wait_for_nodes
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
 
-ENGINES = ("simulation", "in-process")
+
+class FlowerEngine(Vocabulary):
+    """Where a Flower evaluation runs (``engine=``): Flower's simulation engine (Ray) or in
+    this process, without Ray."""
+
+    SIMULATION = "simulation"
+    IN_PROCESS = "in-process"
+
+    @classmethod
+    def argument(cls) -> str:
+        return "engine"
+
+
 # Seconds the server waits for the clients' replies in each exchange of the round (the fit,
 # and each SecAgg+ stage). Generous: a loaded 2-core runner starts Ray workers and imports
 # TensorFlow in each; a client that does not answer in time is left out (and named).
@@ -182,8 +195,7 @@ def evaluate_spec(
     entry of ``dpauc_tf.backends.flower`` and of [`evaluate`][] itself, which builds the one
     spec; the other arguments as for [`evaluate`][]."""
     require_flower()
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    engine = FlowerEngine(engine)
     round_timeout = checked_round_timeout(round_timeout)
     clients = _checked_clients(client_data)
     num_clients = len(clients)

@@ -24,7 +24,7 @@ import numpy as np
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.flower.evaluate import (
     DEFAULT_ROUND_TIMEOUT,
-    ENGINES,
+    FlowerEngine,
     checked_round_timeout,
     require_flower,
     run_round,
@@ -106,8 +106,7 @@ def evaluate_multiclass(
     from dpauc_tf.mechanisms.arguments import ReleaseArguments
     from dpauc_tf.mechanisms.release import check_repeats
 
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    engine = FlowerEngine(engine)
     round_timeout = checked_round_timeout(round_timeout)
     repeats = check_repeats(repeats)
     clients, num_classes = checked_multiclass_clients(client_data, num_classes)

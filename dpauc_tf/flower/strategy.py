@@ -54,6 +54,7 @@ from dpauc_tf.flower.server import (
     make_legacy_summing_strategy,
     make_secagg_workflow,
 )
+from dpauc_tf.mechanisms.laws import Average
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
 
 if TYPE_CHECKING:  # pragma: no cover - names for the type hints only
@@ -653,7 +654,7 @@ def _strategy_class():
                 "dpauc-num-clients": int(result.num_clients or 0),
             }
             if result.num_classes is not None:  # a one-vs-rest release
-                for average in ("macro", "weighted", "micro"):
+                for average in Average.values():
                     metrics[f"dpauc-{average}"] = float(getattr(result, average)[0])
             return MetricRecord(metrics)
 

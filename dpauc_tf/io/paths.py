@@ -1,7 +1,7 @@
 """What an input path means: the one rule every backend reads by (``docs/inputs.md``).
 
 [`input_files`][] turns a ``--scores`` argument (or any path given to a reader) into the
-list of files to read, each with its format and compression ([`InputFile`][]):
+list of files to read, each with its format and compression (`InputFile`):
 
 * a **file** is read whatever its name;
 * a **directory** means every file below it, at any depth (a hive-partitioned directory,
@@ -41,6 +41,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from dpauc_tf.core.vocabulary import Vocabulary
 from dpauc_tf.io.errors import ScoreFileError
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -55,7 +56,25 @@ COMPRESSION_SUFFIXES = {
     ".tar": "tar",
     ".tgz": "tar",
 }
-FORMATS = ("csv", "parquet", "tfrecord")
+
+
+class ScoreFormat(Vocabulary):
+    """The score file formats every reader takes (``format=``).
+
+    Examples:
+        >>> ScoreFormat("Parquet")
+        <ScoreFormat.PARQUET: 'parquet'>
+    """
+
+    CSV = "csv"
+    PARQUET = "parquet"
+    TFRECORD = "tfrecord"
+
+    @classmethod
+    def argument(cls) -> str:
+        return "format"
+
+
 # What each reader decompresses: dpauc's own (pandas, TensorFlow), Beam's and Spark's.
 READABLE = {
     "dpauc": {

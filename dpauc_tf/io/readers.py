@@ -1,6 +1,6 @@
 """Score files read in chunks: CSV, Parquet and TFRecord, one file, a directory or a glob.
 
-[`iter_score_chunks`][] yields validated [`ScoreChunk`][] s of at most ``chunk_rows``
+[`iter_score_chunks`][] yields validated `ScoreChunk` s of at most ``chunk_rows``
 examples, so that a file of any size is read in bounded memory. Validation is as strict as
 [`dpauc_tf.io.scores.read_score_file`][]'s and every problem is a
 [`ScoreFileError`][] with a one-line message that names

@@ -44,8 +44,9 @@ import tensorflow as tf
 
 from dpauc_tf.core.curve import RocCurve, confusion_from_histogram, roc_from_confusion
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.core.summation import check_curve, keras_auc
+from dpauc_tf.core.summation import keras_auc
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.core.vocabulary import Curve, SummationMethod
 from dpauc_tf.keras import checks, ops_counts, tf_counts
 from dpauc_tf.mechanisms import CountMechanism, require
 from dpauc_tf.mechanisms.weight_bound import bound_weights, check_max_weight
@@ -185,7 +186,7 @@ class DPAUC(tf.keras.metrics.Metric):
         on_jax = _check_backend() == "jax"
         super().__init__(name=name, dtype=dtype)
         object.__setattr__(self, "_on_jax", on_jax)
-        curve, summation_method = check_curve(curve, summation_method)
+        curve, summation_method = Curve(curve).value, SummationMethod(summation_method).value
         checks.check_num_thresholds(num_thresholds, thresholds)
         max_weight = check_max_weight(max_weight)
         self._thresholds = Thresholds.make(num_thresholds, threshold_grid, thresholds)

@@ -27,10 +27,10 @@ from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.keras import checks, ops_counts
 from dpauc_tf.keras.metric import DPAUC
 from dpauc_tf.mechanisms import CountMechanism
+from dpauc_tf.mechanisms.laws import Average
 from dpauc_tf.mechanisms.multiclass import (
     OneVsRest,
     averages,
-    check_average,
     check_num_classes,
 )
 from dpauc_tf.mechanisms.multiclass_rank_sum import build_one_vs_rest
@@ -113,7 +113,7 @@ class DPMultiClassAUC(DPAUC):
     ):
         if num_classes is not None:
             num_classes = _check_classes(num_classes, "num_classes")
-        average = check_average(average)
+        average = Average(average).value
         # The class budget, noise and L1 = 4 do not depend on C: without num_classes a
         # two-class probe gives them until the first update sets C.
         ovr = build_one_vs_rest(

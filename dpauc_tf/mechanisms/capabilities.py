@@ -12,6 +12,34 @@ from __future__ import annotations
 
 import dataclasses
 
+from dpauc_tf.core.vocabulary import Vocabulary
+
+
+class Protected(Vocabulary):
+    """What a mechanism's noise protects (``Capabilities.protects``).
+
+    Examples:
+        >>> Protected("labels"), Protected.NOTHING == "nothing"
+        (<Protected.LABELS: 'labels'>, True)
+    """
+
+    LABELS = "labels"  # label DP
+    SCORES = "scores"  # score DP, labels exact
+    NOTHING = "nothing"  # no noise
+
+
+class Released(Vocabulary):
+    """What a mechanism releases (``Capabilities.releases``): a ROC curve and its AUC, or
+    only the AUC.
+
+    Examples:
+        >>> Released("auc")
+        <Released.AUC: 'auc'>
+    """
+
+    CURVE = "curve"
+    AUC = "auc"
+
 
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
@@ -19,8 +47,8 @@ class Capabilities:
     attribute; an option may replace it on an instance, e.g. exact integer noise).
 
     Attributes:
-      protects: ``"labels"`` (label DP), ``"scores"`` (score DP, labels exact) or
-        ``"nothing"`` (no noise).
+      protects: [`Protected`][]: ``"labels"`` (label DP), ``"scores"`` (score DP, labels
+        exact) or ``"nothing"`` (no noise).
       secure: a release is one client's *share*; only the secure sum of ``num_clients``
         shares carries the stated noise (takes ``num_clients`` and ``family``).
       integer_counts: integer noise on integer counts: fractional sample weights are refused
@@ -38,10 +66,11 @@ class Capabilities:
       federated: usable in [`dpauc_tf.federated.evaluate`][] (TFF).
       transforms_data: the client step changes labels or scores before counting, so every
         release needs a pass over the data (no release from counts alone).
-      releases: ``"curve"`` (a ROC curve and its AUC) or ``"auc"`` (only the AUC).
+      releases: [`Released`][]: ``"curve"`` (a ROC curve and its AUC) or ``"auc"`` (only
+        the AUC).
     """
 
-    protects: str = "labels"
+    protects: str = Protected.LABELS.value
     secure: bool = False
     integer_counts: bool = False
     unit_weights: bool = False
@@ -50,7 +79,11 @@ class Capabilities:
     fed_eval: bool = False
     federated: bool = True
     transforms_data: bool = False
-    releases: str = "curve"
+    releases: str = Released.CURVE.value
+
+    def __post_init__(self) -> None:  # validated here, kept as the plain string
+        object.__setattr__(self, "protects", Protected(self.protects).value)
+        object.__setattr__(self, "releases", Released(self.releases).value)
 
     @property
     def weights(self) -> str:

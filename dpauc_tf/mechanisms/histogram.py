@@ -27,7 +27,7 @@ from dpauc_tf.core.postprocessing import monotone_confusion
 from dpauc_tf.mechanisms.base import CountMechanism, summed_laplace_counts
 from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.class_split import EQUAL_SHARE, resolve_positive_share, split_options
-from dpauc_tf.mechanisms.laws import NOISE_KINDS, IntervalLaw, NoiseKind
+from dpauc_tf.mechanisms.laws import IntervalLaw, NoiseKind
 from dpauc_tf.noise import exact, samplers
 from dpauc_tf.noise.seeds import split_seed
 from dpauc_tf.privacy.events import class_pair_event, discrete_laplace_event, laplace_event
@@ -88,10 +88,8 @@ class HistogramLaplace(CountMechanism):
             raise ValueError(f"{self.name} noises the positive counts only: no class split")
         self.positive_rate = positive_rate
         self.positive_share = resolve_positive_share(positive_share, positive_rate, "laplace")
-        if noise not in NOISE_KINDS:
-            raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
-        self.noise = noise
         self.noise_kind = NoiseKind(noise)
+        self.noise = self.noise_kind.value
         if self.noise_kind.exact:  # exact integer noise: integer counts, no XLA kernel
             self.capabilities = dataclasses.replace(
                 type(self).capabilities, integer_counts=True, xla=False

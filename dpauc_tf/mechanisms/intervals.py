@@ -61,10 +61,7 @@ from scipy import special, stats
 
 from dpauc_tf.mechanisms.interval_curvature import curvature_trace
 from dpauc_tf.mechanisms.interval_flips import flip_error_quantile
-from dpauc_tf.mechanisms.laws import IntervalLaw
-
-TARGETS = ("sample", "population")
-DEFAULT_TARGET = "population"
+from dpauc_tf.mechanisms.laws import IntervalLaw, IntervalTarget
 
 
 def check_confidence(confidence: float | None) -> float | None:
@@ -76,12 +73,6 @@ def check_confidence(confidence: float | None) -> float | None:
     if not 0.0 < float(confidence) < 1.0:
         raise ValueError(f"confidence must be in (0, 1), e.g. 0.95, got {confidence!r}")
     return float(confidence)
-
-
-def check_target(target: str) -> str:
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-    return target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,7 +274,7 @@ def release_interval(
     release: Mapping[str, Any],
     *,
     confidence: float = 0.95,
-    target: str = DEFAULT_TARGET,
+    target: str = IntervalTarget.POPULATION,
     num_examples: float | None = None,
     copies: float = 1.0,
     estimate: np.ndarray | None = None,
@@ -306,7 +297,7 @@ def release_interval(
     confidence = check_confidence(confidence)
     if confidence is None:
         raise ValueError("confidence must be in (0, 1), e.g. 0.95")
-    check_target(target)
+    target = IntervalTarget(target)
     check_interval_support(mechanism)
     num_examples = mechanism.examples_in_release_units(num_examples)
     law = mechanism.interval_law
@@ -360,7 +351,7 @@ def release_interval(
     return AUCInterval(
         low=np.atleast_1d(low),
         high=np.atleast_1d(high),
-        target=target,
+        target=target.value,
         confidence=confidence,
         privacy_variance=np.atleast_1d(np.where(np.isfinite(auc), noise, np.nan)),
         sampling_variance=np.atleast_1d(np.where(np.isfinite(auc), sampling, np.nan)),

@@ -1,5 +1,6 @@
 """The vocabularies of a mechanism's law: how its noise is drawn, which interval law its
-releases follow and how ``num_thresholds="auto"`` sizes its grid.
+releases follow and how ``num_thresholds="auto"`` sizes its grid; and of its releases: what an
+interval covers (`IntervalTarget`) and the one-vs-rest average (`Average`).
 
 Every mechanism family states these as class attributes (``noise_kind`` per instance where an
 option picks it); the generic code (intervals, auto grid, simulation) reads them and never
@@ -16,8 +17,10 @@ from __future__ import annotations
 
 import enum
 
+from dpauc_tf.core.vocabulary import Vocabulary
 
-class NoiseKind(str, enum.Enum):
+
+class NoiseKind(Vocabulary):
     """How a mechanism draws its noise on a count (a ``str``: compares equal to its value).
 
     * ``CONTINUOUS`` (``"continuous"``): floating-point samples (open to Mironov's 2012
@@ -33,9 +36,9 @@ class NoiseKind(str, enum.Enum):
         """Whether the noise is exact integer noise (integer counts only)."""
         return self is NoiseKind.DISCRETE
 
-
-# The noise kinds, as the mechanisms' ``noise`` option takes them.
-NOISE_KINDS = tuple(kind.value for kind in NoiseKind)
+    @classmethod
+    def argument(cls) -> str:
+        return "noise"
 
 
 class IntervalLaw(enum.Enum):
@@ -104,3 +107,38 @@ class Deployment(str, enum.Enum):
     def has_clients(self) -> bool:
         """Whether several data holders report (the release is federated)."""
         return self is not Deployment.CENTRAL
+
+
+class IntervalTarget(Vocabulary):
+    """What an interval covers (``target=``, ``ci_target=``;
+    `dpauc_tf.mechanisms.intervals`): this test set's AUC (``"sample"``: the privacy noise
+    only) or the population's (``"population"``, the default: the noise and the sampling
+    error).
+
+    Examples:
+        >>> IntervalTarget("sample"), IntervalTarget.POPULATION == "population"
+        (<IntervalTarget.SAMPLE: 'sample'>, True)
+    """
+
+    SAMPLE = "sample"
+    POPULATION = "population"
+
+    @classmethod
+    def argument(cls) -> str:
+        return "target"
+
+
+class Average(Vocabulary):
+    """The one-vs-rest average (``average=``), as
+    ``sklearn.metrics.roc_auc_score(multi_class="ovr", average=...)``: the mean of the
+    per-class AUCs (``"macro"``), weighted by class support (``"weighted"``), or the AUC of
+    the pooled one-vs-rest counts (``"micro"``).
+
+    Examples:
+        >>> Average("micro"), Average.values()
+        (<Average.MICRO: 'micro'>, ('macro', 'weighted', 'micro'))
+    """
+
+    MACRO = "macro"
+    WEIGHTED = "weighted"
+    MICRO = "micro"

@@ -78,7 +78,6 @@ from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import get_mechanism, mechanism_spec
 from dpauc_tf.privacy.statement import PrivacyStatement, check_epsilon
 
-AVERAGES = ("macro", "weighted", "micro")
 NEIGHBOURING = (
     "label DP, multi-class: neighbouring test sets differ only in the class of one example "
     "(its scores are the same; with noise every sample weight is 1)"
@@ -100,13 +99,6 @@ def check_num_classes(num_classes: Any) -> int:
             f"num_classes must be >= 2 (one-vs-rest needs two classes), got {num_classes}"
         )
     return int(num_classes)
-
-
-def check_average(average: str) -> str:
-    """One of `AVERAGES`."""
-    if average not in AVERAGES:
-        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
-    return average
 
 
 def to_one_hot(labels: Any, num_classes: int) -> np.ndarray:

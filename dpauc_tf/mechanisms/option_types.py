@@ -13,11 +13,31 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from dpauc_tf.core.vocabulary import Vocabulary
 from dpauc_tf.mechanisms.class_split import MAX_FRACTION, MIN_FRACTION
-from dpauc_tf.mechanisms.laws import NOISE_KINDS
+from dpauc_tf.mechanisms.estimators import AUCEstimator
+from dpauc_tf.mechanisms.laws import NoiseKind
 
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
+
+
+class OptionKind(Vocabulary):
+    """The kinds of a mechanism option's value (`OptionType`'s ``kind``; what each accepts is
+    said there).
+
+    Examples:
+        >>> OptionKind("choice")
+        <OptionKind.CHOICE: 'choice'>
+    """
+
+    BOOL = "bool"
+    INT = "int"
+    FLOAT = "float"
+    CHOICE = "choice"
+    BUDGET = "budget"
+    TEXT = "text"
+    ANY = "any"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,11 +63,14 @@ class OptionType:
         False
     """
 
-    kind: str
+    kind: str  # an OptionKind value
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
     note: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", OptionKind(self.kind).value)
 
     def accepted(self) -> str:
         """What the option accepts, for error messages."""
@@ -183,8 +206,8 @@ FRACTION = OptionType(
 # (register_mechanism(options=...)); an undeclared one is typed by its default.
 OPTION_TYPES: dict[str, OptionType] = {
     "public_scores": BOOL,
-    "noise": OptionType("choice", NOISE_KINDS),
-    "estimator": OptionType("choice", ("mann-whitney", "mann-whitney-smooth", "reference")),
+    "noise": OptionType("choice", NoiseKind.values()),
+    "estimator": OptionType("choice", tuple(estimator.value for estimator in AUCEstimator)),
     "family": OptionType("choice", ("discrete-laplace", "skellam")),
     "positive_share": FRACTION,
     "positive_rate": FRACTION,

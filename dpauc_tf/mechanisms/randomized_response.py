@@ -177,7 +177,7 @@ class RandomizedResponse(CountMechanism):
         return out
 
     def unclipped_estimate(self, release):
-        """Menon et al.'s debiasing ([`debias_auc`][]) of the flipped counts' Mann-Whitney
+        """Menon et al.'s debiasing (`debias_auc`) of the flipped counts' Mann-Whitney
         area, without its clip; where it is undefined the release's AUC is NaN anyway."""
         flipped = area_over_pairs(
             confusion_from_histogram(release["pos"], release["neg"]), self.within_bucket
@@ -205,7 +205,7 @@ class RandomizedResponse(CountMechanism):
         return confusion_from_histogram(release["pos"], release["neg"])
 
     def estimate_auc(self, release):
-        """Debiased AUC of the flipped labels ([`debias_auc`][]); NaN where undefined.
+        """Debiased AUC of the flipped labels (`debias_auc`); NaN where undefined.
 
         The flipped counts are exact counts of the flipped labels, so the flipped AUC is
         [`mann_whitney_auc`][] (``estimator="reference"``: the reference code's rule, which

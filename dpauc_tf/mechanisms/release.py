@@ -38,9 +38,10 @@ import numpy as np
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.core.vocabulary import ThresholdGrid
 from dpauc_tf.mechanisms.comparison import PAIRED_COMPARISON
 from dpauc_tf.mechanisms.comparison_rank_sum import RANK_SUM_COMPARISON
-from dpauc_tf.mechanisms.laws import Deployment
+from dpauc_tf.mechanisms.laws import Average, Deployment
 from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import mechanism_spec
 
@@ -129,10 +130,10 @@ class ReleaseSpec:
         mechanism for ``needs_curve`` or a one-vs-rest release). ``num_classes`` makes
         the release one-vs-rest (``average`` its headline average)."""
         if num_classes is not None:
-            from dpauc_tf.mechanisms.multiclass import check_average, check_num_classes
+            from dpauc_tf.mechanisms.multiclass import check_num_classes
 
             num_classes = check_num_classes(num_classes)
-            average = check_average(average)
+            average = Average(average).value
         if mechanism is None:
             from dpauc_tf.mechanisms.registry import default_mechanism
 
@@ -220,7 +221,7 @@ class ReleaseSpec:
     def threshold_grid(self) -> str | list[float]:
         """The ``threshold_grid`` argument that makes this grid (the inner thresholds of
         an explicit grid as a list)."""
-        if self.thresholds.grid in ("tf", "reference"):
+        if self.thresholds.grid in ThresholdGrid.values():
             return self.thresholds.grid
         return list(self.thresholds.values[1:-1])
 
@@ -608,7 +609,7 @@ def with_interval(
     examples and reports that arrived (a dropout's missing noise shares are not counted).
     ``mechanism`` is the one the release was built with; ``num_examples`` (public under
     label DP) is used where the result states none. Post-processing: no privacy cost."""
-    from dpauc_tf.mechanisms.intervals import check_confidence, check_target
+    from dpauc_tf.mechanisms.intervals import IntervalTarget, check_confidence
 
     if result.interval is not None and (result.interval.confidence, result.interval.target) == (
         confidence,
@@ -618,7 +619,7 @@ def with_interval(
     if not result.noisy_counts:
         raise ValueError("the result carries no release counts to compute an interval from")
     check_confidence(confidence)
-    check_target(ci_target)
+    ci_target = IntervalTarget(ci_target)
     if result.num_examples is not None or num_examples is None:
         num_examples = result.num_examples
     interval = _interval(
@@ -707,13 +708,13 @@ def finish_release(
     private = (mechanism.epsilon if spec is None else spec.epsilon) is not None
     if confidence is not None:  # refuse before any work, with the one-line reason
         from dpauc_tf.mechanisms.intervals import (
+            IntervalTarget,
             check_confidence,
             check_interval_support,
-            check_target,
         )
 
         check_confidence(confidence)
-        check_target(ci_target)
+        ci_target = IntervalTarget(ci_target)
         if one_vs_rest and not hasattr(mechanism, "class_intervals"):
             raise ValueError("no interval is given for a one-vs-rest release of curves")
         if not one_vs_rest:
@@ -812,7 +813,7 @@ def _class_estimates(mechanism, summed: Mapping[str, Any], average: str) -> dict
     estimate = mechanism.estimate(summed)
     class_aucs = np.atleast_2d(estimate["class_aucs"])
     repeats = class_aucs.shape[0]
-    averages = {key: np.atleast_1d(estimate[key]) for key in ("macro", "weighted", "micro")}
+    averages = {key: np.atleast_1d(estimate[key]) for key in Average.values()}
     return {
         "aucs": averages[average],
         "fpr": estimate["fpr"].reshape(repeats, mechanism.num_classes, estimate["fpr"].shape[-1]),

@@ -47,6 +47,7 @@ from scipy import stats
 
 from dpauc_tf.core import calibration, curve_summaries
 from dpauc_tf.core.thresholds import Thresholds
+from dpauc_tf.mechanisms.laws import IntervalTarget
 
 _STEP = 1e-3  # central-difference step (in counts) for gradients of pAUC and AP
 
@@ -617,13 +618,12 @@ def summarize_release(
     """
     from dpauc_tf.mechanisms.intervals import (
         check_confidence,
-        check_target,
         noise_copies,
         projected_histogram,
     )
 
     check_summarizable(mechanism)
-    check_target(target)
+    target = IntervalTarget(target)
     confidence = check_confidence(confidence)
     if max_fpr is not None:
         max_fpr = curve_summaries.check_rate(max_fpr, "max_fpr")
@@ -695,7 +695,7 @@ def summarize_release(
         out["calibration"] = _calibration(
             pos, bucket_scores, bins, calibration_bins, delta, level, target
         )
-    return ReleaseSummaries(confidence=level, target=target, **out)
+    return ReleaseSummaries(confidence=level, target=target.value, **out)
 
 
 def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> CalibrationSummary:
@@ -770,6 +770,7 @@ def curve_bands(
     from dpauc_tf.mechanisms.intervals import noise_copies, projected_histogram
 
     check_summarizable(mechanism, "curves")
+    target = IntervalTarget(target)
     release = {
         k: np.atleast_2d(np.asarray(v, np.float64))[:1] for k, v in result.noisy_counts.items()
     }

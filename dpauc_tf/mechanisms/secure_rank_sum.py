@@ -30,7 +30,7 @@ exactly and only ``eps_P`` is spent. **Trust**: the server sees only the two sec
 a client's own share is a ``1 / K`` part of the noise and protects little if its report leaks
 (use ``rank-sum`` with local noise, below, when there is no secure aggregation).
 
-**Widths** ([`modular_width`][], [`ModularLayout`][]): round two's sums are taken modulo
+**Widths** (`modular_width`, `ModularLayout`): round two's sums are taken modulo
 ``2^w`` with ``w`` from the public ``W``: ``|2 S| <= P N <= W^2 / 4`` plus the noise's tail
 (``42 / eps_S`` times ``W``: exceeded with probability below ``2^-60``); ``W = 458,407``
 needs ``w = 37`` bits, beyond SecAgg+'s ``2^32``, so values travel as limbs whose digit sums

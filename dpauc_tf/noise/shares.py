@@ -3,7 +3,7 @@
 * [`polya_difference`][]: one client's share of discrete Laplace noise (Goryczka et al.
   2013): ``X - Y`` with ``X, Y ~ NegativeBinomial(1 / K, exp(-1 / scale))``; the sum of ``K``
   shares is exactly discrete Laplace with that scale.
-* [`skellam_share`][]: ``Poisson(mu) - Poisson(mu)``; Skellam is closed under sums (Agarwal,
+* `skellam_share`: ``Poisson(mu) - Poisson(mu)``; Skellam is closed under sums (Agarwal,
   Kairouz & Liu 2021), so ``K`` shares of ``mu / K`` sum to ``Skellam(mu, mu)``.
 * `shortfall_unit_epsilon`: what a unit change costs when fewer shares arrive than they
   were sized for (dropout).

@@ -20,7 +20,7 @@ the epsilons; ``pld`` composes the canonical ``(epsilon, delta)`` pair (dp-accou
 2015); ``rdp`` is not given. Beside events that are not pure DP it is composed by ``basic``
 only.
 
-[`EpsilonSpent.best`][] is the smallest of them and [`EpsilonSpent.method`][] names it.
+`EpsilonSpent.best` is the smallest of them and `EpsilonSpent.method` names it.
 Randomized response is accounted under the replace-one relation (a label changes); events
 with a sensitivity (Laplace, discrete Laplace, Gaussian) already state the change of the
 released vector under a label flip.

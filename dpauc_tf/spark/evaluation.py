@@ -405,12 +405,12 @@ def private_auc_by_slice(
     spec.check_releases_counts(SURFACE)
     if confidence is not None:  # refused before Spark counts anything
         from dpauc_tf.mechanisms.intervals import (
+            IntervalTarget,
             check_confidence,
             check_interval_support,
-            check_target,
         )
 
-        check_confidence(confidence), check_target(ci_target)
+        check_confidence(confidence), IntervalTarget(ci_target)
         check_interval_support(spec.build())
     if client_col is not None:
         check_clients(spec)

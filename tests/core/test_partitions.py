@@ -34,7 +34,7 @@ def test_iid_and_label_skew_are_seeded_and_cover_all_examples():
     assert per_client.max() > 3 * per_client.mean()  # skewed
     slices = client_slices(ids, 25)  # five clients empty
     assert sum(s.size for s in slices) == 2000 and slices[24].size == 0
-    with pytest.raises(ValueError, match="unknown partition"):
+    with pytest.raises(ValueError, match="partition must be one of"):
         partition("random", labels, labels, 3)
     with pytest.raises(ValueError):
         iid_partition(10, 0)

@@ -13,7 +13,8 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 from dpauc_tf.core.thresholds import Thresholds  # noqa: E402
 from dpauc_tf.federated import evaluate_multiclass  # noqa: E402
 from dpauc_tf.mechanisms.auc_only import grid_error_bound  # noqa: E402
-from dpauc_tf.mechanisms.multiclass import AVERAGES, one_vs_rest_counts, to_one_hot  # noqa: E402
+from dpauc_tf.mechanisms.laws import Average  # noqa: E402
+from dpauc_tf.mechanisms.multiclass import one_vs_rest_counts, to_one_hot  # noqa: E402
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass as central  # noqa: E402
 from tests.helpers.stats import discrete_laplace_pvalue  # noqa: E402
 
@@ -53,7 +54,7 @@ def test_noise_off_equals_the_central_release_and_scikit_learn():
     out = evaluate_multiclass(clients, epsilon=None, num_thresholds=T)
     reference = central(labels, scores, epsilon=None, num_thresholds=T)
     bounds = _grid_bounds(labels, scores, T)
-    for average in AVERAGES:
+    for average in Average.values():
         np.testing.assert_allclose(getattr(out, average), getattr(reference, average), atol=1e-12)
         exact = roc_auc_score(labels, scores, multi_class="ovr", average=average)
         assert abs(getattr(out, average)[0] - exact) <= bounds[average] + 1e-12

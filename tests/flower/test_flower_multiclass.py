@@ -23,7 +23,8 @@ from dpauc_tf.flower import (
 )
 from dpauc_tf.flower.local import run_in_process
 from dpauc_tf.mechanisms.auc_only import grid_error_bound
-from dpauc_tf.mechanisms.multiclass import AVERAGES, one_vs_rest_counts, to_one_hot
+from dpauc_tf.mechanisms.laws import Average
+from dpauc_tf.mechanisms.multiclass import one_vs_rest_counts, to_one_hot
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass as central
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
 from tests.helpers.stats import discrete_laplace_pvalue
@@ -70,7 +71,7 @@ def test_noise_off_equals_the_central_release_and_scikit_learn():
         "weighted": (per_class * pos.sum(1)).sum() / pos.sum(),
         "micro": grid_error_bound(pos.sum(0), neg.sum(0)),
     }
-    for average in AVERAGES:
+    for average in Average.values():
         np.testing.assert_allclose(getattr(out, average), getattr(reference, average), atol=1e-12)
         exact = roc_auc_score(labels, scores, multi_class="ovr", average=average)
         assert abs(getattr(out, average)[0] - exact) <= bounds[average] + 1e-12

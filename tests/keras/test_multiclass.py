@@ -9,7 +9,7 @@ import tensorflow as tf
 from scipy import stats
 
 from dpauc_tf.keras.multiclass import DPMultiClassAUC
-from dpauc_tf.mechanisms.multiclass import AVERAGES
+from dpauc_tf.mechanisms.laws import Average
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
 from dpauc_tf.privacy.accounting import composed_epsilon
 
@@ -45,7 +45,7 @@ def test_macro_equals_keras_multi_label_auc_on_one_hot(num_thresholds, weighted)
         assert abs(_fill(ours, given, scores, weights) - expected) < 1e-6
 
 
-@pytest.mark.parametrize("average", AVERAGES)
+@pytest.mark.parametrize("average", Average.values())
 def test_every_average_is_the_release_paths(average):
     labels, scores, logits = _data(n=800, classes=3)
     expected = evaluate_multiclass(

@@ -12,8 +12,8 @@ from sklearn.metrics import roc_auc_score
 
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.auc_only import grid_error_bound
+from dpauc_tf.mechanisms.laws import Average
 from dpauc_tf.mechanisms.multiclass import (
-    AVERAGES,
     OneVsRest,
     class_budget,
     one_vs_rest_counts,
@@ -50,7 +50,7 @@ def test_averages_match_scikit_learn_within_the_grid_bound(num_thresholds, one_h
     labels, scores = _data()
     given = to_one_hot(labels, scores.shape[1]) if one_hot else labels
     bounds = _grid_bounds(labels, scores, num_thresholds)
-    for average in AVERAGES:
+    for average in Average.values():
         result = evaluate_multiclass(
             given, scores, epsilon=None, num_thresholds=num_thresholds, average=average
         )

@@ -16,7 +16,7 @@ import pytest
 
 from dpauc_tf.mechanisms import CountMechanism, get_mechanism, list_mechanisms
 from dpauc_tf.mechanisms.estimators import AUCEstimator
-from dpauc_tf.mechanisms.histogram import NOISE_KINDS
+from dpauc_tf.mechanisms.laws import NoiseKind
 from dpauc_tf.mechanisms.option_types import OPTION_TYPES, OptionType
 from dpauc_tf.mechanisms.registry import (
     BUILTIN_MECHANISMS,
@@ -75,7 +75,7 @@ def test_every_builtin_option_has_a_declared_type():
             assert option in OPTION_TYPES, f"{spec.name}.{option} has no declared type"
     # the declared choices are the ones the mechanisms check
     assert OPTION_TYPES["estimator"].choices == tuple(e.value for e in AUCEstimator)
-    assert OPTION_TYPES["noise"].choices == NOISE_KINDS
+    assert OPTION_TYPES["noise"].choices == NoiseKind.values()
     assert OPTION_TYPES["family"].choices == FAMILIES
 
 

@@ -11,7 +11,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from dpauc_tf.core.calibration import BucketScores
 from dpauc_tf.core.counts import bucket_counts_numpy
 from dpauc_tf.mechanisms.release import ReleaseSpec
-from dpauc_tf.mechanisms.release_summaries import summarize_release
+from dpauc_tf.mechanisms.release_summaries import curve_bands, summarize_release
 from dpauc_tf.simulation import simulate
 
 
@@ -179,6 +179,22 @@ def test_bins_that_split_the_release_buckets_or_scores_of_another_grid_are_refus
         )
     with pytest.raises(ValueError, match="buckets, the grid"):
         summarize_release(result, spec.build(1), other, max_fpr=0.1)
+
+
+def test_a_misspelt_interval_target_is_refused_not_read_as_population():
+    labels, scores = _data(n=300)
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=11, seed=0)
+    result = simulate(spec, *bucket_counts_numpy(labels, scores, spec.count_grid()))
+    for summarize in (summarize_release, curve_bands):
+        with pytest.raises(ValueError, match=r"^target must be one of 'sample', 'population'"):
+            summarize(result, spec.build(1), target="Sampel", **_grid_of(summarize, spec))
+    narrow = curve_bands(result, spec.build(1), target="SAMPLE")  # any case: the sample's
+    wide = curve_bands(result, spec.build(1), target="population")
+    assert np.all(narrow.tpr_high - narrow.tpr_low <= wide.tpr_high - wide.tpr_low + 1e-12)
+
+
+def _grid_of(summarize, spec) -> dict:
+    return {"thresholds": spec.count_grid()} if summarize is summarize_release else {}
 
 
 @pytest.mark.parametrize("bad", [0.0, float("nan"), 1.5])
