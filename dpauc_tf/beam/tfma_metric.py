@@ -50,8 +50,8 @@ import numpy as np
 
 from dpauc_tf.beam.release import ReleaseCounts
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.core.vocabulary import Vocabulary
+from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.release import (
     AUCResult,
