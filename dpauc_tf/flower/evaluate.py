@@ -225,10 +225,13 @@ def evaluate_spec(
     observe_replies: Callable[[Any], None] | None = None,
     engine: str = "simulation",
     round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> FlowerEvaluation:
     """[`evaluate`][] of a built spec (its mechanism, grid, options and ``seed``): the
     entry of ``dpauc_tf.backends.flower`` and of [`evaluate`][] itself, which builds the one
-    spec; the other arguments as for [`evaluate`][]."""
+    spec; ``confidence``: the release's own interval too (``finish_release``'s); the other
+    arguments as for [`evaluate`][]."""
     require_flower()
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -261,6 +264,8 @@ def evaluate_spec(
         observe_replies=observe_replies,
         engine=engine,
         round_timeout=round_timeout,
+        confidence=confidence,
+        ci_target=ci_target,
     )
 
 
@@ -285,6 +290,8 @@ def run_round(
     observe_replies,
     engine: str,
     round_timeout: float | None,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> FlowerEvaluation:
     """One round of ``spec`` (a ``ReleaseSpec``, binary or one-vs-rest) over ``clients``
     (checked ``(scores, labels)`` pairs) on the chosen engine: the part [`evaluate`][] and
@@ -331,6 +338,8 @@ def run_round(
                     timeout=round_timeout,
                     observe_replies=observe_replies,
                     details=details,
+                    confidence=confidence,
+                    ci_target=ci_target,
                 )
             )
         except ValueError as error:  # reported by the caller, in one line
