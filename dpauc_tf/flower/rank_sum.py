@@ -17,9 +17,16 @@ module only moves its numbers through Flower's messages and SecAgg+:
    short and the ranks of another population): one-line refusal, nothing released.
    Otherwise ``finish`` checks ``sum n_k = W`` and the release is the central one.
 
-Both exchanges travel as exact SecAgg+ limbs (`dpauc_tf.flower.encoding.LimbLayout`,
-signed 64-bit words, as the secure histograms): round two's modular width
-([`modular_width`][dpauc_tf.mechanisms.secure_rank_sum.modular_width]) must fit `EXACT_BITS`.
+The same exchanges run one-vs-rest rank sums
+([`SecureOneVsRestRankSum`][dpauc_tf.mechanisms.multiclass_rank_sum.SecureOneVsRestRankSum]:
+``[C, B]`` column totals, per-class ``2 S_k,c`` and ``P_k,c``); `RankSumProtocol` reads
+either mechanism, so the exchanges, the refusal and the shares rule are one code.
+
+Both exchanges travel as exact SecAgg+ limbs (`dpauc_tf.flower.encoding.LimbLayout`, as
+the secure histograms): exchange two's signed 64-bit words, whose modular width
+([`modular_width`][dpauc_tf.mechanisms.secure_rank_sum.modular_width]) must fit `EXACT_BITS`;
+exchange one's non-negative totals below ``2^TOTALS_BITS`` in fewer limbs (`totals_layout`).
+Exchange two's message carries the public totals zlib-compressed (`encode_totals`).
 
 Examples:
     >>> RankSumExchange("totals").value, [e.value for e in RankSumExchange]
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -87,12 +95,12 @@ class RankSumProtocol:
     spec: Any
     num_clients: int
 
-    @property
+    @functools.cached_property
     def mechanism(self):
         return self.spec.build(self.num_clients)
 
-    @property
-    def grid(self):
+    @functools.cached_property
+    def grid(self):  # built once: 2^17 + 1 thresholds by default
         return self.mechanism.count_thresholds(self.spec.thresholds)
 
     @property

@@ -178,3 +178,31 @@ def test_flower_returns_the_release_s_own_interval_of_the_ranked_shares():
     )
     ratio = former.interval.privacy_variance / out.interval.privacy_variance
     np.testing.assert_allclose(ratio, 5 / 6, rtol=1e-9)
+
+
+def test_cli_multiclass_backend_flower_runs_secure_rank_sum(capsys, monkeypatch, tmp_path):
+    """``dpauc multiclass --backend flower --mechanism secure-rank-sum`` equals the
+    simulation with noise off; local ``rank-sum`` there is one line naming what works."""
+    import pandas as pd
+
+    from dpauc_tf.cli.main import main
+    from tests.helpers.cli import cli_json
+
+    labels, scores = _data(150, seed=8)
+    frame = pd.DataFrame(scores, columns=["p0", "p1", "p2"])
+    frame["y"] = labels
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    monkeypatch.setenv("DPAUC_FLOWER_ENGINE", "in-process")
+    base = ["--scores", path, "--class-column", "y", "--score-columns", "p0,p1,p2"]
+    base += ["--clients", "3", "--seed", "0", "--mechanism-option", f"resolution={RESOLUTION}"]
+    noise_off = [*base, "--mechanism", "secure-rank-sum", "--epsilon", NOISE_OFF]
+    simulated = cli_json(capsys, "multiclass", *noise_off)
+    federated = cli_json(capsys, "multiclass", *noise_off, "--backend", "flower")
+    assert federated["backend"] == "flower" and federated["num_reporting"] == 3
+    for key in ("macro", "weighted", "class_aucs"):
+        assert federated[key] == pytest.approx(simulated[key], abs=1e-12)
+    argv = [*base, "--mechanism", "rank-sum", "--epsilon", "1", "--backend", "flower"]
+    assert main(["multiclass", *map(str, argv)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--mechanism secure-rank-sum" in err
