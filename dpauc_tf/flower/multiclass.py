@@ -9,7 +9,7 @@ class ids, which releases its ``[C, T + 1]`` class counts through the
 [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest] mechanism (local noise, or one
 integer share masked by SecAgg+ for the secure mechanisms); ``secure-rank-sum`` runs the
 per-class rank sums ([`SecureOneVsRestRankSum`][dpauc_tf.mechanisms.multiclass_rank_sum.SecureOneVsRestRankSum])
-in the binary release's two exchanges ([`dpauc_tf.flower.rank_sum`][]: exchange one sums
+in the binary release's two exchanges (`dpauc_tf.flower.rank_sum`: exchange one sums
 the ``[C, B]`` column histograms, exchange two the per-class ``2 S_k,c``, ``P_k,c`` with
 their noise shares). The server sums the reports and
 [`finish_release`][dpauc_tf.mechanisms.release.finish_release] gives one
