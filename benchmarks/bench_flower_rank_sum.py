@@ -2,6 +2,7 @@
 
     PYTHONPATH=. .venv-keras3/bin/python benchmarks/bench_flower_rank_sum.py
         [--clients 10] [--examples 20000] [--repeats 3] [--resolution R]
+        [--resolutions R1,R2,...]
 
 One evaluation is one Flower evaluate round with two exchanges, SecAgg+ on both
 (``dpauc_tf.flower.evaluate`` on the in-process grid: the real ``SecAggPlusWorkflow`` and
@@ -10,8 +11,15 @@ tracing), ``--repeats`` evaluations are timed; the median is printed. Bytes are 
 every message's content serialized as Flower's protobuf (``recorddict_to_proto``), per
 client and per exchange, each way: server -> client (the release's settings; exchange two
 also the aggregate totals) and client -> server (SecAgg+'s keys, shares and the masked
-vector). The load average before and after is printed: on a shared machine the seconds
-are upper bounds.
+vector). Beside each figure, the bytes the same messages take zlib-compressed: what a
+compressing (or sparse) transport could save; SecAgg+'s masked vectors are uniform modulo
+its modulus, so they do not compress whatever the data. The load average before and after
+is printed: on a shared machine the seconds are upper bounds.
+
+``--resolutions`` sweeps the counting grid (one evaluation each): exchange one's bytes per
+client against the grid's error (the exact AUC on the grid minus the exact AUC of the
+scores, scikit-learn) and the release's privacy noise (the standard deviation of its AUC,
+from the release's own interval at epsilon 1).
 """
 
 from __future__ import annotations
@@ -20,12 +28,13 @@ import argparse
 import os
 import statistics
 import time
+import zlib
 
 from bench_flower import _clients  # benchmarks/ is on sys.path when run as a script
 
 
 def _recording_grid(traffic: list):
-    """Records ``(exchange, direction, node, bytes)`` of every message the local grid
+    """Records ``(exchange, direction, node, serialized bytes)`` of every message the local grid
     delivers; a node's exchange is counted by SecAgg+'s setup stages (one per exchange)."""
     from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage
     from flwr.common.serde import recorddict_to_proto
@@ -44,12 +53,12 @@ def _recording_grid(traffic: list):
         if configs is not None and configs.get(Key.STAGE) == Stage.SETUP:
             setups[node] = setups.get(node, 0) + 1
         exchange = exchanges[min(setups.get(node, 1), 2) - 1]
-        size = recorddict_to_proto(message.content).ByteSize()
-        traffic.append((exchange, "server->client", node, size))
+        sent = recorddict_to_proto(message.content).SerializeToString()
+        traffic.append((exchange, "server->client", node, sent))  # compressed after timing
         reply = deliver(self, message)
         if reply.has_content():
-            size = recorddict_to_proto(reply.content).ByteSize()
-            traffic.append((exchange, "client->server", node, size))
+            got = recorddict_to_proto(reply.content).SerializeToString()
+            traffic.append((exchange, "client->server", node, got))
         return reply
 
     grid_class._deliver = recorded
@@ -62,6 +71,7 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--resolution", type=int, default=None)
+    parser.add_argument("--resolutions", default=None, help="a sweep of grids, e.g. 1025,131073")
     args = parser.parse_args()
     from dpauc_tf.flower import evaluate
 
@@ -99,16 +109,54 @@ def main() -> None:
     print(f"seconds per evaluation (median of {args.repeats}): {statistics.median(seconds):.2f}")
     for exchange in ("totals", "rank-sum"):
         for direction in ("server->client", "client->server"):
-            per_node: dict = {}
-            for ex, way, node, size in traffic:
-                if ex == exchange and way == direction:
-                    per_node[node] = per_node.get(node, 0) + size
-            sizes = sorted(per_node.values())
+            raw, packed = _per_client(traffic, exchange, direction)
             print(
-                f"exchange {exchange!r} {direction}: {statistics.median(sizes) / 1e3:,.1f} kB per "
-                f"client (median; min {sizes[0] / 1e3:,.1f}, max {sizes[-1] / 1e3:,.1f})"
+                f"exchange {exchange!r} {direction}: {statistics.median(raw) / 1e3:,.1f} kB per "
+                f"client (median; min {raw[0] / 1e3:,.1f}, max {raw[-1] / 1e3:,.1f}); "
+                f"zlib {statistics.median(packed) / 1e3:,.1f} kB"
             )
+    if args.resolutions:
+        _sweep(clients, [int(r) for r in args.resolutions.split(",")], traffic, setups)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+def _per_client(traffic, exchange, direction) -> tuple[list, list]:
+    raw: dict = {}
+    packed: dict = {}
+    for ex, way, node, data in traffic:
+        if ex == exchange and way == direction:
+            raw[node] = raw.get(node, 0) + len(data)
+            packed[node] = packed.get(node, 0) + len(zlib.compress(data))
+    return sorted(raw.values()), sorted(packed.values())
+
+
+def _sweep(clients, resolutions, traffic, setups) -> None:
+    """Per grid: exchange one's bytes per client up, the grid's error, the privacy noise."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from dpauc_tf.flower.evaluate import evaluate_spec
+    from dpauc_tf.mechanisms.release import ReleaseSpec
+
+    scores = np.concatenate([s for s, _ in clients])
+    labels = np.concatenate([y for _, y in clients])
+    exact = roc_auc_score(labels, scores)
+    print("resolution | exchange one up (kB/client) | grid error | privacy std (eps 1)")
+    for resolution in resolutions:
+        spec = ReleaseSpec.make(
+            "secure-rank-sum", epsilon=1.0, options={"resolution": resolution}, seed=0
+        )
+        buckets = np.searchsorted(spec.count_grid().as_array(), scores, side="left")
+        grid_error = roc_auc_score(labels, buckets) - exact  # midranks: the grid's ties
+        traffic.clear()
+        setups.clear()
+        out = evaluate_spec(spec, clients, engine="in-process", confidence=0.95)
+        raw, _ = _per_client(traffic, "totals", "client->server")
+        privacy = float(np.sqrt(out.interval.privacy_variance[0]))
+        print(
+            f"{resolution} | {statistics.median(raw) / 1e3:,.1f} | {grid_error:+.2e} | "
+            f"{privacy:.2e}"
+        )
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ class FlowerBackend(Backend):
 
     name = BackendName.FLOWER
     federated = True
+    takes_confidence = True  # the round's finish_release computes the release's own interval
     requires = ("flwr", "flower")
 
     def __init__(
@@ -72,6 +73,8 @@ class FlowerBackend(Backend):
             round_timeout=DEFAULT_ROUND_TIMEOUT
             if self.round_timeout is None
             else self.round_timeout,
+            confidence=confidence,
+            ci_target=ci_target,
         )
         if self.on_round is not None:
             self.on_round(out)

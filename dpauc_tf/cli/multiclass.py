@@ -256,8 +256,9 @@ def _value(value: float) -> float | None:
 
 
 def _require_one_round(args, num_classes: int) -> None:
-    """Refuses a two-round release (the one-vs-rest rank sums) on TFF and Flower, whose
-    multi-class evaluations sum one round of counts (docs/multiclass.md)."""
+    """Refuses a two-round release (the one-vs-rest rank sums) on TFF, whose multi-class
+    evaluation sums one round of counts, and local rank sums on Flower (its two exchanges
+    run the secure ones only; docs/multiclass.md)."""
     from dpauc_tf.mechanisms.arguments import ReleaseArguments
 
     built = ReleaseArguments(
@@ -268,11 +269,19 @@ def _require_one_round(args, num_classes: int) -> None:
         num_classes=num_classes,
         average=args.average,
     ).build()
-    if hasattr(built, "round_one_report"):
-        raise ValueError(
-            f"one-vs-rest {args.mechanism} needs two rounds (ranks from round one's totals): "
-            f"--backend {args.backend} sums one round; use --backend simulate"
-        )
+    if not hasattr(built, "round_one_report"):
+        return
+    if args.backend == "flower" and built.capabilities.secure:
+        return  # two exchanges under SecAgg+ (dpauc_tf.flower.rank_sum)
+    works = (
+        "--mechanism secure-rank-sum (two exchanges under SecAgg+) or --backend simulate"
+        if args.backend == "flower"
+        else "--backend simulate"
+    )
+    raise ValueError(
+        f"one-vs-rest {args.mechanism} needs two rounds (ranks from round one's totals): "
+        f"--backend {args.backend} sums one round here; use {works}"
+    )
 
 
 def _require_backend(backend: str) -> None:

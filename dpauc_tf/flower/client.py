@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpauc_tf.flower.rank_sum import rank_sum_report, two_exchanges
+from dpauc_tf.flower.rank_sum import exchange_layout, rank_sum_report, two_exchanges
 from dpauc_tf.flower.records import (
     ARRAYS_RECORD,
     CONFIG_RECORD,
@@ -191,6 +191,17 @@ def evaluate_reply(
     from flwr.app import Message
 
     settings = release_from_config(_config_of(message))
+    if two_exchanges(settings.spec):  # secure rank sums (binary or one-vs-rest): exchange 1 or 2
+        config = _config_of(message)
+        if not settings.multiclass:
+            labels, scores = checked_examples(labels, scores)
+        try:
+            report = rank_sum_report(settings, config, labels, scores, seed)
+        except ValueError as error:
+            raise ValueError(f"this client: {error}") from None
+        rows = float(np.shape(scores)[0]) if np.size(scores) else 0.0
+        vector = flatten_report(report, num_examples=rows)
+        return Message(report_record(vector, exchange_layout(settings, config)), reply_to=message)
     if settings.multiclass:
         try:
             report = multiclass_client_report(
@@ -207,10 +218,6 @@ def evaluate_reply(
         vector = flatten_report(report, num_examples=rows)
         return Message(report_record(vector, settings.layout), reply_to=message)
     labels, scores = checked_examples(labels, scores)
-    if two_exchanges(settings.spec):  # secure-rank-sum: exchange one or two
-        report = rank_sum_report(settings, _config_of(message), labels, scores, seed)
-        vector = flatten_report(report, num_examples=float(labels.size))
-        return Message(report_record(vector, settings.layout), reply_to=message)
     report = client_report(
         settings.mechanism(),
         settings.spec.thresholds,

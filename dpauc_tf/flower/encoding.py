@@ -31,6 +31,11 @@ round trip through Flower's own quantizer and dequantizer.
     >>> summed = [layout.flower_average([p, p], 2) for p in parts]  # what Flower returns for 2
     >>> layout.decode(summed, 2).tolist()
     [-10, 14, 2199023255552]
+
+Values known to be non-negative and narrow (``value_bits``) travel in fewer limbs:
+
+    >>> LimbLayout(28, value_bits=28).encode(np.array([3, 2**27]))[0].tolist()
+    [-134217725.0, 0.0]
 """
 
 from __future__ import annotations
@@ -51,10 +56,14 @@ class LimbLayout:
     Attributes:
       bits: ``b``, the bits per limb; ``quantization_range = 2^b``.
       modulus_range: ``M``, SecAgg+'s modulus (a power of two, at most ``2^32``).
+      value_bits: the width of the values: 64 (signed words, the default), or fewer for
+        values known to lie in ``[0, 2^value_bits)`` (``ceil(value_bits / b)`` limbs; a value
+        outside is refused in one line).
     """
 
     bits: int
     modulus_range: int = MAX_MODULUS
+    value_bits: int = WORD_BITS
 
     @classmethod
     def for_clients(cls, num_clients: int, modulus_range: int = MAX_MODULUS) -> LimbLayout:
@@ -77,13 +86,17 @@ class LimbLayout:
         return cls(bits=bits, modulus_range=modulus_range)
 
     @classmethod
-    def for_bits(cls, bits: int, modulus_range: int = MAX_MODULUS) -> LimbLayout:
+    def for_bits(
+        cls, bits: int, modulus_range: int = MAX_MODULUS, value_bits: int = WORD_BITS
+    ) -> LimbLayout:
         """The layout with ``bits`` bits per limb (as the server announced it)."""
         if not 2 <= int(bits) <= 31 or 2 ** int(bits) >= modulus_range:
             raise ValueError(
                 f"limb bits must be in [2, 31] and 2^bits < {modulus_range}, got {bits}"
             )
-        return cls(bits=int(bits), modulus_range=modulus_range)
+        if not 1 <= int(value_bits) <= WORD_BITS:
+            raise ValueError(f"value_bits must be in [1, {WORD_BITS}], got {value_bits}")
+        return cls(bits=int(bits), modulus_range=modulus_range, value_bits=int(value_bits))
 
     @property
     def base(self) -> int:
@@ -91,7 +104,7 @@ class LimbLayout:
 
     @property
     def num_limbs(self) -> int:
-        return math.ceil(WORD_BITS / self.bits)
+        return math.ceil(self.value_bits / self.bits)
 
     @property
     def quantization_range(self) -> int:
@@ -107,6 +120,13 @@ class LimbLayout:
         """Signed integers (int64, or integral floats below ``2^53``) -> ``num_limbs`` float64
         arrays of the same shape, each value in ``[-B/2, B/2)``, as SecAgg+'s input."""
         values = _as_int64(values)
+        if self.value_bits < WORD_BITS and (
+            np.any(values < 0) or np.any(values >= 2**self.value_bits)
+        ):
+            raise ValueError(
+                f"this report's values must lie in [0, 2^{self.value_bits}) (its limbs carry "
+                f"{self.value_bits} bits); got {int(values.min())}..{int(values.max())}"
+            )
         word = values.astype(np.uint64)  # two's complement: the residue modulo 2^64
         half = self.base // 2
         mask = np.uint64(self.base - 1)

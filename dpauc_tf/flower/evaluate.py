@@ -190,10 +190,13 @@ def evaluate_spec(
     observe_replies: Callable[[Any], None] | None = None,
     engine: str = "simulation",
     round_timeout: float | None = DEFAULT_ROUND_TIMEOUT,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """[`evaluate`][] of a built spec (its mechanism, grid, options and ``seed``): the
     entry of ``dpauc_tf.backends.flower`` and of [`evaluate`][] itself, which builds the one
-    spec; the other arguments as for [`evaluate`][]."""
+    spec; ``confidence``: the release's own interval too (``finish_release``'s); the other
+    arguments as for [`evaluate`][]."""
     require_flower()
     engine = FlowerEngine(engine)
     round_timeout = checked_round_timeout(round_timeout)
@@ -225,6 +228,8 @@ def evaluate_spec(
         observe_replies=observe_replies,
         engine=engine,
         round_timeout=round_timeout,
+        confidence=confidence,
+        ci_target=ci_target,
     )
 
 
@@ -249,6 +254,8 @@ def run_round(
     observe_replies,
     engine: str,
     round_timeout: float | None,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """One round of ``spec`` (a ``ReleaseSpec``, binary or one-vs-rest) over ``clients``
     (checked ``(scores, labels)`` pairs) on the chosen engine: the part [`evaluate`][] and
@@ -295,6 +302,8 @@ def run_round(
                     timeout=round_timeout,
                     observe_replies=observe_replies,
                     details=details,
+                    confidence=confidence,
+                    ci_target=ci_target,
                 )
             )
         except ValueError as error:  # reported by the caller, in one line

@@ -7,7 +7,11 @@ message's config (`dpauc_tf.flower.records`: the binary release's JSON plus
 [`evaluate_reply`][] of its ``[n, C]`` scores and
 class ids, which releases its ``[C, T + 1]`` class counts through the
 [`OneVsRest`][dpauc_tf.mechanisms.multiclass.OneVsRest] mechanism (local noise, or one
-integer share masked by SecAgg+ for the secure mechanisms); the server sums the reports and
+integer share masked by SecAgg+ for the secure mechanisms); ``secure-rank-sum`` runs the
+per-class rank sums ([`SecureOneVsRestRankSum`][dpauc_tf.mechanisms.multiclass_rank_sum.SecureOneVsRestRankSum])
+in the binary release's two exchanges (`dpauc_tf.flower.rank_sum`: exchange one sums
+the ``[C, B]`` column histograms, exchange two the per-class ``2 S_k,c``, ``P_k,c`` with
+their noise shares). The server sums the reports and
 [`finish_release`][dpauc_tf.mechanisms.release.finish_release] gives one
 [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis. In a Flower
 app, ``num-classes`` in the run config makes `spec_from_run_config` return such a spec, and
@@ -29,6 +33,7 @@ from dpauc_tf.flower.evaluate import (
     require_flower,
     run_round,
 )
+from dpauc_tf.flower.rank_sum import two_exchanges
 from dpauc_tf.mechanisms.release import AUCResult
 
 
@@ -62,6 +67,7 @@ def evaluate_multiclass(
     seed: int | None = None,
     repeats: int = 1,
     vanishing_clients: Iterable[int] = (),
+    lost_between_exchanges: Iterable[int] = (),
     num_shares: int | float | None = None,
     reconstruction_threshold: int | float | None = None,
     observe_replies: Callable[[Any], None] | None = None,
@@ -86,6 +92,7 @@ def evaluate_multiclass(
       seed: ``None``: every client draws its own seed; an int derives them (reproducible).
       repeats: independent releases in the same round (they compose).
       vanishing_clients: as for [`dpauc_tf.flower.evaluate`][].
+      lost_between_exchanges: as for [`dpauc_tf.flower.evaluate`][] (``secure-rank-sum``).
       num_shares: as for [`dpauc_tf.flower.evaluate`][].
       reconstruction_threshold: as for [`dpauc_tf.flower.evaluate`][].
       observe_replies: as for [`dpauc_tf.flower.evaluate`][].
@@ -113,6 +120,9 @@ def evaluate_multiclass(
     vanishing = frozenset(int(k) for k in vanishing_clients)
     if any(not 0 <= k < len(clients) for k in vanishing):
         raise ValueError(f"vanishing_clients must be client indices in [0, {len(clients)})")
+    lost = frozenset(int(k) for k in lost_between_exchanges)
+    if any(not 0 <= k < len(clients) for k in lost):
+        raise ValueError(f"lost_between_exchanges must be client indices in [0, {len(clients)})")
     from dpauc_tf.mechanisms.laws import Deployment
 
     spec = ReleaseArguments.of(locals()).spec(  # the one spec of this evaluation
@@ -121,13 +131,25 @@ def evaluate_multiclass(
         shares_set_by="(the noise shares are sized for every client)",
     )
     if not spec.capabilities.federated:
-        raise ValueError(f"mechanism {spec.mechanism!r} cannot run on Flower (it is not federated)")
+        rank_sums = hasattr(spec.build(), "round_one_report")
+        raise ValueError(
+            f"mechanism {spec.mechanism!r} cannot run on Flower (it is not federated)"
+            + (
+                ": one-vs-rest rank sums over clients need the ranks of a first exchange; use "
+                "mechanism='secure-rank-sum' (two exchanges under SecAgg+)"
+                if rank_sums
+                else ""
+            )
+        )
+    if lost and not two_exchanges(spec):
+        raise ValueError("lost_between_exchanges: secure-rank-sum only (two exchanges)")
     return run_round(
         spec,
         clients,
         seed=spec.seed,
         repeats=repeats,
         vanishing=vanishing,
+        lost_between_exchanges=lost,
         secure_shares=None,
         num_shares=num_shares,
         reconstruction_threshold=reconstruction_threshold,

@@ -17,9 +17,16 @@ module only moves its numbers through Flower's messages and SecAgg+:
    short and the ranks of another population): one-line refusal, nothing released.
    Otherwise ``finish`` checks ``sum n_k = W`` and the release is the central one.
 
-Both exchanges travel as exact SecAgg+ limbs (`dpauc_tf.flower.encoding.LimbLayout`,
-signed 64-bit words, as the secure histograms): round two's modular width
-([`modular_width`][dpauc_tf.mechanisms.secure_rank_sum.modular_width]) must fit `EXACT_BITS`.
+The same exchanges run one-vs-rest rank sums
+([`SecureOneVsRestRankSum`][dpauc_tf.mechanisms.multiclass_rank_sum.SecureOneVsRestRankSum]:
+``[C, B]`` column totals, per-class ``2 S_k,c`` and ``P_k,c``); `RankSumProtocol` reads
+either mechanism, so the exchanges, the refusal and the shares rule are one code.
+
+Both exchanges travel as exact SecAgg+ limbs (`dpauc_tf.flower.encoding.LimbLayout`, as
+the secure histograms): exchange two's signed 64-bit words, whose modular width
+([`modular_width`][dpauc_tf.mechanisms.secure_rank_sum.modular_width]) must fit `EXACT_BITS`;
+exchange one's non-negative totals below ``2^TOTALS_BITS`` in fewer limbs (`totals_layout`).
+Exchange two's message carries the public totals zlib-compressed (`encode_totals`).
 
 Examples:
     >>> RankSumExchange("totals").value, [e.value for e in RankSumExchange]
@@ -28,7 +35,10 @@ Examples:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,7 +51,10 @@ from dpauc_tf.flower.encoding import LimbLayout
 EXACT_BITS = 53
 
 EXCHANGE_KEY = "dpauc.exchange"  # which exchange a message is (a RankSumExchange value)
-TOTALS_KEY = "dpauc.totals"  # exchange two: the aggregate totals, little-endian int64 bytes
+TOTALS_KEY = "dpauc.totals"  # exchange two: the aggregate totals, zlib of little-endian int64
+# Exchange one's totals are below 2^TOTALS_BITS: a W that large needs more than EXACT_BITS
+# in exchange two (modular_width(2^27, any epsilon) > 53), so check_width refuses it anyway.
+TOTALS_BITS = 28
 
 
 class RankSumExchange(str, enum.Enum):
@@ -52,10 +65,114 @@ class RankSumExchange(str, enum.Enum):
 
 
 def two_exchanges(spec) -> bool:
-    """Whether ``spec``'s release takes the two exchanges (a secure rank sum)."""
-    if spec.one_vs_rest:
+    """Whether ``spec``'s release takes the two exchanges (a secure rank sum: binary, or
+    one-vs-rest by per-class rank sums)."""
+    if not spec.capabilities.secure:
         return False
-    return bool(spec.capabilities.secure and spec.build().releases_from_summed_counts)
+    built = spec.build()
+    if spec.one_vs_rest:
+        return hasattr(built, "round_one_report")
+    return bool(built.releases_from_summed_counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class RankSumProtocol:
+    """How the two exchanges read one release's mechanism: its counting, the shapes of its
+    reports and its three protocol calls (``round_one_report``, ``round_two_report``,
+    ``finish``), binary ([`SecureRankSum`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum])
+    or one-vs-rest ([`SecureOneVsRestRankSum`][dpauc_tf.mechanisms.multiclass_rank_sum.SecureOneVsRestRankSum]:
+    totals ``[C, B]``, per-class reports ``[R, C]``). No law lives here.
+
+    Examples:
+        >>> from dpauc_tf.mechanisms.release import ReleaseSpec
+        >>> spec = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, num_classes=3,
+        ...                         options={"resolution": 5})
+        >>> p = RankSumProtocol(spec, num_clients=2)
+        >>> p.totals_shape, p.report_shapes(4)["twice_rank_sum"]
+        ((3, 6), (4, 3))
+    """
+
+    spec: Any
+    num_clients: int
+
+    @functools.cached_property
+    def mechanism(self):
+        return self.spec.build(self.num_clients)
+
+    @functools.cached_property
+    def grid(self):  # built once: 2^17 + 1 thresholds by default
+        return self.mechanism.count_thresholds(self.spec.thresholds)
+
+    @property
+    def totals_shape(self) -> tuple[int, ...]:
+        buckets = self.grid.num_buckets
+        return (self.spec.num_classes, buckets) if self.spec.one_vs_rest else (buckets,)
+
+    def report_shapes(self, repeats: int) -> dict[str, tuple[int, ...]]:
+        """Every array of exchange two's report (``repeats`` releases)."""
+        if not self.spec.one_vs_rest:
+            from dpauc_tf.mechanisms.secure_rank_sum import REPORT_KEYS
+
+            return {key: (int(repeats),) for key in REPORT_KEYS}
+        classes = (int(repeats), self.spec.num_classes)
+        shapes = {"twice_rank_sum": classes, "num_pos": classes, "num_examples": (int(repeats),)}
+        if self.mechanism.micro:
+            shapes["twice_micro_rank_sum"] = (int(repeats),)
+        return shapes
+
+    def counts(self, labels, scores) -> tuple[Any, Any]:
+        """A client's integer counts on the mechanism's grid (``[B]``, or ``[C, B]``)."""
+        if self.spec.one_vs_rest:
+            from dpauc_tf.mechanisms.multiclass import one_vs_rest_counts
+
+            scores = np.asarray(scores, np.float64)
+            if scores.size == 0:  # an empty client reports zeros (and its noise share)
+                scores, labels = scores.reshape(0, self.spec.num_classes), np.zeros(0)
+            return one_vs_rest_counts(
+                labels, scores, self.grid, self.spec.num_classes, integer_weights=True
+            )
+        import tensorflow as tf
+
+        from dpauc_tf.core.counts import bucket_counts
+
+        return bucket_counts(
+            np.asarray(labels, np.float64).ravel(),
+            np.asarray(scores, np.float64).ravel(),
+            self.grid,
+            dtype=tf.float64,
+            integer_weights=True,
+        )
+
+    def round_two_report(self, pos, neg, totals, seed, repeats: int) -> dict:
+        mechanism = self.mechanism
+        if self.spec.one_vs_rest:
+            return mechanism.round_two_report(pos, neg, totals, seed, repeats=int(repeats))
+        import tensorflow as tf
+
+        return mechanism.round_two_report(
+            tf.tile(pos[None], [int(repeats), 1]),
+            tf.tile(neg[None], [int(repeats), 1]),
+            totals,
+            seed,
+            num_clients=self.num_clients,
+        )
+
+    def finish(self, release: Mapping, totals, num_reporting: int) -> dict:
+        if self.spec.one_vs_rest:
+            return self.mechanism.finish(release, totals)
+        return self.mechanism.finish(release, totals, num_reporting=num_reporting)
+
+    def width_examples(self, num_examples: int) -> int:
+        """The ``W`` whose modular width bounds exchange two's sums: the micro rank sum
+        ranks the ``W C`` pooled (example, class) pairs (``|2 S_m| <= (W C)^2 / 4``)."""
+        if self.spec.one_vs_rest and self.mechanism.micro:
+            return int(num_examples) * self.spec.num_classes
+        return int(num_examples)
+
+    @property
+    def rank_epsilon(self) -> float:
+        mechanism = self.mechanism
+        return getattr(mechanism, "class_mechanism", mechanism).rank_epsilon
 
 
 # -- the client's side ----------------------------------------------------------------------
@@ -63,10 +180,6 @@ def rank_sum_report(settings, config: Mapping[str, Any], labels, scores, seed) -
     """A client's report for the exchange ``config`` names: its bucket totals (exchange
     one) or its round-two report with the totals the message carries (exchange two), as
     NumPy arrays (sorted keys); ``repeats`` independent round-two reports."""
-    import tensorflow as tf
-
-    from dpauc_tf.core.counts import bucket_counts
-
     try:
         exchange = RankSumExchange(str(config.get(EXCHANGE_KEY)))
     except ValueError:
@@ -74,53 +187,70 @@ def rank_sum_report(settings, config: Mapping[str, Any], labels, scores, seed) -
             f"a secure-rank-sum message must name its exchange ({EXCHANGE_KEY!r}: "
             f"{', '.join(e.value for e in RankSumExchange)})"
         ) from None
-    mechanism = settings.mechanism()
-    grid = mechanism.count_thresholds(settings.spec.thresholds)
-    pos, neg = bucket_counts(
-        np.asarray(labels, np.float64).ravel(),
-        np.asarray(scores, np.float64).ravel(),
-        grid,
-        dtype=tf.float64,
-        integer_weights=True,
-    )
+    protocol = RankSumProtocol(settings.spec, settings.num_clients)
+    pos, neg = protocol.counts(labels, scores)
     if exchange is RankSumExchange.TOTALS:
-        return {"totals": np.asarray(mechanism.round_one_report(pos, neg), np.int64)}
-    totals = decode_totals(config, grid.num_buckets)
-    repeats = int(settings.repeats)
-    report = mechanism.round_two_report(
-        tf.tile(pos[None], [repeats, 1]),
-        tf.tile(neg[None], [repeats, 1]),
-        totals,
-        seed,
-        num_clients=settings.num_clients,
-    )
+        totals = protocol.mechanism.round_one_report(pos, neg)
+        return {"totals": np.asarray(totals, np.int64)}
+    totals = decode_totals(config, protocol.totals_shape)
+    report = protocol.round_two_report(pos, neg, totals, seed, settings.repeats)
     return {key: np.asarray(report[key], np.int64) for key in sorted(report)}
 
 
+def exchange_layout(settings, config: Mapping[str, Any]) -> LimbLayout:
+    """The limbs of the exchange ``config`` names: `totals_layout` in exchange one, the
+    release's signed words in exchange two."""
+    if str(config.get(EXCHANGE_KEY)) == RankSumExchange.TOTALS.value:
+        return totals_layout(settings.layout.bits)
+    return settings.layout
+
+
 def encode_totals(totals: np.ndarray) -> bytes:
-    """Exchange one's sum as the bytes exchange two's message carries."""
-    return np.asarray(totals, "<i8").tobytes()
+    """Exchange one's sum as the bytes exchange two's message carries: little-endian int64,
+    zlib-compressed (lossless; the totals are public after exchange one and travel in the
+    clear, so their mostly empty buckets compress: ``docs/flower.md`` measures it)."""
+    return zlib.compress(np.asarray(totals, "<i8").tobytes())
 
 
-def decode_totals(config: Mapping[str, Any], num_buckets: int) -> np.ndarray:
-    """The totals exchange two's message carries; one line if they are missing or malformed."""
+def decode_totals(config: Mapping[str, Any], shape: tuple[int, ...]) -> np.ndarray:
+    """The totals ``shape`` exchange two's message carries; one line if they are missing or
+    malformed (never more than the expected bytes are inflated)."""
     if TOTALS_KEY not in config:
         raise ValueError(f"exchange two carries no {TOTALS_KEY!r} config entry")
-    totals = np.frombuffer(bytes(config[TOTALS_KEY]), "<i8")
-    if totals.size != num_buckets or np.any(totals < 0):
+    size = int(np.prod(shape))
+    try:
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(bytes(config[TOTALS_KEY]), 8 * size + 1)
+    except zlib.error:
+        raise ValueError(f"exchange two's totals ({TOTALS_KEY!r}) are not zlib data") from None
+    totals = np.frombuffer(raw[: len(raw) - len(raw) % 8], "<i8")
+    if len(raw) != 8 * size or not inflater.eof or np.any(totals < 0):
         raise ValueError(
-            f"exchange two's totals: {totals.size} non-negative values expected {num_buckets}"
+            f"exchange two's totals: {size} non-negative int64 values expected, got "
+            f"{len(raw)} bytes"
         )
-    return totals.astype(np.int64)
+    return totals.astype(np.int64).reshape(shape)
+
+
+def totals_layout(bits: int) -> LimbLayout:
+    """Exchange one's limbs: the totals are non-negative and below ``2^TOTALS_BITS`` (a
+    larger count could not pass exchange two's `check_width`), so they need
+    ``ceil(TOTALS_BITS / bits)`` limbs, not the ``ceil(64 / bits)`` of a signed word.
+
+    Examples:
+        >>> totals_layout(28).num_limbs, totals_layout(22).num_limbs, LimbLayout(28).num_limbs
+        (1, 2, 3)
+    """
+    return LimbLayout.for_bits(bits, value_bits=TOTALS_BITS)
 
 
 # -- the server's side ----------------------------------------------------------------------
-def check_width(mechanism, num_examples: int) -> None:
+def check_width(protocol: RankSumProtocol, num_examples: int) -> None:
     """One line where round two's sums (modular width from the public ``W``) exceed
     `EXACT_BITS` (float64-exact sums of SecAgg+'s 64-bit limbs)."""
     from dpauc_tf.mechanisms.secure_rank_sum import modular_width
 
-    width = modular_width(int(num_examples), mechanism.rank_epsilon)
+    width = modular_width(protocol.width_examples(num_examples), protocol.rank_epsilon)
     if width > EXACT_BITS:
         raise ValueError(
             f"secure-rank-sum: {int(num_examples)} examples need a {width}-bit sum in exchange "
@@ -140,9 +270,13 @@ def secure_rank_sum_round(
     timeout: float | None,
     details,
     secure_sum,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ):
     """Both exchanges on ``nodes`` and the finished [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult]
-    (``secure_sum`` is [`dpauc_tf.flower.strategy`][]'s SecAgg+ sum of one exchange).
+    (``secure_sum`` is [`dpauc_tf.flower.strategy`][]'s SecAgg+ sum of one exchange), with
+    the release's own interval at ``confidence`` (``finish_release``: the shares of the
+    ranked nodes, not of the nodes asked).
 
     Raises:
       ValueError: no sum in exchange one, fewer than 2 nodes left for exchange two, a node
@@ -153,15 +287,14 @@ def secure_rank_sum_round(
     from dpauc_tf.flower.secagg import SecAggSettings
     from dpauc_tf.mechanisms.release import finish_release
 
-    mechanism = spec.build(len(nodes))
-    num_buckets = mechanism.count_thresholds(spec.thresholds).num_buckets
+    protocol = RankSumProtocol(spec, len(nodes))
     # exchange one: the totals of every node asked (label-free: no shares, no epsilon)
     layout = LimbLayout.for_clients(len(nodes))
     config = release_config(spec, num_clients=len(nodes), repeats=repeats, layout=layout)
     config[EXCHANGE_KEY] = RankSumExchange.TOTALS.value
     summed, graphs = secure_sum(
         grid, config, arrays, nodes, server_round, secagg, timeout,
-        shapes={"totals": (num_buckets,)}, layout=layout,
+        shapes={"totals": protocol.totals_shape}, layout=totals_layout(layout.bits),
     )  # fmt: skip
     if summed is None:
         return None
@@ -172,9 +305,9 @@ def secure_rank_sum_round(
             f"secure-rank-sum: {len(ranked)} of {len(nodes)} clients took part in exchange one; "
             "SecAgg+ needs at least 2 for exchange two; nothing is released"
         )
-    num_examples = int(totals.sum())
-    mechanism = spec.build(len(ranked))  # the shares sized for the nodes that were ranked
-    check_width(mechanism, num_examples)
+    num_examples = int(totals.reshape(-1, totals.shape[-1])[0].sum())  # every column holds W
+    protocol = RankSumProtocol(spec, len(ranked))  # the shares sized for the ranked nodes
+    check_width(protocol, num_examples)
     # exchange two: only the ranked nodes, with the totals; unmasked only if all of them sent
     layout = LimbLayout.for_clients(len(ranked))
     config = release_config(spec, num_clients=len(ranked), repeats=repeats, layout=layout)
@@ -193,11 +326,9 @@ def secure_rank_sum_round(
         missing.extend(sorted(set(ranked) - set(active)))
         return not missing
 
-    from dpauc_tf.mechanisms.secure_rank_sum import REPORT_KEYS
-
     summed, _ = secure_sum(
         grid, config, arrays, ranked, server_round, settings, timeout,
-        shapes={key: (int(repeats),) for key in sorted(REPORT_KEYS)}, layout=layout,
+        shapes=protocol.report_shapes(repeats), layout=layout,
         may_unmask=all_ranked_sent,
     )  # fmt: skip
     if summed is None or missing or summed.num_reporting != len(ranked):
@@ -210,7 +341,7 @@ def secure_rank_sum_round(
             + (f"; {details.log.describe()}" if details.log.describe() else "")
         )
     release = {key: np.rint(value).astype(np.int64) for key, value in summed.release.items()}
-    finished = mechanism.finish(release, totals, num_reporting=len(ranked))
+    finished = protocol.finish(release, totals, num_reporting=len(ranked))
     details.unmasked_groups = (len(ranked),)
     return finish_release(
         spec,
@@ -218,6 +349,8 @@ def secure_rank_sum_round(
         num_examples=float(num_examples),
         num_clients=len(nodes),
         num_reporting=len(ranked),
-        mechanism=mechanism,  # built for the ranked nodes: its shares, all arrived
+        mechanism=protocol.mechanism,  # built for the ranked nodes: its shares, all arrived
         round_report=details.report(),
+        confidence=confidence,
+        ci_target=ci_target,
     )

@@ -266,6 +266,8 @@ def evaluate_round(
     timeout: float | None = DEFAULT_TIMEOUT,
     observe_replies: Callable[[Any], None] | None = None,
     details: RoundDetails | None = None,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """One private-AUC evaluation of ``arrays`` (the global model) on every node.
 
@@ -284,6 +286,9 @@ def evaluate_round(
         that do not answer in time are left out and named in ``details.log``.
       observe_replies: called with every message the server receives (an audit hook).
       details: filled with what the server saw (`RoundDetails`).
+      confidence: e.g. 0.95: the release's own interval too (``finish_release``, from the
+        shares that arrived; post-processing, no privacy cost); ``None``: none.
+      ci_target: ``"population"`` or ``"sample"`` (the interval's target).
 
     Returns:
       The [`AUCResult`][] of the reports that arrived: its
@@ -323,7 +328,7 @@ def evaluate_round(
         result = secure_rank_sum_round(
             grid, spec, arrays=arrays, nodes=nodes, server_round=server_round,
             repeats=repeats, secagg=secagg, timeout=timeout, details=details,
-            secure_sum=_secure_sum,
+            secure_sum=_secure_sum, confidence=confidence, ci_target=ci_target,
         )  # fmt: skip
         if result is None:
             raise ValueError(_no_report_reason(details.log, secagg))
@@ -350,6 +355,8 @@ def evaluate_round(
         num_reporting=summed.num_reporting,
         unmasked_groups=groups,
         round_report=details.report(),
+        confidence=confidence,
+        ci_target=ci_target,
     )
 
 

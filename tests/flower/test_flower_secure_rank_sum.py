@@ -221,3 +221,45 @@ def test_local_rank_sum_over_several_flower_clients_is_refused(data):
     clients = _clients_with(data, [])[:3]
     with pytest.raises(ValueError, match="'rank-sum' cannot run on Flower"):
         evaluate(clients, mechanism="rank-sum", epsilon=1.0, seed=0, engine="in-process")
+
+
+def test_exchange_one_limbs_carry_every_total_exchange_two_can_release():
+    """Exchange one's totals travel in ``ceil(TOTALS_BITS / b)`` limbs: every count below
+    ``2^TOTALS_BITS`` sums exactly; a larger one is refused in one line (no W that large
+    passes exchange two's width, whatever epsilon)."""
+    from dpauc_tf.flower.encoding import LimbLayout
+    from dpauc_tf.flower.rank_sum import EXACT_BITS, TOTALS_BITS, totals_layout
+    from dpauc_tf.mechanisms.secure_rank_sum import modular_width
+
+    assert modular_width(2 ** (TOTALS_BITS - 1), 1e12) > EXACT_BITS
+    for clients in (2, 10, 1000, 100_000):
+        words = LimbLayout.for_clients(clients)
+        layout = totals_layout(words.bits)
+        assert layout.num_limbs == -(-TOTALS_BITS // words.bits) < words.num_limbs
+        values = np.array([0, 1, 2**TOTALS_BITS - 1, 12345])
+        limbs = layout.encode(values)
+        summed = [layout.flower_average([limb] * clients, clients) for limb in limbs]
+        assert layout.decode(summed, clients).tolist() == (clients * values).tolist()
+        for bad in (-1, 2**TOTALS_BITS):
+            with pytest.raises(ValueError, match=f"0, 2\\^{TOTALS_BITS}"):
+                layout.encode(np.array([bad]))
+
+
+def test_exchange_two_totals_refuse_malformed_or_oversized_bytes():
+    import zlib
+
+    from dpauc_tf.flower.rank_sum import TOTALS_KEY, decode_totals, encode_totals
+
+    totals = np.array([[0, 3, 0, 0], [1, 0, 2, 0]])
+    assert decode_totals({TOTALS_KEY: encode_totals(totals)}, (2, 4)).tolist() == totals.tolist()
+    bomb = zlib.compress(bytes(8 * 10**7))  # 80 MB of zeros: never inflated past 64 bytes
+    for config in (
+        {TOTALS_KEY: b"not zlib"},
+        {TOTALS_KEY: bomb},
+        {TOTALS_KEY: encode_totals(np.zeros(7))},
+        {TOTALS_KEY: encode_totals(-totals)},
+        {},
+    ):
+        with pytest.raises(ValueError, match="totals") as error:
+            decode_totals(config, (2, 4))
+        assert "\n" not in str(error.value)
