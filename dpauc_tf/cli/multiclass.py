@@ -252,9 +252,12 @@ def _value(value: float) -> float | None:
 
 
 def _require_one_round(args, num_classes: int) -> None:
-    """Refuses a two-round release (the one-vs-rest rank sums) on TFF and Flower, whose
-    multi-class evaluations sum one round of counts (docs/multiclass.md)."""
+    """Refuses a two-round release (the one-vs-rest rank sums) on Flower, whose multi-class
+    evaluation sums one round of counts (docs/multiclass.md); TFF runs the two rounds."""
     from dpauc_tf.mechanisms.release import ReleaseSpec
+
+    if args.backend == "tff":  # dpauc_tf.federated.evaluate_multiclass: two TFF rounds
+        return
 
     built = ReleaseSpec.make(
         args.mechanism,
@@ -267,7 +270,7 @@ def _require_one_round(args, num_classes: int) -> None:
     if hasattr(built, "round_one_report"):
         raise ValueError(
             f"one-vs-rest {args.mechanism} needs two rounds (ranks from round one's totals): "
-            f"--backend {args.backend} sums one round; use --backend simulate"
+            f"--backend {args.backend} sums one round; use --backend simulate or tff"
         )
 
 

@@ -10,6 +10,9 @@ by ``tff.federated_secure_sum_bitwidth``); the server adds the reports up and
 [`finish_release`][dpauc_tf.mechanisms.release.finish_release] turns the sum
 into one [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis.
 Client ``k``'s seed of repeat ``r`` is ``spec.seed_for("tff", r, k)``.
+
+The one-vs-rest rank sums (``rank-sum``, ``secure-rank-sum``) need the ranks first: they run
+in two rounds ([`evaluate_rank_sums`][], the builders of [`dpauc_tf.federated.rank_sum`][]).
 """
 
 from __future__ import annotations
@@ -193,7 +196,9 @@ def evaluate_multiclass(
         one (read once per repeat).
       epsilon: of one release of all classes (``None``: no noise, NOT private).
       mechanism: the binary curve mechanism of every class (``histogram``,
-        ``histogram-public-scores``, ``secure-histogram``, ...); ``None``: the registry's
+        ``histogram-public-scores``, ``secure-histogram``, ...), or the per-class rank sums
+        (``rank-sum``: local noise; ``secure-rank-sum``: noise shares; two rounds,
+        [`evaluate_rank_sums`][]); ``None``: the registry's
         default for a one-vs-rest release by clients summed by secure aggregation
         (``Deployment.SECURE``).
       num_classes: ``C`` (default: the first client's score columns).

@@ -1,5 +1,10 @@
 """``secure-rank-sum`` in TFF: two federated computations, each a secure sum (issue 32).
 
+The builders take the clients' counting and the mechanism's reports, so the binary release
+([`evaluate_rank_sum`][]) and the one-vs-rest rank sums
+([`evaluate_rank_sums`][dpauc_tf.federated.multiclass.evaluate_rank_sums]: ``[C, B]`` totals,
+per-class reports; sums in the clear for ``rank-sum``'s local noise) share them.
+
 Round one ([`build_round_one`][]): every client counts its examples on the mechanism's grid
 and sends its bucket totals (label-free, no noise) modulo ``2^secure_bitwidth``;
 ``tff.federated_secure_sum_bitwidth`` gives the server the aggregate score histogram.
