@@ -12,7 +12,7 @@ into one [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis.
 Client ``k``'s seed of repeat ``r`` is ``spec.seed_for("tff", r, k)``.
 
 The one-vs-rest rank sums (``rank-sum``, ``secure-rank-sum``) need the ranks first: they run
-in two rounds ([`evaluate_rank_sums`][], the builders of [`dpauc_tf.federated.rank_sum`][]).
+in two rounds (``evaluate_rank_sums``, the builders of ``dpauc_tf.federated.rank_sum``).
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def evaluate_multiclass(
       mechanism: the binary curve mechanism of every class (``histogram``,
         ``histogram-public-scores``, ``secure-histogram``, ...), or the per-class rank sums
         (``rank-sum``: local noise; ``secure-rank-sum``: noise shares; two rounds,
-        [`evaluate_rank_sums`][]); ``None``: the registry's
+        ``evaluate_rank_sums``); ``None``: the registry's
         default for a one-vs-rest release by clients summed by secure aggregation
         (``Deployment.SECURE``).
       num_classes: ``C`` (default: the first client's score columns).
@@ -337,7 +337,7 @@ def evaluate_rank_sums(
     secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
 ) -> AUCResult:
     """The one-vs-rest rank sums of clients' ``arrays`` (``multiclass_client_arrays``) by the
-    two rounds of [`dpauc_tf.federated.rank_sum`][]: round one sums every client's label-free
+    two rounds of ``dpauc_tf.federated.rank_sum``: round one sums every client's label-free
     column histograms ``[C, B]`` (securely for ``secure-rank-sum``, modulo
     ``2^secure_bitwidth``; in the clear for ``rank-sum``, whose clients noise their own
     reports), round two every client's

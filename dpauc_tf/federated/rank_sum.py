@@ -2,7 +2,7 @@
 
 The builders take the clients' counting and the mechanism's reports, so the binary release
 ([`evaluate_rank_sum`][]) and the one-vs-rest rank sums
-([`evaluate_rank_sums`][dpauc_tf.federated.multiclass.evaluate_rank_sums]: ``[C, B]`` totals,
+(``dpauc_tf.federated.multiclass.evaluate_rank_sums``: ``[C, B]`` totals,
 per-class reports; sums in the clear for ``rank-sum``'s local noise) share them.
 
 Round one ([`build_round_one`][]): every client counts its examples on the mechanism's grid
