@@ -368,7 +368,8 @@ def evaluate_rank_sums(
     if width is not None and width > TFF_MAX_BITWIDTH:
         raise ValueError(
             f"{mechanism.name}: {num_examples} examples need a {width}-bit secure sum in round "
-            f"two, beyond TFF's {TFF_MAX_BITWIDTH}"
+            f"two, beyond TFF's {TFF_MAX_BITWIDTH}; rank-sum (local noise, summed in the clear) or "
+            "the simulate backend take it"
         )
     totals_type = tff.TensorType(np.int64, [num_classes, grid.num_buckets])
     round_two = build_round_two(report, data_type, counts, totals_type, width)
