@@ -3,6 +3,7 @@ the paired comparison's size and power against the non-private DeLong test.
 
     python benchmarks/bench_estimands_rank_sum.py            # about 2-3 minutes on 2 cores
     python benchmarks/bench_estimands_rank_sum.py --quick    # a smoke run
+    .venv/bin/python benchmarks/bench_estimands_rank_sum.py --backend tff   # part 1 in TFF
 
 Part 1 (one-vs-rest, synthetic softmax scores, ``n`` examples, ``C`` classes, epsilon 1):
 RMSE and bias of the macro and micro averages and of one class's AUC against scikit-learn's
@@ -34,18 +35,34 @@ def _softmax_data(n: int, classes: int, seed: int):
     return labels, np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
 
 
-def one_vs_rest(n: int, classes: int, repeats: int, clients: int) -> None:
-    from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
-
-    labels, scores = _softmax_data(n, classes, 0)
+def _exact(labels, scores, classes):
     one_hot = np.eye(classes)[labels]
-    exact = {
+    return {
         "macro": roc_auc_score(labels, scores, multi_class="ovr"),
         "micro": roc_auc_score(one_hot, scores, average="micro"),
         "class 0": roc_auc_score(one_hot[:, 0], scores[:, 0]),
     }
+
+
+def _print_errors(name: str, average: str, out, exact, seconds: float) -> None:
+    rows = [(average, getattr(out, average))]
+    if average != "micro":
+        rows.append(("class 0", out.class_aucs[:, 0]))
+    for key, values in rows:
+        error = values - exact[key]
+        print(
+            f"{name:50s} {key:8s} {np.sqrt(np.nanmean(error**2)):10.2e} "
+            f"{np.nanmean(error):10.2e} {seconds:8.2f}"
+        )
+
+
+def one_vs_rest(n: int, classes: int, repeats: int, clients: int) -> None:
+    from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
+
+    labels, scores = _softmax_data(n, classes, 0)
+    exact = _exact(labels, scores, classes)
     print(f"one-vs-rest: n={n}, C={classes}, epsilon 1, {repeats} releases; exact {exact}")
-    print(f"{'release':42s} {'average':8s} {'RMSE':>10s} {'bias':>10s} {'seconds':>8s}")
+    print(f"{'release':50s} {'average':8s} {'RMSE':>10s} {'bias':>10s} {'seconds':>8s}")
     runs = [
         ("histogram (200 thresholds), central", "histogram", None),
         ("rank-sum, central", "rank-sum", None),
@@ -65,18 +82,41 @@ def one_vs_rest(n: int, classes: int, repeats: int, clients: int) -> None:
                 repeats=repeats,
                 seed=11,
             )
-            seconds = time.perf_counter() - start
-            for key, values in (
-                (average, getattr(out, average)),
-                ("class 0", out.class_aucs[:, 0]),
-            ):
-                if key == "class 0" and average == "micro":
-                    continue
-                error = values - exact[key]
-                print(
-                    f"{name:42s} {key:8s} {np.sqrt(np.nanmean(error**2)):10.2e} "
-                    f"{np.nanmean(error):10.2e} {seconds:8.2f}"
-                )
+            _print_errors(name, average, out, exact, time.perf_counter() - start)
+
+
+def one_vs_rest_tff(n: int, classes: int, repeats: int, clients: int) -> None:
+    """The federated rank sums on the simulate backend and through TFF's two rounds
+    (``dpauc_tf.federated.evaluate_multiclass``), on the same IID clients; independent seeds
+    (seeded alike, the two releases are equal: tests/federated)."""
+    from dpauc_tf.federated import evaluate_multiclass as tff_evaluate
+    from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass
+
+    labels, scores = _softmax_data(n, classes, 0)
+    exact = _exact(labels, scores, classes)
+    ids = np.random.default_rng(3).integers(0, clients, n)
+    data = [(scores[ids == k], labels[ids == k]) for k in range(clients)]
+    print(
+        f"one-vs-rest over {clients} IID clients: n={n}, C={classes}, epsilon 1, {repeats} "
+        f"releases; simulate seed 11, TFF seed 12; exact {exact}"
+    )
+    print(f"{'release':50s} {'average':8s} {'RMSE':>10s} {'bias':>10s} {'seconds':>8s}")
+    for mechanism, noise in (("rank-sum", "local noise"), ("secure-rank-sum", "shares")):
+        for backend in ("simulate", "tff"):
+            name = f"{mechanism}, {clients} clients ({noise}), {backend}"
+            for average in ("macro", "micro"):
+                start = time.perf_counter()
+                if backend == "simulate":
+                    out = evaluate_multiclass(
+                        labels, scores, epsilon=1.0, mechanism=mechanism, average=average,
+                        num_clients=clients, client_ids=ids, repeats=repeats, seed=11,
+                    )  # fmt: skip
+                else:
+                    out = tff_evaluate(
+                        data, epsilon=1.0, mechanism=mechanism, average=average,
+                        repeats=repeats, seed=12,
+                    )  # fmt: skip
+                _print_errors(name, average, out, exact, time.perf_counter() - start)
 
 
 def _pair(n: int, shift: float, rho: float, rng):
@@ -136,12 +176,26 @@ def comparison(n: int, datasets: int, rho: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run (small sizes)")
+    parser.add_argument(
+        "--backend",
+        choices=("simulate", "tff"),
+        default="simulate",
+        help="tff: part 1's federated rank sums on simulate and through TFF (needs the "
+        "federated environment, .venv), no part 2",
+    )
+    parser.add_argument("--repeats", type=int, default=200, help="releases per row of part 1")
     args = parser.parse_args()
+    if args.backend == "tff":
+        if args.quick:
+            one_vs_rest_tff(n=2000, classes=3, repeats=20, clients=4)
+        else:
+            one_vs_rest_tff(n=20000, classes=4, repeats=args.repeats, clients=10)
+        return
     if args.quick:
         one_vs_rest(n=2000, classes=3, repeats=20, clients=4)
         comparison(n=1000, datasets=10, rho=0.7)
         return
-    one_vs_rest(n=20000, classes=4, repeats=200, clients=10)
+    one_vs_rest(n=20000, classes=4, repeats=args.repeats, clients=10)
     comparison(n=2000, datasets=200, rho=0.7)
 
 

@@ -256,10 +256,13 @@ def _value(value: float) -> float | None:
 
 
 def _require_one_round(args, num_classes: int) -> None:
-    """Refuses a two-round release (the one-vs-rest rank sums) on TFF, whose multi-class
-    evaluation sums one round of counts, and local rank sums on Flower (its two exchanges
-    run the secure ones only; docs/multiclass.md)."""
+    """Refuses a two-round release (the one-vs-rest rank sums) where the backend sums one
+    round: local rank sums on Flower (its two exchanges run the secure ones only); TFF runs
+    both rounds (docs/multiclass.md)."""
     from dpauc_tf.mechanisms.arguments import ReleaseArguments
+
+    if args.backend == "tff":  # dpauc_tf.federated.evaluate_multiclass: two TFF rounds
+        return
 
     built = ReleaseArguments(
         args.epsilon,
@@ -276,7 +279,7 @@ def _require_one_round(args, num_classes: int) -> None:
     works = (
         "--mechanism secure-rank-sum (two exchanges under SecAgg+) or --backend simulate"
         if args.backend == "flower"
-        else "--backend simulate"
+        else "--backend simulate or tff"
     )
     raise ValueError(
         f"one-vs-rest {args.mechanism} needs two rounds (ranks from round one's totals): "

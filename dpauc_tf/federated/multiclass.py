@@ -10,6 +10,9 @@ by ``tff.federated_secure_sum_bitwidth``); the server adds the reports up and
 [`finish_release`][dpauc_tf.mechanisms.release.finish_release] turns the sum
 into one [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] with a class axis.
 Client ``k``'s seed of repeat ``r`` is ``spec.seed_for("tff", r, k)``.
+
+The one-vs-rest rank sums (``rank-sum``, ``secure-rank-sum``) need the ranks first: they run
+in two rounds (``evaluate_rank_sums``, the builders of ``dpauc_tf.federated.rank_sum``).
 """
 
 from __future__ import annotations
@@ -34,11 +37,19 @@ from dpauc_tf.federated.evaluate import (
     _expected_count,
     install_secure_sum_context,
 )
+from dpauc_tf.federated.rank_sum import (
+    build_round_one,
+    build_round_two,
+    run_round_one,
+    run_round_two,
+)
 from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.multiclass import OneVsRest, check_client_data
+from dpauc_tf.mechanisms.multiclass_rank_sum import OneVsRestRankSum
 from dpauc_tf.mechanisms.registry import require
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
+from dpauc_tf.mechanisms.secure_rank_sum import TFF_MAX_BITWIDTH
 
 COUNT_DTYPE = computations.COUNT_DTYPE
 
@@ -186,7 +197,9 @@ def evaluate_multiclass(
         one (read once per repeat).
       epsilon: of one release of all classes (``None``: no noise, NOT private).
       mechanism: the binary curve mechanism of every class (``histogram``,
-        ``histogram-public-scores``, ``secure-histogram``, ...); ``None``: the registry's
+        ``histogram-public-scores``, ``secure-histogram``, ...), or the per-class rank sums
+        (``rank-sum``: local noise; ``secure-rank-sum``: noise shares; two rounds,
+        ``evaluate_rank_sums``); ``None``: the registry's
         default for a one-vs-rest release by clients summed by secure aggregation
         (``Deployment.SECURE``).
       num_classes: ``C`` (default: the first client's score columns).
@@ -241,6 +254,21 @@ def evaluate_multiclass(
         )
     shares = known if secure_shares is None else int(secure_shares)
     built = spec.build(shares)
+    if isinstance(built, OneVsRestRankSum):  # per-class rank sums: two rounds
+        every = [
+            multiclass_client_arrays(item, num_classes, i, from_logits=from_logits)
+            for i, item in enumerate([*first, *(c for cohort in cohorts for c in cohort)])
+        ]
+        if known is not None and len(every) != known:
+            raise ValueError(f"client_data yielded {len(every)} clients, not num_clients={known}")
+        return evaluate_rank_sums(
+            spec,
+            built,
+            every,
+            repeats=repeats,
+            cohort_size=cohort_size,
+            secure_bitwidth=secure_bitwidth,
+        )
     require(built.class_mechanism, "federated")
     secure = bool(built.capabilities.secure)
     if secure:
@@ -288,3 +316,62 @@ def _prepend(first, rest):
     if first is not None:
         yield first
     yield from rest
+
+
+def evaluate_rank_sums(
+    spec: ReleaseSpec,
+    mechanism: OneVsRestRankSum,
+    arrays: Sequence[Mapping[str, Any]],
+    *,
+    repeats: int = 1,
+    cohort_size: int = DEFAULT_COHORT_SIZE,
+    secure_bitwidth: int = computations.DEFAULT_BITWIDTH,
+) -> AUCResult:
+    """The one-vs-rest rank sums of clients' ``arrays`` (``multiclass_client_arrays``) by the
+    two rounds of ``dpauc_tf.federated.rank_sum``: round one sums every client's label-free
+    column histograms ``[C, B]`` (securely for ``secure-rank-sum``, modulo
+    ``2^secure_bitwidth``; in the clear for ``rank-sum``, whose clients noise their own
+    reports), round two every client's
+    [`round_two_report`][dpauc_tf.mechanisms.multiclass_rank_sum.OneVsRestRankSum.round_two_report]
+    with the global ranks (securely modulo ``2^mechanism.report_width(n)`` for the integer
+    shares); the server [`finish`][dpauc_tf.mechanisms.multiclass_rank_sum.OneVsRestRankSum.finish]es
+    the sums. Round one runs once and every report carries the ``repeats`` releases (the
+    ranks are the same), with client ``k``'s seed ``spec.seed_for("client", k)``: the
+    simulate backend's, so a seeded run equals ``dpauc multiclass --clients``' on the same
+    clients."""
+    num_classes = mechanism.num_classes
+    grid = spec.count_grid()
+    data_type = client_arrays_type(num_classes)
+    secure = bool(mechanism.capabilities.secure)
+    if secure:
+        install_secure_sum_context()
+
+    def counts(client_data):
+        return client_class_counts(client_data, grid, num_classes, True)
+
+    def report(pos, neg, totals, seed):
+        return mechanism.round_two_report(pos, neg, totals, seed, repeats=repeats)
+
+    round_one = build_round_one(mechanism, data_type, counts, secure_bitwidth if secure else None)
+    totals = run_round_one(round_one, arrays, cohort_size, secure_bitwidth if secure else None)
+    num_examples = int(totals[0].sum())
+    width = mechanism.report_width(num_examples) if secure else None
+    if width is not None and width > TFF_MAX_BITWIDTH:
+        raise ValueError(
+            f"{mechanism.name}: {num_examples} examples need a {width}-bit secure sum in round "
+            f"two, beyond TFF's {TFF_MAX_BITWIDTH}; rank-sum (local noise, summed in the clear) or "
+            "the simulate backend take it"
+        )
+    totals_type = tff.TensorType(np.int64, [num_classes, grid.num_buckets])
+    round_two = build_round_two(report, data_type, counts, totals_type, width)
+    seeds = [spec.seed_for("client", k).numpy() for k in range(len(arrays))]
+    summed, num_reporting = run_round_two(round_two, arrays, seeds, totals, cohort_size, width)
+    return finish_release(
+        spec,
+        mechanism.finish(summed, totals),
+        num_examples=float(num_examples),
+        num_clients=len(arrays),
+        num_reporting=num_reporting,
+        shares=mechanism.num_clients,
+        mechanism=mechanism,
+    )

@@ -1,5 +1,10 @@
 """``secure-rank-sum`` in TFF: two federated computations, each a secure sum (issue 32).
 
+The builders take the clients' counting and the mechanism's reports, so the binary release
+([`evaluate_rank_sum`][]) and the one-vs-rest rank sums
+(``dpauc_tf.federated.multiclass.evaluate_rank_sums``: ``[C, B]`` totals,
+per-class reports; sums in the clear for ``rank-sum``'s local noise) share them.
+
 Round one ([`build_round_one`][]): every client counts its examples on the mechanism's grid
 and sends its bucket totals (label-free, no noise) modulo ``2^secure_bitwidth``;
 ``tff.federated_secure_sum_bitwidth`` gives the server the aggregate score histogram.
@@ -24,11 +29,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.federated.computations import ARRAYS_TYPE, SEED_TYPE, client_counts
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, finish_release
 from dpauc_tf.mechanisms.secure_rank_sum import (
-    REPORT_KEYS,
     TFF_MAX_BITWIDTH,
     SecureRankSum,
     modular_width,
@@ -47,43 +50,62 @@ def _signed(total: np.ndarray, bitwidth: int) -> np.ndarray:
     return np.where(value >= modulus // 2, value - modulus, value)
 
 
+def _summed(values, bitwidth: int | None):
+    """A federated sum: secure modulo ``2^bitwidth`` (``None``: in the clear)."""
+    if bitwidth is None:
+        return tff.federated_sum(values)
+    return tff.federated_secure_sum_bitwidth(values, bitwidth)
+
+
 def build_round_one(
-    mechanism: SecureRankSum, thresholds: Thresholds, bitwidth: int
+    mechanism,
+    data_type: tff.Type,
+    counts: Callable,
+    bitwidth: int | None,
 ) -> tff.Computation:
-    """``client data@CLIENTS -> <totals mod 2^bitwidth, num_reporting>@SERVER``."""
+    """``client data@CLIENTS -> <totals, num_reporting>@SERVER``: every client's
+    ``mechanism.round_one_report`` of its ``counts(client_data) -> (pos, neg)`` (label-free),
+    summed securely modulo ``2^bitwidth`` (decode with `decode_sum`), or in the clear where
+    ``bitwidth`` is ``None`` (a release without secure aggregation)."""
 
-    @tff.tensorflow.computation(ARRAYS_TYPE)
+    @tff.tensorflow.computation(data_type)
     def client_totals(client_data):
-        pos, neg = client_counts(client_data, thresholds, integer_weights=True)
-        return _residues(mechanism.round_one_report(pos, neg), bitwidth)
+        totals = mechanism.round_one_report(*counts(client_data))
+        return totals if bitwidth is None else _residues(totals, bitwidth)
 
-    @tff.tensorflow.computation(ARRAYS_TYPE)
+    @tff.tensorflow.computation(data_type)
     def one(client_data):
         del client_data
         return tf.constant(1, tf.int32)
 
-    @tff.federated_computation(tff.FederatedType(ARRAYS_TYPE, tff.CLIENTS))
+    @tff.federated_computation(tff.FederatedType(data_type, tff.CLIENTS))
     def round_one(client_data):
-        totals = tff.federated_map(client_totals, client_data)
-        summed = tff.federated_secure_sum_bitwidth(totals, bitwidth)
+        totals = _summed(tff.federated_map(client_totals, client_data), bitwidth)
         reporting = tff.federated_sum(tff.federated_map(one, client_data))
-        return tff.federated_zip(collections.OrderedDict(totals=summed, num_reporting=reporting))
+        return tff.federated_zip(collections.OrderedDict(totals=totals, num_reporting=reporting))
 
     return round_one
 
 
 def build_round_two(
-    mechanism: SecureRankSum, thresholds: Thresholds, bitwidth: int
+    report: Callable,
+    data_type: tff.Type,
+    counts: Callable,
+    totals_type: tff.Type,
+    bitwidth: int | None,
 ) -> tff.Computation:
-    """``(client data@CLIENTS, seeds@CLIENTS, totals@SERVER) -> <reports mod 2^bitwidth,
-    num_reporting>@SERVER``."""
-    totals_type = tff.TensorType(np.int64, [thresholds.num_buckets])
+    """``(client data@CLIENTS, seeds@CLIENTS, totals@SERVER) -> <reports,
+    num_reporting>@SERVER``: the server broadcasts round one's totals and every client sends
+    ``report(pos, neg, totals, seed)`` (the mechanism's round-two report, a dict of tensors),
+    summed securely modulo ``2^bitwidth`` (integer reports) or in the clear (``None``)."""
 
-    @tff.tensorflow.computation(ARRAYS_TYPE, SEED_TYPE, totals_type)
+    @tff.tensorflow.computation(data_type, SEED_TYPE, totals_type)
     def client_report(client_data, seed, totals):
-        pos, neg = client_counts(client_data, thresholds, integer_weights=True)
-        report = mechanism.round_two_report(pos, neg, totals, seed)
-        return collections.OrderedDict((k, _residues(report[k], bitwidth)) for k in REPORT_KEYS)
+        pos, neg = counts(client_data)
+        values = report(pos, neg, totals, seed)
+        if bitwidth is not None:
+            values = {k: _residues(v, bitwidth) for k, v in values.items()}
+        return collections.OrderedDict(sorted(values.items()))
 
     @tff.tensorflow.computation(SEED_TYPE)
     def one(seed):
@@ -91,18 +113,59 @@ def build_round_two(
         return tf.constant(1, tf.int32)
 
     @tff.federated_computation(
-        tff.FederatedType(ARRAYS_TYPE, tff.CLIENTS),
+        tff.FederatedType(data_type, tff.CLIENTS),
         tff.FederatedType(SEED_TYPE, tff.CLIENTS),
         tff.FederatedType(totals_type, tff.SERVER),
     )
     def round_two(client_data, seeds, totals):
         broadcast = tff.federated_broadcast(totals)
         reports = tff.federated_map(client_report, (client_data, seeds, broadcast))
-        summed = tff.federated_secure_sum_bitwidth(reports, bitwidth)
         reporting = tff.federated_sum(tff.federated_map(one, seeds))
-        return tff.federated_zip(collections.OrderedDict(reports=summed, num_reporting=reporting))
+        return tff.federated_zip(
+            collections.OrderedDict(reports=_summed(reports, bitwidth), num_reporting=reporting)
+        )
 
     return round_two
+
+
+def decode_sum(total, bitwidth: int | None):
+    """A sum of cohorts' sums: signed int64 from residues modulo ``2^bitwidth`` (``None``:
+    as it is)."""
+    return np.asarray(total) if bitwidth is None else _signed(total, bitwidth)
+
+
+def run_round_one(
+    round_one: tff.Computation, arrays: Sequence, cohort_size: int, bitwidth: int | None
+) -> np.ndarray:
+    """Round one over every client, ``cohort_size`` at a time: the decoded totals (int64)."""
+    totals = 0
+    for start in range(0, len(arrays), cohort_size):
+        out = round_one(list(arrays[start : start + cohort_size]))
+        totals = totals + np.asarray(out["totals"], np.int64)
+    return decode_sum(totals, bitwidth)
+
+
+def run_round_two(
+    round_two: tff.Computation,
+    arrays: Sequence,
+    seeds: Sequence,
+    totals: np.ndarray,
+    cohort_size: int,
+    bitwidth: int | None,
+) -> tuple[dict[str, np.ndarray], int]:
+    """Round two over every client, ``cohort_size`` at a time: the decoded sums of the
+    reports and the number of clients that reported."""
+    summed: dict[str, np.ndarray] | None = None
+    num_reporting = 0
+    for start in range(0, len(arrays), cohort_size):
+        stop = start + cohort_size
+        out = round_two(list(arrays[start:stop]), list(seeds[start:stop]), totals)
+        reports = {k: np.asarray(v) for k, v in out["reports"].items()}
+        summed = reports if summed is None else {k: summed[k] + reports[k] for k in summed}
+        num_reporting += int(out["num_reporting"])
+    if summed is None:
+        raise ValueError("need at least one client in round two")
+    return {k: decode_sum(v, bitwidth) for k, v in summed.items()}, num_reporting
 
 
 def evaluate_rank_sum(
@@ -129,7 +192,12 @@ def evaluate_rank_sum(
     """
     lost = set(int(i) for i in lost_between_rounds)
     grid = mechanism.count_thresholds(spec.thresholds)  # the mechanism's own fine grid
-    round_one = build_round_one(mechanism, grid, secure_bitwidth)
+
+    def counts(client_data):
+        return client_counts(client_data, grid, integer_weights=True)
+
+    round_one = build_round_one(mechanism, ARRAYS_TYPE, counts, secure_bitwidth)
+    totals_type = tff.TensorType(np.int64, [grid.num_buckets])
     parts, num_clients, num_examples = [], 0, 0.0
     for repeat in range(repeats):
         clients = client_data() if callable(client_data) else client_data
@@ -138,11 +206,7 @@ def evaluate_rank_sum(
             raise ValueError("need at least one client (client_data yielded none)")
         num_clients = len(every)
         arrays = [a for i, a in enumerate(every) if reporting is None or i in reporting]
-        totals = np.zeros(grid.num_buckets, np.int64)
-        for start in range(0, len(arrays), cohort_size):
-            out = round_one(arrays[start : start + cohort_size])
-            totals = totals + np.asarray(out["totals"], np.int64)
-        totals = _signed(totals, secure_bitwidth)
+        totals = run_round_one(round_one, arrays, cohort_size, secure_bitwidth)
         num_examples = float(totals.sum())
         width = modular_width(int(num_examples), mechanism.rank_epsilon)
         if width > TFF_MAX_BITWIDTH:
@@ -150,17 +214,14 @@ def evaluate_rank_sum(
                 f"secure-rank-sum: {int(num_examples)} examples need a {width}-bit secure sum in "
                 f"round two, beyond TFF's {TFF_MAX_BITWIDTH}"
             )
-        round_two = build_round_two(mechanism, grid, width)
-        summed = {key: np.int64(0) for key in REPORT_KEYS}
-        num_reporting = 0
+        round_two = build_round_two(
+            mechanism.round_two_report, ARRAYS_TYPE, counts, totals_type, width
+        )
         chosen = [i for i in range(len(arrays)) if i not in lost]
-        for start in range(0, len(chosen), cohort_size):
-            cohort = chosen[start : start + cohort_size]
-            seeds = [spec.seed_for(SEED_KEY, repeat, i).numpy() for i in cohort]
-            out = round_two([arrays[i] for i in cohort], seeds, totals)
-            summed = {k: summed[k] + np.asarray(out["reports"][k], np.int64) for k in summed}
-            num_reporting += int(out["num_reporting"])
-        summed = {k: _signed(v, width) for k, v in summed.items()}
+        seeds = [spec.seed_for(SEED_KEY, repeat, i).numpy() for i in chosen]
+        summed, num_reporting = run_round_two(
+            round_two, [arrays[i] for i in chosen], seeds, totals, cohort_size, width
+        )
         release = mechanism.finish(summed, totals, num_reporting=num_reporting)
         parts.append({k: np.atleast_1d(v.numpy()) for k, v in release.items()})
     joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}

@@ -64,7 +64,13 @@ from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.auc_only import COUNT_RESOLUTION
 from dpauc_tf.mechanisms.laws import IntervalLaw
 from dpauc_tf.mechanisms.multiclass import OneVsRest, check_num_classes
-from dpauc_tf.mechanisms.rank_sum import DEFAULT_COUNT_SHARE, RankSum
+from dpauc_tf.mechanisms.rank_sum import (
+    DEFAULT_COUNT_SHARE,
+    RankSum,
+    _integer,
+    twice_centred_midranks,
+    twice_sensitivity,
+)
 from dpauc_tf.mechanisms.registry import mechanism_spec
 from dpauc_tf.noise import samplers
 from dpauc_tf.noise.seeds import make_seed, split_seed
@@ -94,46 +100,53 @@ def _integers(counts: Any) -> np.ndarray:
 
 
 def twice_midranks(totals: np.ndarray) -> np.ndarray:
-    """``2 r[b] = 2 sum_{b' < b} t[b'] + t[b] - W`` (int64) of totals ``[..., B]``.
+    """``2 r[b] = 2 sum_{b' < b} t[b'] + t[b] - W`` (int64) of totals ``[..., B]``
+    ([`twice_centred_midranks`][dpauc_tf.mechanisms.rank_sum.twice_centred_midranks]).
 
     Examples:
         >>> twice_midranks(np.array([1, 0, 2, 1])).tolist()
         [-3, -2, 0, 3]
     """
-    totals = np.asarray(totals, np.int64)
-    before = np.cumsum(totals, axis=-1) - totals
-    return 2 * before + totals - totals.sum(axis=-1, keepdims=True)
+    return twice_centred_midranks(np.asarray(totals, np.int64)).numpy()
+
+
+def statistics(pos: Any, totals: Any) -> dict[str, tf.Tensor]:
+    """The doubled statistics (int64 tensors; graph-safe, so a TFF client runs them) of
+    per-class positives ``pos [C, B]`` ranked by the (global) column totals ``totals [C, B]``:
+    ``twice_rank_sum [C]``, ``num_pos [C]``, ``twice_sensitivity [C]`` (``2 D_c``),
+    ``num_examples`` (``n``), ``twice_micro_rank_sum`` and ``twice_micro_range`` (``2 R_m``)
+    of the pooled histogram."""
+    pos = tf.convert_to_tensor(pos, tf.int64)
+    totals = tf.convert_to_tensor(totals, tf.int64)
+    pooled = tf.reduce_sum(totals, axis=0)
+    twice_micro = twice_centred_midranks(pooled)
+    occupied = pooled > 0
+    top = tf.reduce_max(tf.where(occupied, twice_micro, tf.int64.min))
+    bottom = tf.reduce_min(tf.where(occupied, twice_micro, tf.int64.max))
+    zero = tf.constant(0, tf.int64)
+    return {
+        "twice_rank_sum": tf.reduce_sum(twice_centred_midranks(totals) * pos, axis=-1),
+        "num_pos": tf.reduce_sum(pos, axis=-1),
+        "twice_sensitivity": twice_sensitivity(totals),
+        "num_examples": tf.reduce_sum(totals[0]),
+        "twice_micro_rank_sum": tf.reduce_sum(twice_micro[None, :] * pos),
+        "twice_micro_range": tf.where(tf.reduce_any(occupied), top - bottom, zero),
+    }
 
 
 def exact_statistics(pos: Any, totals: Any) -> dict[str, np.ndarray]:
-    """The exact doubled statistics (int64) of per-class counts ``pos, totals [C, B]``:
-    ``twice_rank_sum [C]``, ``num_pos [C]``, ``twice_sensitivity [C]`` (``2 D_c``),
-    ``num_examples`` (``n``), ``twice_micro_rank_sum`` and ``twice_micro_range``
-    (``2 R_m``) of the pooled histogram.
+    """[`statistics`][] as int64 arrays.
 
     Examples:
         >>> s = exact_statistics([[1, 0, 0], [0, 0, 1]], [[1, 0, 1], [1, 0, 1]])
         >>> s["twice_rank_sum"].tolist(), s["twice_sensitivity"].tolist()
         ([-1, 1], [1, 1])
     """
-    pos, totals = np.asarray(pos, np.int64), np.asarray(totals, np.int64)
-    twice = twice_midranks(totals)
-    occupied = totals > 0
-    pooled = totals.sum(axis=0)
-    twice_micro = twice_midranks(pooled)
-    occupied_micro = pooled > 0
-    if occupied_micro.any():
-        micro_range = twice_micro[occupied_micro].max() - twice_micro[occupied_micro].min()
-    else:
-        micro_range = 0
-    return {
-        "twice_rank_sum": (twice * pos).sum(axis=-1),
-        "num_pos": pos.sum(axis=-1),
-        "twice_sensitivity": np.where(occupied, np.abs(twice), 0).max(axis=-1),
-        "num_examples": np.int64(totals[0].sum()) if totals.shape[0] else np.int64(0),
-        "twice_micro_rank_sum": np.int64((twice_micro[None, :] * pos).sum()),
-        "twice_micro_range": np.int64(micro_range),
-    }
+    return {key: value.numpy() for key, value in statistics(pos, totals).items()}
+
+
+def _arrays(tensors: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {key: np.asarray(value) for key, value in tensors.items()}
 
 
 class OneVsRestRankSum:
@@ -224,31 +237,33 @@ class OneVsRestRankSum:
         """The grid every client counts on (TensorFlow's, ``resolution`` thresholds)."""
         return self.class_mechanism.count_thresholds(thresholds)
 
-    def _scales(self, exact: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    def _scales(self, exact: Mapping[str, Any]) -> dict[str, tf.Tensor]:
         """Noise scales of the doubled rank sums, the counts and the doubled micro sum."""
         rank_eps = self.class_mechanism.rank_epsilon
         return {
-            "twice_rank_sum": np.asarray(exact["twice_sensitivity"], np.float64) / rank_eps,
-            "num_pos": 1.0 / self.class_mechanism.count_epsilon,
-            "twice_micro_rank_sum": float(exact["twice_micro_range"]) / rank_eps,
+            "twice_rank_sum": tf.cast(exact["twice_sensitivity"], tf.float64) / rank_eps,
+            "num_pos": tf.constant(1.0 / self.class_mechanism.count_epsilon, tf.float64),
+            "twice_micro_rank_sum": tf.cast(exact["twice_micro_range"], tf.float64) / rank_eps,
         }
 
-    def _noise(self, shape, scale, seed, num_shares: int) -> np.ndarray:
+    def _noise(self, shape, scale, seed, num_shares: int) -> tf.Tensor:
         """Continuous Laplace of ``scale`` (every client its own whole draw)."""
         del num_shares
-        scale = np.broadcast_to(np.asarray(scale, np.float64), shape)
-        return samplers.laplace(tf.constant(shape, tf.int32), 1.0, seed).numpy() * scale
+        scale = tf.broadcast_to(tf.cast(scale, tf.float64), shape)
+        return samplers.laplace(tf.constant(shape, tf.int32), 1.0, seed) * scale
 
-    def _noisy(self, exact, seed, repeats, num_shares) -> dict[str, np.ndarray]:
+    def _noisy(self, exact, seed, repeats, num_shares) -> dict[str, tf.Tensor]:
+        """The exact statistics plus this report's noise (tensors; graph-safe)."""
         scales = self._scales(exact)
         keys = ["twice_rank_sum", "num_pos"] + (["twice_micro_rank_sum"] if self.micro else [])
         seeds = split_seed(make_seed(seed), len(keys))
         out = {}
         for i, key in enumerate(keys):
-            value = np.asarray(exact[key])
-            shape = value.shape if repeats is None else (int(repeats), *value.shape)
+            value = tf.convert_to_tensor(exact[key], tf.int64)
+            shape = value.shape.as_list()
+            shape = shape if repeats is None else [int(repeats), *shape]
             noise = self._noise(shape, scales[key], seeds[i], num_shares)
-            out[key] = value + noise
+            out[key] = tf.cast(value, noise.dtype) + noise
         return out
 
     # -- central: one data holder -------------------------------------------------------
@@ -257,7 +272,7 @@ class OneVsRestRankSum:
         pos, totals = self._checked(pos, neg)
         exact = exact_statistics(pos, totals)
         noisy = self._noisy(exact, seed, repeats, 1)
-        return self._finished(noisy, exact, repeats)
+        return self._finished(_arrays(noisy), exact, repeats)
 
     def _checked(self, pos, neg) -> tuple[np.ndarray, np.ndarray]:
         pos, neg = _integers(pos), _integers(neg)
@@ -292,43 +307,53 @@ class OneVsRestRankSum:
         return out
 
     # -- federated: two rounds ----------------------------------------------------------
-    def round_one_report(self, pos, neg) -> np.ndarray:
-        """A client's per-class bucket totals ``[C, B]`` (int64, label-free, no noise)."""
+    def round_one_report(self, pos, neg) -> np.ndarray | tf.Tensor:
+        """A client's per-class bucket totals ``[C, B]`` (int64, label-free, no noise);
+        checked and an array eagerly, a tensor in a graph (a TFF client)."""
+        if not tf.executing_eagerly():
+            return _integer(tf.cast(pos, tf.float64) + tf.cast(neg, tf.float64))
         pos, totals = self._checked(pos, neg)
         del pos
         return totals
 
     def round_two_report(
         self, pos, neg, totals, seed, repeats: int | None = None
-    ) -> dict[str, np.ndarray]:
+    ) -> dict[str, np.ndarray | tf.Tensor]:
         """A client's report with round one's global ``totals [C, B]``: ``2 S_k,c``,
         ``P_k,c``, ``n_k`` and ``2 S_k,m`` (with ``micro``), each with this client's noise
-        (the whole law here; a share of it in [`SecureOneVsRestRankSum`][])."""
-        pos, own = self._checked(pos, neg)
-        totals = _integers(totals)
-        if totals.shape != own.shape:
-            raise ValueError(
-                f"round one's totals have shape {totals.shape}, the counts {own.shape}"
-            )
-        if np.any(own > totals):
-            raise ValueError(
-                "one-vs-rest rank sums: this client's counts exceed round one's totals: the "
-                "totals are of another population"
-            )
-        glob = exact_statistics(pos, totals)  # the global ranks and sensitivities
-        twice = twice_midranks(totals)
-        pooled = twice_midranks(totals.sum(axis=0))
-        exact = {
-            "twice_rank_sum": (twice * pos).sum(axis=-1),
-            "num_pos": pos.sum(axis=-1),
-            "twice_sensitivity": glob["twice_sensitivity"],
-            "twice_micro_rank_sum": np.int64((pooled[None, :] * pos).sum()),
-            "twice_micro_range": glob["twice_micro_range"],
-        }
+        (the whole law here; a share of it in [`SecureOneVsRestRankSum`][]). Eagerly the
+        counts are checked and the report is arrays; in a graph (a TFF client) tensors."""
+        if tf.executing_eagerly():
+            pos, own = self._checked(pos, neg)
+            totals = _integers(totals)
+            if totals.shape != own.shape:
+                raise ValueError(
+                    f"round one's totals have shape {totals.shape}, the counts {own.shape}"
+                )
+            if np.any(own > totals):
+                raise ValueError(
+                    "one-vs-rest rank sums: this client's counts exceed round one's totals: "
+                    "the totals are of another population"
+                )
+        else:
+            pos = _integer(tf.cast(pos, tf.float64))
+            own = pos + _integer(tf.cast(neg, tf.float64))
+        exact = statistics(pos, totals)  # the global ranks: S_k,c with the global r_c
         report = self._noisy(exact, seed, repeats, self.num_clients)
-        lead = () if repeats is None else (int(repeats),)
-        report["num_examples"] = np.full(lead, int(own[0].sum()), np.int64)
-        return report
+        lead = [] if repeats is None else [int(repeats)]
+        report["num_examples"] = tf.fill(lead, tf.reduce_sum(tf.cast(own[0], tf.int64)))
+        return _arrays(report) if tf.executing_eagerly() else report
+
+    def report_width(self, num_examples: int) -> int:
+        """Bits of a modular sum that holds round two's sums of ``num_examples`` (public
+        after round one) but for a ``2^-60`` chance: every class's ``|2 S_c| <= n^2 / 4``
+        plus its noise (scale ``2 D_c / eps <= n / eps``), as ``secure-rank-sum``
+        ([`modular_width`][dpauc_tf.mechanisms.secure_rank_sum.modular_width]); with micro
+        ``|2 S_m| <= C n^2`` and ``2 R_m <= 2 C n``: the width of ``2 C n`` examples."""
+        from dpauc_tf.mechanisms.secure_rank_sum import modular_width
+
+        scale = 2 * self.num_classes if self.micro else 1
+        return modular_width(int(num_examples) * scale, self.class_mechanism.rank_epsilon)
 
     def finish(self, summed: Mapping[str, Any], totals) -> dict[str, np.ndarray]:
         """The server's release from round two's sums and round one's ``totals``; refuses
@@ -493,19 +518,19 @@ class SecureOneVsRestRankSum(OneVsRestRankSum):
 
         return SecureRankSum.capabilities
 
-    def _noise(self, shape, scale, seed, num_shares: int) -> np.ndarray:
+    def _noise(self, shape, scale, seed, num_shares: int) -> tf.Tensor:
         """One of ``num_shares`` Polya-difference shares of discrete Laplace(``scale``)."""
         from dpauc_tf.mechanisms.secure_rank_sum import _polya_share
 
-        scale = tf.constant(np.broadcast_to(np.asarray(scale, np.float64), shape))
-        return _polya_share(tf.constant(shape, tf.int32), scale, num_shares, seed).numpy()
+        scale = tf.broadcast_to(tf.cast(scale, tf.float64), shape)
+        return _polya_share(tf.constant(shape, tf.int32), scale, num_shares, seed)
 
     def release(self, pos, neg, seed=None, repeats: int | None = None) -> dict[str, np.ndarray]:
         """The finished release with every share present (one discrete Laplace draw: the law
         of the secure sum of ``num_clients`` round-two reports)."""
         pos, totals = self._checked(pos, neg)
         exact = exact_statistics(pos, totals)
-        return self._finished(self._noisy(exact, seed, repeats, 1), exact, repeats)
+        return self._finished(_arrays(self._noisy(exact, seed, repeats, 1)), exact, repeats)
 
     def _interval_copies(self) -> float:
         return 1.0

@@ -68,3 +68,18 @@ def test_compare_rank_sum_and_refusals(capsys, csv_path, frame):
     )  # fmt: skip
     assert code != 0 and "belong to method='histogram'" in captured.err
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_tff_runs_the_two_rounds_and_equals_the_simulation_seeded(capsys, csv_path):
+    """``--backend tff`` runs the one-vs-rest rank sums in two TFF rounds: seeded, the
+    release of the simulate backend on the same clients (its client seeds)."""
+    pytest.importorskip("tensorflow_federated")
+    argv = ["--scores", csv_path, "--class-column", "y", "--score-columns", "p0,p1,p2"]
+    argv += ["--mechanism", "secure-rank-sum", "--epsilon", "1", "--clients", "3", "--seed", "4"]
+    argv += ["--mechanism-option", "resolution=1001"]
+    simulated = cli_json(capsys, "multiclass", *argv)
+    federated = cli_json(capsys, "multiclass", *argv, "--backend", "tff")
+    assert federated["backend"] == "tff" and federated["num_reporting"] == 3
+    for key in ("macro", "weighted", "class_aucs"):
+        assert federated[key] == pytest.approx(simulated[key], rel=1e-12)
+    assert federated["privacy"] == simulated["privacy"]
