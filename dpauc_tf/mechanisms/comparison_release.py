@@ -160,7 +160,6 @@ def _compare_rank_sums(
         return finish_release(spec, noisy, num_examples=int(labels.size), confidence=confidence)
     from dpauc_tf.mechanisms.comparison_rank_sum import RankSumComparison
     from dpauc_tf.mechanisms.multiclass_release import _client_ids
-    from dpauc_tf.mechanisms.rank_sum import RankSum
 
     if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
         raise ValueError(f"num_clients must be an int >= 1, got {num_clients!r}")
@@ -168,10 +167,44 @@ def _compare_rank_sums(
         if np.any((scores < 0) | (scores > 1)):
             raise ValueError(f"{name}: clients count on TensorFlow's grid: scores in [0, 1]")
     mechanism = RankSumComparison(epsilon, num_clients=num_clients, secure=secure)
-    grid = RankSum(epsilon=1.0).count_thresholds(None)
     ids = _client_ids(client_ids, num_clients, labels.size, seed)
+    release = comparison_rounds(
+        mechanism,
+        labels.astype(np.float64),
+        scores_a,
+        scores_b,
+        [ids == k for k in range(num_clients)],
+        lambda k: spec.seed_for("client", k),
+    )
+    return finish_release(
+        None,
+        release,
+        num_examples=int(labels.size),
+        confidence=confidence,
+        mechanism=mechanism,
+    )
+
+
+def comparison_rounds(
+    mechanism,
+    labels: np.ndarray,
+    scores_a: np.ndarray,
+    scores_b: np.ndarray,
+    clients: Sequence[np.ndarray],
+    seed_for,
+    repeats: int = 1,
+) -> dict:
+    """The federated rank-sum comparison's rounds over simulated clients (``clients``: each
+    one's rows, a boolean mask; ``seed_for(k)``: client ``k``'s seed): round one sums both
+    models' bucket totals on TensorFlow's fine grid (label-free), then every client's
+    largest ``|d|`` with the global ranks gives the sensitivity, round two sums the four
+    statistics with every client's noise; the server's release of
+    [`RankSumComparison.finish`][dpauc_tf.mechanisms.comparison_rank_sum.RankSumComparison.finish]
+    (``[repeats]`` releases; ``labels`` may be weights, as the audit's negative control)."""
+    from dpauc_tf.mechanisms.rank_sum import RankSum
+
+    grid = RankSum(epsilon=1.0).count_thresholds(None)
     bucket_a, bucket_b = grid.bucketize_numpy(scores_a), grid.bucketize_numpy(scores_b)
-    clients = [ids == k for k in range(num_clients)]
     # round one: both models' bucket totals (label-free; a secure sum)
     totals = sum(
         mechanism.round_one_report(bucket_a[rows], bucket_b[rows], grid.num_buckets)
@@ -187,19 +220,13 @@ def _compare_rank_sums(
     summed = None
     for k, rows in enumerate(clients):
         report = mechanism.round_two_report(
-            labels[rows].astype(np.float64),
+            labels[rows],
             bucket_a[rows],
             bucket_b[rows],
             totals,
             sensitivity,
-            seed=spec.seed_for("client", k),
+            seed=seed_for(k),
+            repeats=repeats,
         )
         summed = report if summed is None else {key: summed[key] + report[key] for key in summed}
-    release = mechanism.finish(summed, totals, sensitivity)
-    return finish_release(
-        None,
-        release,
-        num_examples=int(labels.size),
-        confidence=confidence,
-        mechanism=mechanism,
-    )
+    return mechanism.finish(summed, totals, sensitivity)
