@@ -3,6 +3,8 @@ the paired comparison's size and power against the non-private DeLong test.
 
     python benchmarks/bench_estimands_rank_sum.py            # about 2-3 minutes on 2 cores
     python benchmarks/bench_estimands_rank_sum.py --quick    # a smoke run
+    python benchmarks/bench_estimands_rank_sum.py --comparison-only --sets 4000 --shifts 0 0.1
+                                    # part 2 only: the size over enough sets (docs/comparison.md)
 
 Part 1 (one-vs-rest, synthetic softmax scores, ``n`` examples, ``C`` classes, epsilon 1):
 RMSE and bias of the macro and micro averages and of one class's AUC against scikit-learn's
