@@ -4,6 +4,8 @@ the paired comparison's size and power against the non-private DeLong test.
     python benchmarks/bench_estimands_rank_sum.py            # about 2-3 minutes on 2 cores
     python benchmarks/bench_estimands_rank_sum.py --quick    # a smoke run
     .venv/bin/python benchmarks/bench_estimands_rank_sum.py --backend tff   # part 1 in TFF
+    python benchmarks/bench_estimands_rank_sum.py --comparison-only --sets 4000 --shifts 0 0.1
+                                    # part 2 only: the size over enough sets (docs/comparison.md)
 
 Part 1 (one-vs-rest, synthetic softmax scores, ``n`` examples, ``C`` classes, epsilon 1):
 RMSE and bias of the macro and micro averages and of one class's AUC against scikit-learn's
@@ -141,19 +143,22 @@ def delong(labels, a, b) -> tuple[float, float]:
     return parts[1][2] - parts[0][2], d10.var(ddof=1) / num_pos + d01.var(ddof=1) / num_neg
 
 
-def comparison(n: int, datasets: int, rho: float) -> None:
+def comparison(
+    n: int, datasets: int, rho: float, shifts=(0.0, 0.1, 0.2, 0.3), epsilon: float = 1.0
+) -> None:
     from dpauc_tf.mechanisms.comparison_release import compare_models
 
     print(
-        f"\npaired comparison: n={n} (30% positives), rho={rho}, epsilon 1, {datasets} data "
-        "sets per row; reject rate of H0 at alpha 0.05"
+        f"\npaired comparison: n={n} (30% positives), rho={rho}, epsilon {epsilon:g}, {datasets} "
+        "data sets per row; reject rate of H0 at alpha 0.05 (standard error of the rate in "
+        "brackets) and the spread (std) of the rank-sum z under H0"
     )
     header = f"{'shift':>6s} {'true diff':>9s} {'DeLong':>7s} {'histogram':>9s} {'rank-sum':>8s}"
-    print(f"{header} {'rank-sum var / DeLong var':>26s} {'seconds':>8s}")
-    for shift in (0.0, 0.1, 0.2, 0.3):
+    print(f"{header} {'rank-sum var / DeLong var':>26s} {'std z':>6s} {'seconds':>8s}")
+    for shift in shifts:
         rng = np.random.default_rng(int(shift * 100) + 7)
         rejects = {"delong": 0, "histogram": 0, "rank-sum": 0}
-        ratios, diffs = [], []
+        ratios, diffs, zs = [], [], []
         start = time.perf_counter()
         for i in range(datasets):
             labels, a, b = _pair(n, shift, rho, rng)
@@ -161,15 +166,18 @@ def comparison(n: int, datasets: int, rho: float) -> None:
             diffs.append(diff)
             rejects["delong"] += abs(diff) / np.sqrt(var) > 1.959964
             for method in ("histogram", "rank-sum"):
-                out = compare_models(labels, a, b, epsilon=1.0, method=method, seed=i)
+                out = compare_models(labels, a, b, epsilon=epsilon, method=method, seed=i)
                 rejects[method] += out.p_value < 0.05
                 if method == "rank-sum":
                     ratios.append(out.sampling_variance / var)
+                    zs.append(out.z)
         seconds = time.perf_counter() - start
         rate = {key: value / datasets for key, value in rejects.items()}
+        error = np.sqrt(rate["rank-sum"] * (1 - rate["rank-sum"]) / datasets)
         print(
             f"{shift:6.2f} {np.mean(diffs):9.4f} {rate['delong']:7.3f} {rate['histogram']:9.3f} "
-            f"{rate['rank-sum']:8.3f} {np.median(ratios):26.3f} {seconds:8.1f}"
+            f"{rate['rank-sum']:8.3f} ({error:.3f}) {np.median(ratios):17.3f} {np.std(zs):6.3f} "
+            f"{seconds:8.1f}"
         )
 
 
@@ -184,7 +192,20 @@ def main() -> None:
         "federated environment, .venv), no part 2",
     )
     parser.add_argument("--repeats", type=int, default=200, help="releases per row of part 1")
+    parser.add_argument(
+        "--comparison-only", action="store_true", help="part 2 only, with the options below"
+    )
+    parser.add_argument("--sets", type=int, default=200, help="data sets per row (part 2)")
+    parser.add_argument("--n", type=int, default=2000, help="examples per data set (part 2)")
+    parser.add_argument("--rho", type=float, default=0.7, help="the models' noise correlation")
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument(
+        "--shifts", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3], help="0: the size"
+    )
     args = parser.parse_args()
+    if args.comparison_only:
+        comparison(args.n, args.sets, args.rho, tuple(args.shifts), args.epsilon)
+        return
     if args.backend == "tff":
         if args.quick:
             one_vs_rest_tff(n=2000, classes=3, repeats=20, clients=4)

@@ -209,7 +209,7 @@ def _release_matrix(mechanism, pos, neg, seed: int, repeats: int) -> np.ndarray:
             seed=int(client_seed) % (2**63 - 1),
             repeats=repeats,
         )
-        flat = _flatten({key: value.numpy() for key, value in release.items()})
+        flat = _flatten({key: np.asarray(value) for key, value in release.items()})
         del release
         total = flat if total is None else total + flat
     return total

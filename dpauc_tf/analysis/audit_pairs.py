@@ -122,11 +122,20 @@ def auc_worst_case_pair(thresholds: Thresholds, flip_weight: float = 1.0) -> Nei
 
 
 def pair_for(mechanism: CountMechanism, flip_weight: float = 1.0) -> NeighbouringPair:
-    """The audit's neighbours for ``mechanism``: [`worst_case_pair`][] for curve releases,
-    [`auc_worst_case_pair`][] for AUC-only releases."""
+    """The audit's neighbours for ``mechanism``: its own ``audit_pair(flip_weight)`` when it
+    has one (the targets of [`dpauc_tf.analysis.audit_targets`][], whose data are not one
+    histogram), [`worst_case_pair`][] for curve releases, [`auc_worst_case_pair`][] for
+    AUC-only releases, [`multiclass_worst_case_pair`][] for one-vs-rest (the target at the
+    extremes of its columns for the rank sums)."""
+    own = getattr(mechanism, "audit_pair", None)
+    if own is not None:
+        return own(flip_weight)
     if getattr(mechanism, "num_classes", None) is not None:  # one-vs-rest (multi-class)
         return multiclass_worst_case_pair(
-            mechanism.num_classes, mechanism.num_thresholds, flip_weight
+            mechanism.num_classes,
+            mechanism.num_thresholds,
+            flip_weight,
+            extreme=mechanism.capabilities.releases == "auc",
         )
     if mechanism.capabilities.releases == "auc":
         grid = mechanism.count_thresholds(Thresholds.make(DEFAULT_AUDIT_NUM_THRESHOLDS))
@@ -135,22 +144,40 @@ def pair_for(mechanism: CountMechanism, flip_weight: float = 1.0) -> Neighbourin
 
 
 def multiclass_worst_case_pair(
-    num_classes: int, num_thresholds: int = DEFAULT_AUDIT_NUM_THRESHOLDS, flip_weight: float = 1.0
+    num_classes: int,
+    num_thresholds: int = DEFAULT_AUDIT_NUM_THRESHOLDS,
+    flip_weight: float = 1.0,
+    *,
+    extreme: bool = False,
 ) -> NeighbouringPair:
     """The neighbours of a one-vs-rest release: one example of every class plus the target,
     whose class is 0 in ``D`` and 1 in ``D'`` (its scores fixed, ``s_0`` and ``s_1`` on
     thresholds): four counts move, ``pos/neg[0, b_0]`` and ``pos/neg[1, b_1]``. Counts are
     ``[C, T + 1]``; ``flip_weight > 1`` is the negative control.
 
+    ``extreme``: ``s_0 = 1`` and ``s_1 = 0``, the unique top of column 0 and bottom of column
+    1 (on a grid fine enough to part them from the others' ``0.9`` and ``0.1 / (C - 1)``, as
+    the rank sums' default resolution), so the target's centred midranks are the largest ``|r_c|`` of both columns (``D_0``
+    and ``D_1``) and the pooled range: the worst case of the one-vs-rest rank sums, whose
+    flip then moves every statistic by its whole sensitivity (with the middle scores it
+    moves the rank sums by a third of it, and a halved noise would go unseen).
+
     Examples:
         >>> pair = multiclass_worst_case_pair(3, 5)
         >>> int(np.abs(pair.pos - pair.pos_prime).sum() + np.abs(pair.neg - pair.neg_prime).sum())
         4
+        >>> pair = multiclass_worst_case_pair(3, 11, extreme=True)
+        >>> moved = int(np.flatnonzero(pair.pos[0] != pair.pos_prime[0])[0])
+        >>> moved == int(np.flatnonzero(pair.pos[0] + pair.neg[0])[-1])  # the top occupied
+        True
     """
     thresholds = Thresholds.make(num_thresholds)
     values = thresholds.as_array()
-    s0 = float(values[num_thresholds // 2]) if num_thresholds > 2 else 0.5
-    s1 = float(values[max(num_thresholds // 4, 1)]) if num_thresholds > 2 else 0.25
+    if extreme:
+        s0, s1 = 1.0, 0.0
+    else:
+        s0 = float(values[num_thresholds // 2]) if num_thresholds > 2 else 0.5
+        s1 = float(values[max(num_thresholds // 4, 1)]) if num_thresholds > 2 else 0.25
     rest = max(1.0 - s0 - s1, 0.0) / max(num_classes - 2, 1)
     target = np.full(num_classes, rest)
     target[:2] = s0, s1

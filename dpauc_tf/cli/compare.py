@@ -2,9 +2,10 @@
 
 ``dpauc compare --scores a.csv --scores-b b.csv --epsilon 1`` (the two files hold the same
 examples in the same order, with the same labels), or ``--score-column-b`` for a second score
-column of the one ``--scores`` file. One release of the joint class histograms
-([`dpauc_tf.mechanisms.comparison_release.compare_models`][]): the difference ``AUC_B - AUC_A``,
-its interval and a two-sided p-value, paired as DeLong's test. Building the parser imports
+column of the one ``--scores`` file. One release
+([`dpauc_tf.mechanisms.comparison_release.compare_models`][]; by default the rank-sum
+difference, ``--method histogram`` the joint class histograms): the difference ``AUC_B -
+AUC_A``, its interval and a two-sided p-value, paired as DeLong's test. Building the parser imports
 neither TensorFlow nor NumPy.
 
 Examples:
@@ -13,8 +14,8 @@ Examples:
     >>> _ = register_cli(parser.add_subparsers(dest="command"))
     >>> args = parser.parse_args(["compare", "--scores", "a.csv", "--score-column-b", "s2",
     ...                           "--epsilon", "1"])
-    >>> args.num_buckets, args.confidence
-    (6, 0.95)
+    >>> args.method, args.num_buckets, args.confidence
+    ('rank-sum', None, 0.95)
 """
 
 from __future__ import annotations
@@ -59,6 +60,16 @@ def _buckets(text: str) -> int:
     return value
 
 
+def _clients(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -74,10 +85,10 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "compare",
         help="private paired comparison of two models' AUCs on one test set",
-        description="Is model B's AUC different from model A's? One label-DP release of the "
-        "joint class histograms of the two models' score buckets: the difference AUC_B - "
-        "AUC_A, its interval and a two-sided p-value, paired as DeLong's test "
-        "(docs/comparison.md).",
+        description="Is model B's AUC different from model A's? One label-DP release (by "
+        "default the rank-sum difference of the two models; --method histogram: the joint "
+        "class histograms of their score buckets): the difference AUC_B - AUC_A, its interval "
+        "and a two-sided p-value, paired as DeLong's test (docs/comparison.md).",
     )
     parser.add_argument("--scores", required=True, help="model A's score file (CSV or Parquet)")
     parser.add_argument(
@@ -92,17 +103,18 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     parser.add_argument("--epsilon", type=_positive_float, required=True, help="of the release")
     parser.add_argument(
         "--method",
-        choices=("histogram", "rank-sum"),
-        default="histogram",
-        help="histogram: noise on the joint class histogram of quantile buckets; rank-sum: "
-        "four noisy numbers (the rank-sum difference, whose sensitivity is the largest rank "
-        "difference of the two models; docs/comparison.md)",
+        choices=("rank-sum", "histogram"),
+        default="rank-sum",
+        help="rank-sum (default): four noisy numbers (the rank-sum difference, whose "
+        "sensitivity is the largest rank difference of the two models); histogram: noise on "
+        "the joint class histogram of quantile buckets (docs/comparison.md)",
     )
     parser.add_argument(
         "--num-buckets",
         type=_buckets,
-        default=DEFAULT_BUCKETS,
-        help="buckets per model, at quantiles of its scores",
+        default=None,
+        help=f"--method histogram: buckets per model, at quantiles of its scores (default "
+        f"{DEFAULT_BUCKETS})",
     )
     parser.add_argument(
         "--confidence", type=_fraction, default=0.95, help="confidence of the interval"
@@ -111,8 +123,20 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         "--positive-rate",
         type=_fraction,
         default=None,
-        help="a PUBLIC prior of the fraction of positives (splits the budget between the "
-        "classes; never the test set's own rate)",
+        help="--method histogram: a PUBLIC prior of the fraction of positives (splits the "
+        "budget between the classes; never the test set's own rate)",
+    )
+    parser.add_argument(
+        "--clients",
+        type=_clients,
+        default=None,
+        help="--method rank-sum: K simulated IID clients in two rounds (each adds its own "
+        "noise, or a share of it with --secure); default: central",
+    )
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="with --clients: the clients' noise shares are summed by secure aggregation",
     )
     parser.add_argument("--seed", type=_seed, default=None, help="default: OS entropy")
     if common is not None:
@@ -174,7 +198,9 @@ def run_compare(args) -> int:
         confidence=args.confidence,
         positive_rate=args.positive_rate,
         seed=args.seed,
-        method=getattr(args, "method", "histogram"),
+        method=getattr(args, "method", "rank-sum"),
+        num_clients=getattr(args, "clients", None),
+        secure=getattr(args, "secure", False),
     )
     out = result.to_dict()
     # One release: what the command spent in all (every format states it).

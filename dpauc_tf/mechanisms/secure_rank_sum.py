@@ -86,7 +86,7 @@ from dpauc_tf.mechanisms.rank_sum import (
 )
 from dpauc_tf.noise.exact import discrete_laplace_variance
 from dpauc_tf.noise.seeds import make_seed, split_seed
-from dpauc_tf.noise.shares import check_shares
+from dpauc_tf.noise.shares import check_shares, polya_shift_epsilon
 from dpauc_tf.privacy.events import SkellamDpEvent, discrete_laplace_event
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -550,56 +550,6 @@ class SecureRankSum(RankSum):
 
     def options(self) -> dict:
         return {"num_clients": self.num_clients, "family": self.family, **super().options()}
-
-
-def _log_polya_difference_pmf(scale: float, fraction: float, z: int, upper: bool) -> float:
-    """``log P(Z = z)`` for ``Z = X - Y``, ``X, Y ~ NegativeBinomial(fraction, q = e^(-1 /
-    scale))`` (the sum of ``fraction`` of the Polya shares of discrete Laplace(``scale``)),
-    ``fraction <= 1``: ``sum_y p(z + y) p(y)`` summed in log space until the terms fall
-    below ``e^-45`` of the sum; ``upper`` adds the bound of the rest (the terms' ratio is at
-    most ``q^2``), so the figure is an upper bound, else a lower bound."""
-    from scipy import special
-
-    log_q = -1.0 / float(scale)
-    log_norm = fraction * math.log(-math.expm1(log_q))  # log (1 - q)^r
-    terms = math.ceil(50.0 / (-2.0 * log_q)) + 10
-    chunk = 1 << 20
-    total, last = -math.inf, -math.inf
-    for start in range(0, terms, chunk):
-        y = np.arange(start, min(start + chunk, terms), dtype=np.float64)
-
-        def log_p(n, y=y):
-            return special.gammaln(n + fraction) - special.gammaln(n + 1.0) + n * log_q
-
-        log_terms = log_p(z + y) + log_p(y)
-        total = float(np.logaddexp(total, special.logsumexp(log_terms)))
-        last = float(log_terms[-1])
-    if upper:  # the rest: at most last * q^2 / (1 - q^2)
-        total = float(np.logaddexp(total, last + 2.0 * log_q - math.log(-math.expm1(2 * log_q))))
-    return total + 2.0 * (log_norm - special.gammaln(fraction))
-
-
-def polya_shift_epsilon(scale: float, shift: int, fraction: float) -> float:
-    """The privacy loss of a shift by at most ``shift`` of the sum of ``fraction`` (``m / K
-    <= 1``) of the Polya shares of discrete Laplace(``scale``): ``log P(0) - log P(shift)``.
-
-    Exact, not a bound on a bound: the negative binomial of shape ``r <= 1`` is log-convex
-    (``p(n + 1) / p(n) = q (n + r) / (n + 1)`` grows with ``n``), so ``P(z) = sum_y p(z + y)
-    p(y)`` is log-convex and decreasing on ``z >= 0`` (a sum of log-convex sequences) and
-    symmetric; then ``log P(z) - log P(z + k)`` over every ``z`` and ``0 < k <= shift`` is
-    largest at ``z = 0, k = shift``. ``P(0)`` is summed with its tail bound, ``P(shift)``
-    without, so rounding can only raise the figure.
-
-        >>> round(polya_shift_epsilon(4.0, 3, 1.0), 6)  # all shares: 3 / 4
-        0.75
-    """
-    fraction = float(fraction)
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    if fraction == 1.0:
-        return int(shift) / float(scale)
-    top = _log_polya_difference_pmf(scale, fraction, 0, upper=True)
-    return top - _log_polya_difference_pmf(scale, fraction, int(shift), upper=False)
 
 
 def polya_shift_epsilon_limit(epsilon: float, fraction: float) -> float:

@@ -114,3 +114,86 @@ def test_a_clear_comparison_has_no_warning(pair):
     labels, sa, sb, *_ = pair
     result = compare_models(labels, sa, sb, epsilon=1.0, seed=0)
     assert result.warning is None and -1 < result.ci_low < result.ci_high < 1
+
+
+# -- issue 32: the rank-sum default, its clients and its refusals ------------------------------
+def test_the_default_is_the_rank_sum_difference_and_histogram_options_need_their_method(
+    capsys, pair
+):
+    """compare_models and dpauc compare default to the rank sums (docs/comparison.md has the
+    size and power); --num-buckets and --positive-rate were silently ignored by rank-sum."""
+    *_, one, _, _ = pair
+    argv = ["compare", "--scores", str(one), "--score-column-b", "score_b", "--epsilon", "1"]
+    assert main([*argv, "--seed", "2", "--format", "json"]) == 0
+    assert "paired-comparison-rank-sum" in json.loads(capsys.readouterr().out)["privacy"]
+    for extra, name in (
+        (["--num-buckets", "8"], "num_buckets"),
+        (["--positive-rate", "0.3"], "positive_rate"),
+        (["--num-buckets", "8", "--clients", "3"], "num_buckets"),
+        (["--secure"], "secure=True needs num_clients"),
+        (["--method", "histogram", "--clients", "3"], "need method='rank-sum'"),
+    ):
+        assert main([*argv, *extra]) == 2, extra
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("dpauc: error:") and name in err and "\n" not in err, err
+    assert main([*argv, "--method", "histogram", "--num-buckets", "8", "--format", "json"]) == 0
+    assert "rank-sum" not in json.loads(capsys.readouterr().out)["privacy"]
+
+
+def test_clients_and_secure_shares_from_the_command_line(capsys, pair):
+    labels, sa, sb, one, *_ = pair
+    argv = ["compare", "--scores", str(one), "--score-column-b", "score_b", "--epsilon", "1"]
+    for extra in (["--clients", "4"], ["--clients", "4", "--secure"]):
+        assert main([*argv, *extra, "--seed", "3", "--format", "json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        expected = compare_models(
+            labels, sa, sb, 1.0, seed=3, num_clients=4, secure="--secure" in extra
+        )
+        assert out["difference"] == pytest.approx(expected.difference)
+        assert out["ci_low"] < out["difference"] < out["ci_high"]
+    assert main([*argv, "--clients", "0"]) == 2
+    assert "must be >= 1" in capsys.readouterr().err
+
+
+def test_hostile_rank_sum_inputs_give_a_number_a_null_or_one_line(capsys, tmp_path):
+    """One class, every score tied (D = 0: the difference is exactly 0, its test undefined),
+    one example, a NaN score."""
+    rng = np.random.default_rng(4)
+    n = 200
+    a, b = rng.random(n), rng.random(n)
+    files = {
+        "one class": (np.ones(n, int), a, b),
+        "all tied": (rng.integers(0, 2, n), np.full(n, 0.5), np.full(n, 0.5)),
+        "one example": (np.array([1]), np.array([0.3]), np.array([0.6])),
+        "nan": (rng.integers(0, 2, n), np.where(np.arange(n) == 3, np.nan, a), b),
+    }
+    outcome = {}
+    for name, (labels, sa, sb) in files.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.csv"
+        path.write_text(
+            "score,score_b,label\n"
+            + "".join(
+                f"{x!r},{y!r},{z}\n"
+                for x, y, z in zip(sa.tolist(), sb.tolist(), labels.tolist(), strict=True)
+            )
+        )
+        for extra in ([], ["--clients", "3", "--secure"]):
+            argv = ["compare", "--scores", str(path), "--score-column-b", "score_b"]
+            code = main([*argv, "--epsilon", "1", "--seed", "0", "--format", "json", *extra])
+            captured = capsys.readouterr()
+            if code == 2:
+                err = captured.err.strip()
+                assert err.startswith("dpauc: error:") and "\n" not in err, err
+                outcome[name] = f"error: {err}"
+                continue
+            assert code == 0
+            out = json.loads(captured.out)
+            diff = out["difference"]
+            assert diff is None or -1.0 <= diff <= 1.0, out
+            assert out["p_value"] is None or 0.0 <= out["p_value"] <= 1.0, out
+            outcome[name] = out
+    assert outcome["nan"].startswith("error")
+    tied = outcome["all tied"]
+    assert isinstance(tied, dict), tied
+    assert tied["difference"] == 0.0 and tied["p_value"] is None  # D = 0: exact, no test
+    assert "swamps the signal" in (outcome["one class"]["warning"] or "")

@@ -66,7 +66,7 @@ def test_compare_rank_sum_and_refusals(capsys, csv_path, frame):
         capsys, "compare", "--scores", csv_path, "--score-column-b", "score_b",
         "--epsilon", "1", "--method", "rank-sum", "--positive-rate", "0.3",
     )  # fmt: skip
-    assert code != 0 and "belong to method='histogram'" in captured.err
+    assert code != 0 and "only method='histogram' takes" in captured.err
     assert len(captured.err.strip().splitlines()) == 1
 
 

@@ -101,7 +101,9 @@ def test_hostile_inputs_and_the_spec():
     with pytest.raises(ValueError, match="method"):
         compare_models(labels, a, b, epsilon=1.0, method="delong")
     with pytest.raises(ValueError, match="rank-sum"):
-        compare_models(labels, a, b, epsilon=1.0, num_clients=3)
+        compare_models(labels, a, b, epsilon=1.0, num_clients=3, method="histogram")
+    with pytest.raises(ValueError, match="num_buckets: only method='histogram'"):
+        compare_models(labels, a, b, epsilon=1.0, num_buckets=8)  # was silently ignored
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         compare_models(labels, a * 3, b, epsilon=1.0, method="rank-sum", num_clients=2)
     same = compare_models(labels, a, a, epsilon=1.0, method="rank-sum", seed=0)

@@ -193,7 +193,7 @@ def test_one_vs_rest_and_the_paired_comparison_finish_through_the_spec():
     rng = np.random.default_rng(3)
     labels = rng.random(400) < 0.4
     a, b = rng.random(400) + labels, rng.random(400)
-    direct = compare_models(labels, a, b, epsilon=1.0, num_buckets=3, seed=4)
+    direct = compare_models(labels, a, b, epsilon=1.0, num_buckets=3, seed=4, method="histogram")
     paired = ReleaseSpec.make("paired-comparison", epsilon=1.0, seed=4)
     bucket_a = np.searchsorted(np.quantile(a, [1 / 3, 2 / 3]), a, side="left")
     bucket_b = np.searchsorted(np.quantile(b, [1 / 3, 2 / 3]), b, side="left")
