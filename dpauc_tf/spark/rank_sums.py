@@ -110,22 +110,36 @@ def _collect(frame: DataFrame):
     return frame.toArrow()
 
 
-def _by_slice(table, value: str, num_buckets: int, refuse) -> tuple[dict, dict]:
-    """A collected ``(slice, bucket, value[, clients])`` table -> ``{slice: [B]}`` of the
-    buckets' values and ``{slice: (rows, clients)}``, after ``refuse`` saw the problems;
-    no slice: the one-line error of an empty DataFrame."""
+def _keys(table) -> tuple[dict, np.ndarray, np.ndarray]:
+    """A collected ``(slice, bucket, ...)`` table's slices (``{slice: index}``), every row's
+    slice index and bucket."""
     keys: dict = {}
     group = np.fromiter(
         (keys.setdefault(key, len(keys)) for key in table.column("slice").to_pylist()),
         np.int64,
         table.num_rows,
     )
-    bucket = np.asarray(table.column("bucket").to_numpy(), np.int64)
+    return keys, group, np.asarray(table.column("bucket").to_numpy(), np.int64)
+
+
+def _dense(table, value: str, num_buckets: int) -> dict[Any, np.ndarray]:
+    """``{slice: [B]}`` of a collected table's column ``value`` in the buckets ``>= 0``."""
+    keys, group, bucket = _keys(table)
     values = np.asarray(table.column(value).to_numpy())
-    refuse({kind: int(values[bucket == code].sum()) for code, kind in PROBLEMS.items()})
     cell = bucket >= 0
     dense = np.zeros((len(keys), num_buckets), values.dtype)
     dense[group[cell], bucket[cell]] = values[cell]
+    return {key: dense[i] for key, i in keys.items()}
+
+
+def _slices(table, value: str, refuse) -> dict[Any, tuple[float, int]]:
+    """``{slice: (rows, clients)}`` from a collected table whose column ``value`` holds, in
+    the negative buckets, the rows (`ROWS`), the problems (`PROBLEMS`, shown to ``refuse``
+    first) and, from round one, the clients (`CLIENTS`; else a ``clients`` column on the
+    `ROWS` rows); no slice: the one-line error of an empty DataFrame."""
+    keys, group, bucket = _keys(table)
+    values = np.asarray(table.column(value).to_numpy())
+    refuse({kind: int(values[bucket == code].sum()) for code, kind in PROBLEMS.items()})
     rows = np.bincount(group[bucket == ROWS], values[bucket == ROWS], len(keys))
     if "clients" in table.column_names:  # counted per slice by Spark
         where = bucket == ROWS
@@ -135,7 +149,7 @@ def _by_slice(table, value: str, num_buckets: int, refuse) -> tuple[dict, dict]:
     slices = {key: (float(rows[i]), int(clients[i])) for key, i in keys.items() if rows[i]}
     if not slices:
         raise ValueError("dpauc_tf.spark: the DataFrame has no rows: nothing to release")
-    return {key: dense[i] for key, i in keys.items()}, slices
+    return slices
 
 
 # -- rank-sum with local noise: the slice's counts summed on the executors --------------------
@@ -149,8 +163,8 @@ def _local_rank_sums(spec, counted, refuse, num_buckets, repeats) -> tuple[dict,
             F.countDistinct("client").alias("clients"),
         )
     )
-    pos, slices = _by_slice(summed, "pos", num_buckets, refuse)
-    neg, _ = _by_slice(summed, "neg", num_buckets, refuse)
+    slices = _slices(summed, "pos", refuse)  # the rows and problems are counted in pos
+    pos, neg = _dense(summed, "pos", num_buckets), _dense(summed, "neg", num_buckets)
     mechanism = spec.build()  # each client's own law: the shares are not split
     releases = {}
     for key, (_, num_clients) in slices.items():
@@ -182,7 +196,8 @@ def _two_rounds(spec, counted, refuse, num_buckets, repeats) -> tuple[dict, dict
             .groupBy("slice", "bucket")
             .agg(F.sum("total").alias("total"))
         )
-        totals, slices = _by_slice(totals_table, "total", num_buckets, refuse)
+        slices = _slices(totals_table, "total", refuse)
+        totals = _dense(totals_table, "total", num_buckets)
         plans = {}  # slice -> (num_clients, totals, layout): what every client is sent
         for key, (_, num_clients) in slices.items():
             plans[key] = (
