@@ -19,20 +19,16 @@ client and slice columns) and:
    [`finish_release`][] gives one
    [`AUCResult`][] per slice.
 
-The rank-sum releases take two rounds over a slice's clients, with the functions every
-backend uses: ``secure-rank-sum`` sums the clients'
-[`round_one_report`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.round_one_report]
-(the label-free bucket totals: the aggregate score histogram), then every client's
-[`round_two_report`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.round_two_report]
-with those global totals (its doubled rank sum, positives and share of the noise; seed
-``spec.seed_for(slice, client)``), and
-[`finish`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.finish] turns their sum into
-the central release; ``rank-sum`` with clients (local noise, no secure aggregation) is
-[`release_over_clients`][dpauc_tf.mechanisms.rank_sum.RankSum.release_over_clients]: each
-client's noisy rank sum with the global ranks, summed. Spark has no secure aggregation: its
-"clients" are groups of one DataFrame, counted by the executors and run through the
-protocol on the driver, which sees every client's counts (the law of the release is the
-protocol's; the trust is the data holder's).
+The rank-sum releases over a client column (``secure-rank-sum``; ``rank-sum`` with local
+noise) do not reach step 2: their rounds run on the executors
+([`dpauc_tf.spark.rank_sums`][]): round one's label-free totals and every client's round-two
+report (its doubled rank sum, positives and share of the noise; seed
+``spec.seed_for(slice, client, first repeat of the chunk)``) are computed by the mechanism's
+own functions in Spark's Python workers and summed by Spark's reduce; the driver collects
+only each slice's totals (one array of the grid's size) and round two's sums, never a
+client's counts. Spark has no secure aggregation: whoever runs the job can read every
+client's report on the executors (the law of the release is the protocol's; the trust is
+the data holder's).
 
 Accounting, as in Beam: a slice's output is ``repeats`` releases; an example in ``k``
 slices costs ``repeats * k`` releases. Spark cannot see which rows hold the same example (a
