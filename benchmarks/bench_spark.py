@@ -3,6 +3,7 @@ memory.
 
     .venv-keras3/bin/python benchmarks/bench_spark.py [--rows 1000000] [--master local[2]]
         [--clients 1] [--slices 1] [--mechanism histogram] [--epsilon 1] [--calls 1]
+        [--repeats 1] [--central rank-sum]
 
 Synthetic scores and labels (``label ~ Bernoulli(score)``) are written by Spark to a Parquet
 directory first (not timed), then read back with ``spark.read.parquet`` and released once
@@ -11,6 +12,12 @@ workers). Prints the wall time of the release (the counting job on the executors
 merge and the release on the driver), rows/s, the peak resident memory of the Python driver
 and of the JVM driver (``VmHWM``), and the machine's load average, since the figures
 depend on it.
+
+``--repeats R`` draws R releases from each call's counting pass; with R > 1 the RMSE and
+bias of the first call's R AUCs against the exact AUC (scikit-learn's, of the scores the
+driver reads back for this only) are printed, and ``--central M`` adds those of M's
+release of the whole file without clients (e.g. ``rank-sum``, the central floor), R
+releases, not timed.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ def main() -> None:
     parser.add_argument("--num-thresholds", type=int, default=200)
     parser.add_argument("--driver-memory", default="1g")
     parser.add_argument("--calls", type=int, default=1, help="releases, each timed")
+    parser.add_argument("--repeats", type=int, default=1, help="releases per counting pass")
+    parser.add_argument("--central", default=None, help="a mechanism to compare (no clients)")
     args = parser.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -92,10 +101,31 @@ def main() -> None:
                 epsilon=args.epsilon,
                 num_thresholds=args.num_thresholds,
                 seed=call,
+                repeats=args.repeats,
             )
             walls.append(time.perf_counter() - start)
+            if call == 0:
+                aucs = {args.mechanism: next(iter(results.values())).aucs}
         wall = walls[0]
         jvm = _jvm_peak_mb(session)
+        if args.repeats > 1:
+            from sklearn.metrics import roc_auc_score
+
+            table = frame.select("score", "label").toArrow()
+            exact = roc_auc_score(
+                table.column("label").to_numpy(), table.column("score").to_numpy()
+            )
+            if args.central:
+                central = private_auc_by_slice(
+                    frame,
+                    None,
+                    mechanism=args.central,
+                    epsilon=args.epsilon,
+                    num_thresholds=args.num_thresholds,
+                    seed=args.calls,
+                    repeats=args.repeats,
+                )
+                aucs[f"{args.central} (central)"] = central[None].aucs
     finally:
         session.stop()
         shutil.rmtree(directory, ignore_errors=True)
@@ -113,6 +143,14 @@ def main() -> None:
     print(f"rows/s            {args.rows / wall:,.0f}")
     print(f"driver peak RSS   Python {python_peak:,.0f} MB, JVM {jvm or float('nan'):,.0f} MB")
     print(f"first slice AUC   {first.auc:.4f} (epsilon_total {first.epsilon_total})")
+    if args.repeats > 1:
+        import numpy as np
+
+        print(f"exact AUC         {exact:.6f} (scikit-learn)")
+        for name, values in aucs.items():
+            error = np.asarray(values, np.float64) - exact
+            rmse, bias = np.sqrt(np.mean(error**2)), np.mean(error)
+            print(f"{name:<17} RMSE {rmse:.3g}, bias {bias:+.2g} ({error.size} releases)")
     print(f"load average      {os.getloadavg()[0]:.1f} (1 min)")
 
 

@@ -19,20 +19,16 @@ client and slice columns) and:
    [`finish_release`][] gives one
    [`AUCResult`][] per slice.
 
-The rank-sum releases take two rounds over a slice's clients, with the functions every
-backend uses: ``secure-rank-sum`` sums the clients'
-[`round_one_report`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.round_one_report]
-(the label-free bucket totals: the aggregate score histogram), then every client's
-[`round_two_report`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.round_two_report]
-with those global totals (its doubled rank sum, positives and share of the noise; seed
-``spec.seed_for(slice, client)``), and
-[`finish`][dpauc_tf.mechanisms.secure_rank_sum.SecureRankSum.finish] turns their sum into
-the central release; ``rank-sum`` with clients (local noise, no secure aggregation) is
-[`release_over_clients`][dpauc_tf.mechanisms.rank_sum.RankSum.release_over_clients]: each
-client's noisy rank sum with the global ranks, summed. Spark has no secure aggregation: its
-"clients" are groups of one DataFrame, counted by the executors and run through the
-protocol on the driver, which sees every client's counts (the law of the release is the
-protocol's; the trust is the data holder's).
+The rank-sum releases over a client column (``secure-rank-sum``; ``rank-sum`` with local
+noise) do not reach step 2: their rounds run on the executors
+([`dpauc_tf.spark.rank_sums`][]): round one's label-free totals and every client's round-two
+report (its doubled rank sum, positives and share of the noise; seed
+``spec.seed_for(slice, client, first repeat of the chunk)``) are computed by the mechanism's
+own functions in Spark's Python workers and summed by Spark's reduce; the driver collects
+only each slice's totals (one array of the grid's size) and round two's sums, never a
+client's counts. Spark has no secure aggregation: whoever runs the job can read every
+client's report on the executors (the law of the release is the protocol's; the trust is
+the data holder's).
 
 Accounting, as in Beam: a slice's output is ``repeats`` releases; an example in ``k``
 slices costs ``repeats * k`` releases. Spark cannot see which rows hold the same example (a
@@ -122,20 +118,19 @@ def _columns(df: DataFrame, score_col, label_col, weight_col, client_col, slice_
     return df.select(*selected), tuple(role for role, name in keys.items() if name)
 
 
-def count_buckets(
+def _counted(
     df: DataFrame,
     spec: ReleaseSpec,
     *,
-    score_col: str = "score",
-    label_col: str = "label",
-    weight_col: str | None = None,
-    client_col: str | None = None,
-    slice_col: str | None = None,
-    from_logits: bool = False,
-) -> dict[tuple[Any, Any], tuple[np.ndarray, np.ndarray, float]]:
-    """Steps 1 and 2: ``{(slice, client): (pos, neg, num_examples)}`` on
-    ``spec.count_grid()`` (``None`` for an absent key), checked (see the module docstring).
-    """
+    score_col: str,
+    label_col: str,
+    weight_col: str | None,
+    client_col: str | None,
+    slice_col: str | None,
+    from_logits: bool,
+) -> DataFrame:
+    """Step 1, lazily: the counting job's rows ``(slice, client, bucket, pos, neg)`` (every
+    partition's sums per group and bucket; negative buckets: rows and problems)."""
     from pyspark.sql import types as T
 
     selected, key_names = _columns(df, score_col, label_col, weight_col, client_col, slice_col)
@@ -152,23 +147,66 @@ def count_buckets(
             T.StructField("neg", T.DoubleType()),
         ]
     )
-    rule = BucketRule.from_thresholds(spec.count_grid())
     counter = functools.partial(
         count_partition,
-        rule=rule,
+        rule=BucketRule.from_thresholds(spec.count_grid()),
         key_names=key_names,
         from_logits=from_logits,
         integer_weights=spec.capabilities.integer_counts,
         unit_weights=spec.capabilities.unit_weights,
     )
+    return selected.mapInArrow(counter, schema)
+
+
+def _refuse_problems(problems: dict[str, int], *, columns: dict, keys: tuple) -> None:
+    """One line naming the first kind of bad rows counted (``{kind: rows}``), if any;
+    ``columns``: the score, label and weight columns' names, ``keys``: the slice and client
+    columns'."""
+    bad = [(kind, number) for kind, number in problems.items() if number]
+    if not bad:
+        return
+    kind, number = bad[0]
+    role = kind.removeprefix("null_").removeprefix("fractional_").removeprefix("unit_")
+    where = columns.get(role) or " or ".join(repr(c) for c in keys if c)
+    raise ValueError(
+        f"dpauc_tf.spark: {number} row(s) of column {where!r} hold {_MESSAGES[kind]}"
+        if role in columns
+        else f"dpauc_tf.spark: {number} row(s) of column {where} hold {_MESSAGES[kind]}"
+    )
+
+
+def count_buckets(
+    df: DataFrame,
+    spec: ReleaseSpec,
+    *,
+    score_col: str = "score",
+    label_col: str = "label",
+    weight_col: str | None = None,
+    client_col: str | None = None,
+    slice_col: str | None = None,
+    from_logits: bool = False,
+) -> dict[tuple[Any, Any], tuple[np.ndarray, np.ndarray, float]]:
+    """Steps 1 and 2: ``{(slice, client): (pos, neg, num_examples)}`` on
+    ``spec.count_grid()`` (``None`` for an absent key), checked (see the module docstring).
+    """
     from pyspark.sql import functions as F
 
+    counted = _counted(
+        df,
+        spec,
+        score_col=score_col,
+        label_col=label_col,
+        weight_col=weight_col,
+        client_col=client_col,
+        slice_col=slice_col,
+        from_logits=from_logits,
+    )
     sums = (  # one Arrow table to the driver (PySpark 4), not a Row object per cell
-        selected.mapInArrow(counter, schema)
-        .groupBy("slice", "client", "bucket")
+        counted.groupBy("slice", "client", "bucket")
         .agg(F.sum("pos").alias("pos"), F.sum("neg").alias("neg"))
         .toArrow()
     )
+    num_buckets = spec.count_grid().num_thresholds + 1
     keys: dict = {}  # (slice, client) -> its index, in the order met
     group = np.fromiter(
         (
@@ -183,28 +221,37 @@ def count_buckets(
     bucket = np.asarray(sums.column("bucket").to_numpy(), np.int64)
     pos_sum = np.asarray(sums.column("pos").to_numpy(), np.float64)
     neg_sum = np.asarray(sums.column("neg").to_numpy(), np.float64)
-    pos = np.zeros((len(keys), rule.num_buckets))
-    neg = np.zeros((len(keys), rule.num_buckets))
+    pos = np.zeros((len(keys), num_buckets))
+    neg = np.zeros((len(keys), num_buckets))
     cell = bucket >= 0  # one row per (slice, client, bucket) after the groupBy
     pos[group[cell], bucket[cell]] = pos_sum[cell]
     neg[group[cell], bucket[cell]] = neg_sum[cell]
     rows = np.bincount(group[bucket == ROWS], pos_sum[bucket == ROWS], minlength=len(keys))
     problems = {kind: int(pos_sum[bucket == code].sum()) for code, kind in PROBLEMS.items()}
-    bad = [(kind, number) for kind, number in problems.items() if number]
-    if bad:
-        kind, number = bad[0]
-        role = kind.removeprefix("null_").removeprefix("fractional_").removeprefix("unit_")
-        columns = {"score": score_col, "label": label_col, "weight": weight_col}
-        where = columns.get(role) or " or ".join(repr(c) for c in (slice_col, client_col) if c)
-        raise ValueError(
-            f"dpauc_tf.spark: {number} row(s) of column {where!r} hold {_MESSAGES[kind]}"
-            if role in columns
-            else f"dpauc_tf.spark: {number} row(s) of column {where} hold {_MESSAGES[kind]}"
-        )
+    columns = {"score": score_col, "label": label_col, "weight": weight_col}
+    _refuse_problems(problems, columns=columns, keys=(slice_col, client_col))
     if not keys:
         raise ValueError("dpauc_tf.spark: the DataFrame has no rows: nothing to release")
     # num_examples: the rows, not the weights' sum (a weight may depend on the label)
     return {key: (pos[i], neg[i], float(rows[i])) for key, i in keys.items()}
+
+
+def _rank_sums_over_clients(
+    df: DataFrame, spec: ReleaseSpec, *, columns: dict, from_logits: bool, **release: Any
+) -> dict[Any, AUCResult]:
+    """The rank sums over a client column: the counting job's rows stay on the executors,
+    where [`dpauc_tf.spark.rank_sums`][] runs the rounds (the problems refused in one line
+    before any noise is drawn)."""
+    from dpauc_tf.spark.rank_sums import release_rank_sums
+
+    names = {role: columns[f"{role}_col"] for role in ("score", "label", "weight")}
+    keys = (columns["slice_col"], columns["client_col"])
+    return release_rank_sums(
+        spec,
+        _counted(df, spec, **columns, from_logits=from_logits),
+        functools.partial(_refuse_problems, columns=names, keys=keys),
+        **release,
+    )
 
 
 def _release(spec, pos, neg, seed, repeats, num_clients=None) -> dict[str, np.ndarray]:
@@ -212,52 +259,10 @@ def _release(spec, pos, neg, seed, repeats, num_clients=None) -> dict[str, np.nd
     return {key: value.numpy() for key, value in release.items()}
 
 
-# The counts of one client tiled over at most this many cells per round-two call (repeats
-# are drawn in chunks: a rank-sum grid has 2^17 + 2 buckets).
-_MAX_TILED_CELLS = 1 << 22
-
-
-def _two_rounds(spec, mechanism, slice_key, clients: list, repeats: int) -> dict:
-    """``secure-rank-sum``'s protocol over a slice's ``clients`` (``[(client, (pos, neg,
-    rows))]``): round one's summed totals, every client's round-two report with them
-    (``repeats`` rows: the counts tiled, one seed per client), the reports summed, then
-    the mechanism's ``finish`` (which refuses a round two of another population)."""
-    totals = sum(mechanism.round_one_report(pos, neg) for _, (pos, neg, _) in clients)
-    chunk = max(1, _MAX_TILED_CELLS // int(np.size(totals)))
-    parts = []
-    for start in range(0, repeats, chunk):
-        size = min(chunk, repeats - start)
-        summed: dict = {}
-        for client, (pos, neg, _) in clients:
-            report = mechanism.round_two_report(
-                np.tile(pos, (size, 1)),
-                np.tile(neg, (size, 1)),
-                totals,
-                spec.seed_for(slice_key, client, start),
-            )
-            for key, value in report.items():
-                summed[key] = summed.get(key, 0) + np.asarray(value, np.int64)
-        release = mechanism.finish(summed, totals, num_reporting=len(clients))
-        parts.append({key: np.atleast_1d(value.numpy()) for key, value in release.items()})
-    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-
-
 def _summed_release(spec, slice_key, clients: list, repeats: int) -> tuple[dict, Any]:
     """The server's sum of a slice's clients' releases (see the module docstring) and the
     mechanism it was released with (whose ``noise_shares`` rule `finish_release` asks)."""
     num_clients = len(clients)
-    central = spec.build()
-    if central.releases_from_summed_counts and central.capabilities.secure:
-        mechanism = spec.build(num_clients)  # the shares are sized for the clients
-        summed = _two_rounds(spec, mechanism, slice_key, clients, repeats)
-        return summed, mechanism
-    if central.releases_from_summed_counts:  # rank sums with local noise: global ranks
-        pos = sum(value[0] for _, value in clients)
-        neg = sum(value[1] for _, value in clients)
-        seed = spec.seed_for(slice_key, "clients")
-        release = central.release_over_clients(pos, neg, num_clients, seed, repeats)
-        summed = {key: np.asarray(value) for key, value in release.items()}
-        return summed, central
     reports = [
         _release(spec, pos, neg, spec.seed_for(slice_key, client), repeats, num_clients)
         for client, (pos, neg, _) in clients
@@ -277,7 +282,14 @@ def release_counts(
     ci_target: str = "population",
 ) -> dict[Any, AUCResult]:
     """Step 3: ``{slice: AUCResult}`` from [`count_buckets`][]' counts (see the module
-    docstring), sorted by slice key."""
+    docstring), sorted by slice key. The rank sums over clients are refused here: their two
+    rounds run on the executors ([`private_auc_by_slice`][] with a client column), so that
+    the driver never holds a client's counts."""
+    if per_client and spec.build().releases_from_summed_counts:
+        raise ValueError(
+            f"dpauc_tf.spark: {spec.mechanism!r} over clients runs its rounds on the "
+            "executors: use private_auc_by_slice(df, ..., client_col=...), not release_counts"
+        )
     by_slice: dict = {}
     for (slice_key, client), value in counts.items():
         by_slice.setdefault(slice_key, {})[client] = value
@@ -414,6 +426,23 @@ def private_auc_by_slice(
         check_interval_support(spec.build())
     if client_col is not None:
         check_clients(spec)
+        if spec.build().releases_from_summed_counts:  # the rank sums: rounds on the executors
+            return _rank_sums_over_clients(
+                df,
+                spec,
+                columns={
+                    "score_col": score_col,
+                    "label_col": label_col,
+                    "weight_col": weight_col,
+                    "client_col": client_col,
+                    "slice_col": slice_col,
+                },
+                from_logits=from_logits,
+                repeats=repeats,
+                max_slices_per_example=max_slices_per_example,
+                confidence=confidence,
+                ci_target=ci_target,
+            )
     counts = count_buckets(
         df,
         spec,

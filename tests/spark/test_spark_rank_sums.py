@@ -1,7 +1,13 @@
 """The rank-sum releases over a DataFrame's clients on Spark (issue 32): ``secure-rank-sum``
-in two rounds (round one's totals, every client's round-two report with the global ranks,
-``finish``) and ``rank-sum`` with local noise; equal to the simulation with (almost) no
-noise, the same distribution with noise, and hostile clients."""
+in two rounds on the executors (round one's totals, every client's round-two report with the
+global ranks, both summed by Spark; ``finish`` on the driver) and ``rank-sum`` with local
+noise; equal to the simulation with (almost) no noise, the same distribution with noise, the
+protocol's numbers for a seed, no client's counts on the driver, and hostile clients.
+
+A seeded Spark release does not equal ``simulate``'s: the simulation draws the summed
+shares' law (one discrete Laplace) at once, Spark sums ``K`` clients' shares, each from its
+own seed; the two are the same law (the distribution test below) and, seeded, Spark equals
+the protocol run client by client with the same seeds."""
 
 from __future__ import annotations
 
@@ -33,6 +39,24 @@ def _clients(n=2000, seed=0):
     return pd.DataFrame({"score": score, "label": label, "client": client, "group": group})
 
 
+@pytest.fixture
+def collected(monkeypatch):
+    """Every table the driver collects from a DataFrame during the test (columns, rows)."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    seen = []
+    for name in ("toArrow", "toPandas", "collect"):
+        original = getattr(DataFrame, name)
+
+        def recording(self, *args, _original=original, **kwargs):
+            out = _original(self, *args, **kwargs)
+            seen.append((tuple(self.columns), len(out)))
+            return out
+
+        monkeypatch.setattr(DataFrame, name, recording)
+    return seen
+
+
 @pytest.fixture(scope="module")
 def data():
     return _clients()
@@ -53,9 +77,10 @@ def _simulated(data, spec, seed, repeats):
 
 
 @pytest.mark.parametrize("mechanism", ["secure-rank-sum", "rank-sum"])
-def test_almost_no_noise_equals_simulate_and_sklearn(frame, data, mechanism):
+def test_almost_no_noise_equals_simulate_and_sklearn(frame, data, mechanism, collected):
     """At epsilon 1e9 the noise rounds to nothing: Spark's two rounds give the exact AUC,
-    the simulation's, and the positive count exactly."""
+    the simulation's, and the positive count exactly; the driver collected no client's
+    counts (no table with a client column, none longer than the grid per slice)."""
     from dpauc_tf.spark import private_auc, private_auc_by_slice
 
     settings = {"mechanism": mechanism, "epsilon": 1e9, "mechanism_options": FINE, "seed": 1}
@@ -71,6 +96,10 @@ def test_almost_no_noise_equals_simulate_and_sklearn(frame, data, mechanism):
     for key, part in data.groupby("group"):
         assert by_slice[key].num_clients == part["client"].nunique()
         assert by_slice[key].auc == pytest.approx(roc_auc_score(part["label"], part["score"]))
+    grid = ReleaseSpec.make(mechanism, epsilon=1.0, options=FINE).count_grid().num_thresholds
+    assert len(collected) >= 2  # both calls collected what they release
+    for columns, rows in collected:
+        assert "client" not in columns and rows <= 2 * (grid + 1 + 12), (columns, rows)
 
 
 @pytest.mark.parametrize("mechanism", ["secure-rank-sum", "rank-sum"])
@@ -105,17 +134,44 @@ def test_noisy_aucs_have_the_simulated_distribution(frame, data, mechanism):
         assert ks_2samp(rank_sums, simulated(wrong, 5, 600)).pvalue < 0.001, wrong
 
 
-def test_seeded_two_rounds_reproduce_and_each_client_draws_its_own_share(frame):
+def test_seeded_release_is_the_protocol_run_client_by_client_on_the_executors(
+    frame, data, monkeypatch
+):
+    """Seeded, Spark's release is the protocol's numbers exactly: round one's summed
+    totals, every client's round-two report with seed ``spec.seed_for(None, client, 0)``,
+    summed, ``finish``; round two never runs on the driver (its report function is broken
+    there, the executors' Python workers have their own)."""
+    from dpauc_tf.mechanisms.secure_rank_sum import SecureRankSum
     from dpauc_tf.spark import private_auc
 
-    settings = {"mechanism": "secure-rank-sum", "epsilon": 1.0, "mechanism_options": FINE}
-    first = private_auc(frame, client_col="client", seed=7, repeats=3, **settings)
-    again = private_auc(frame, client_col="client", seed=7, repeats=3, **settings)
-    other = private_auc(frame, client_col="client", seed=8, repeats=3, **settings)
-    assert first.aucs.tolist() == again.aucs.tolist()
-    assert first.aucs.tolist() != other.aucs.tolist()
-    assert len(set(first.noisy_counts["num_pos"].tolist())) > 1  # repeats differ
-    assert "round one" in str(first.statement)
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=FINE, seed=7)
+    pos, neg = client_histograms(
+        data["label"].to_numpy(),
+        data["score"].to_numpy(),
+        spec.count_grid(),
+        data["client"].to_numpy(),
+        K,
+    )
+    mechanism = spec.build(K)
+    totals = sum(mechanism.round_one_report(p, n) for p, n in zip(pos, neg, strict=True))
+    reports = [
+        mechanism.round_two_report(
+            np.tile(pos[k], (3, 1)), np.tile(neg[k], (3, 1)), totals, spec.seed_for(None, k, 0)
+        )
+        for k in range(K)
+    ]
+    summed = {key: sum(np.asarray(r[key], np.int64) for r in reports) for key in reports[0]}
+    expected = mechanism.finish(summed, totals, num_reporting=K)
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("round two ran on the driver")
+
+    monkeypatch.setattr(SecureRankSum, "round_two_report", not_here)
+    result = private_auc(frame, client_col="client", spec=spec, repeats=3)
+    for key in ("rank_sum", "num_pos", "total", "sensitivity"):
+        assert result.noisy_counts[key].tolist() == expected[key].numpy().tolist(), key
+    assert len(set(result.noisy_counts["num_pos"].tolist())) > 1  # repeats differ
+    assert "round one" in str(result.statement)
 
 
 def _frame(spark, rows):
@@ -134,7 +190,8 @@ def test_hostile_clients_give_the_right_number(spark):
     rows += [(0.0125, 0.0, "single")]
     scores = np.array([r[0] for r in rows])
     labels = np.array([r[1] for r in rows])
-    frame = _frame(spark, rows).repartition(4)
+    # hashed on 4 clients into 8 partitions: at least 4 partitions are empty
+    frame = _frame(spark, rows).repartition(8, "client")
     for mechanism in ("secure-rank-sum", "rank-sum"):
         result = private_auc(
             frame, client_col="client", mechanism=mechanism, epsilon=1e9, mechanism_options=FINE
@@ -165,3 +222,40 @@ def test_hostile_rows_and_mechanisms_are_one_line(spark):
     fine = _frame(spark, [(0.5, 1.0, "a"), (0.2, 0.0, "b")])
     with pytest.raises(ValueError, match="releases one AUC from one data holder"):
         private_auc(fine, client_col="client", mechanism="auc-only", epsilon=1.0, delta=1e-6)
+
+
+def test_counts_beyond_a_62_bit_round_two_are_one_line_before_any_noise():
+    """The largest public number of examples whose round-two sums fit 62 bits is taken;
+    one more is refused in one line (the driver's step after round one, before round two)."""
+    from dpauc_tf.mechanisms.secure_rank_sum import modular_width
+    from dpauc_tf.spark.rank_sums import _layout
+
+    mechanism = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=FINE).build(K)
+    low, high = 1, 1 << 40  # the largest W with a 62-bit width
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (
+            (middle, high)
+            if modular_width(middle, mechanism.rank_epsilon) <= 62
+            else (
+                low,
+                middle - 1,
+            )
+        )
+    totals = np.zeros(1002, np.int64)
+    totals[500] = low
+    assert _layout(mechanism, "a", totals).width == 62
+    totals[500] = low + 1
+    with pytest.raises(ValueError, match=r"^dpauc_tf.spark: slice 'a' \(\d+ examples\)") as error:
+        _layout(mechanism, "a", totals)
+    assert "\n" not in str(error.value) and "62" in str(error.value)
+
+
+def test_release_counts_refuses_the_rank_sums_over_clients():
+    """The rank sums' rounds run on the executors; counts already on the driver are refused."""
+    from dpauc_tf.spark.evaluation import release_counts
+
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=FINE)
+    counts = {(None, c): (np.ones(1002), np.ones(1002), 2004.0) for c in range(2)}
+    with pytest.raises(ValueError, match="runs its rounds on the executors"):
+        release_counts(spec, counts, per_client=True)
