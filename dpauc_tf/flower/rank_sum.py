@@ -37,7 +37,7 @@ import numpy as np
 from dpauc_tf.flower.encoding import LimbLayout
 
 # SecAgg+'s limbs carry 64-bit words, and the server reads the sums as float64: exact below
-# 2^53, so round two's modular width may be at most 53 bits (W up to about 1.9e8 examples).
+# 2^53, so round two's modular width may be at most 53 bits, signed (W up to 134,217,614).
 EXACT_BITS = 53
 
 EXCHANGE_KEY = "dpauc.exchange"  # which exchange a message is (a RankSumExchange value)
