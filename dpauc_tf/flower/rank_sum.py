@@ -88,11 +88,7 @@ def rank_sum_report(settings, config: Mapping[str, Any], labels, scores, seed) -
     totals = decode_totals(config, grid.num_buckets)
     repeats = int(settings.repeats)
     report = mechanism.round_two_report(
-        tf.tile(pos[None], [repeats, 1]),
-        tf.tile(neg[None], [repeats, 1]),
-        totals,
-        seed,
-        num_clients=settings.num_clients,
+        pos, neg, totals, seed, num_clients=settings.num_clients, repeats=repeats
     )
     return {key: np.asarray(report[key], np.int64) for key in sorted(report)}
 

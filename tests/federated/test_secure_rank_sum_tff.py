@@ -151,3 +151,11 @@ def test_round_two_at_the_secure_sums_width_is_exact_and_one_bit_over_is_one_lin
     with pytest.raises(ValueError, match=f"need a {width}-bit secure sum in round two") as error:
         evaluate(clients, **common)
     assert "\n" not in str(error.value)
+
+
+def test_local_rank_sum_over_clients_is_refused_in_one_line():
+    """``rank-sum`` with each client's own noise has no TFF client step here (TFF runs
+    ``secure-rank-sum``): refused in one line before any round, never ranks of one client."""
+    with pytest.raises(ValueError, match=r"'rank-sum' cannot run in dpauc_tf\.federated") as error:
+        evaluate(_clients(3), mechanism="rank-sum", epsilon=1.0, seed=0, mechanism_options=OPTIONS)
+    assert "\n" not in str(error.value)
