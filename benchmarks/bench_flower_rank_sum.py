@@ -3,6 +3,13 @@
     PYTHONPATH=. .venv-keras3/bin/python benchmarks/bench_flower_rank_sum.py
         [--clients 10] [--examples 20000] [--repeats 3] [--resolution R]
         [--resolutions R1,R2,...]
+    PYTHONPATH=. .venv-keras3/bin/python benchmarks/bench_flower_rank_sum.py --paper-releases 300
+
+``--paper-releases N``: instead, the RMSE and bias against the exact AUC of ``N`` releases
+on the paper-sized synthetic set (``dpauc reproduce table4``'s data: 458,407 examples,
+epoch 1), eps 1, ``--clients`` IID clients: one evaluate round whose exchange two carries
+``N`` noise shares per client (the releases differ only by their noise, as in
+``benchmarks/bench_secure_rank_sum.py``), with its seconds.
 
 One evaluation is one Flower evaluate round with two exchanges, SecAgg+ on both
 (``dpauc_tf.flower.evaluate`` on the in-process grid: the real ``SecAggPlusWorkflow`` and
@@ -72,8 +79,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--resolution", type=int, default=None)
     parser.add_argument("--resolutions", default=None, help="a sweep of grids, e.g. 1025,131073")
+    parser.add_argument("--paper-releases", type=int, default=0)
     args = parser.parse_args()
     from dpauc_tf.flower import evaluate
+
+    if args.paper_releases:
+        paper_rmse(evaluate, args.clients, args.paper_releases, args.resolution)
+        return
 
     clients = _clients(args.clients, args.examples)
     options = {} if args.resolution is None else {"resolution": args.resolution}
@@ -157,6 +169,37 @@ def _sweep(clients, resolutions, traffic, setups) -> None:
             f"{resolution} | {statistics.median(raw) / 1e3:,.1f} | {grid_error:+.2e} | "
             f"{privacy:.2e}"
         )
+
+
+def paper_rmse(evaluate, num_clients: int, releases: int, resolution: int | None) -> None:
+    """RMSE and bias of ``releases`` releases of one round on the paper-sized set."""
+    import numpy as np
+
+    from dpauc_tf.experiments.synthetic import paper_score_set
+
+    data = paper_score_set(1)
+    labels, scores, exact = data.labels.astype(np.int64), data.scores, float(data.auc)
+    ids = np.random.default_rng(0).integers(0, num_clients, labels.size)
+    clients = [(scores[ids == k], labels[ids == k]) for k in range(num_clients)]
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    start = time.perf_counter()
+    out = evaluate(
+        clients,
+        mechanism="secure-rank-sum",
+        epsilon=1.0,
+        mechanism_options={} if resolution is None else {"resolution": resolution},
+        seed=num_clients,
+        repeats=releases,
+        engine="in-process",
+    )
+    seconds = time.perf_counter() - start
+    error = out.aucs[np.isfinite(out.aucs)] - exact
+    print(
+        f"{labels.size} examples, exact AUC {exact:.6f}, eps 1, K = {num_clients}, "
+        f"{releases} releases in one round ({seconds:.1f} s, {out.num_reporting} reporting): "
+        f"RMSE {np.sqrt(np.mean(error**2)):.3e}, bias {np.mean(error):+.1e}"
+    )
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

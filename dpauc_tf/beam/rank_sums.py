@@ -25,7 +25,7 @@ Beam:
   law, ``K`` Laplace draws on the rank sum and on the count).
 
 Both finish through [`finish_release`][dpauc_tf.mechanisms.release.finish_release]; seeds come
-from the spec (``spec.seed_for(slice, client, repeat)`` for a client's share,
+from the spec (``spec.seed_for(slice, client)`` for a client's shares,
 ``spec.seed_for(slice)`` for a slice's local release).
 """
 
@@ -152,22 +152,17 @@ def report_layout(mechanism, totals: np.ndarray, num_clients: int):
 
 def round_two(item, spec: ReleaseSpec, repeats: int, totals: dict, clients: dict):
     """A client's pass-two report with its slice's global totals: ``2 S_k``, ``P_k`` (each
-    with its noise share) and ``n_k`` for every repeat, as limbs modulo ``2^w``."""
+    with its noise share) and ``n_k`` for every repeat (one call: the ranks once, a share
+    per repeat), as limbs modulo ``2^w``."""
     (key, client), counts = item
     num_clients = int(clients[key])
     mechanism = spec.build(num_clients)
     layout = report_layout(mechanism, totals[key], num_clients)
-    reports = [
-        mechanism.round_two_report(
-            counts.pos, counts.neg, totals[key], spec.seed_for(key, client, r)
-        )
-        for r in range(repeats)
-    ]
+    report = mechanism.round_two_report(
+        counts.pos, counts.neg, totals[key], spec.seed_for(key, client), repeats=repeats
+    )
     count_release()
-    limbs = {
-        name: layout.encode(np.stack([np.asarray(r[name], np.int64) for r in reports]))
-        for name in REPORT_KEYS
-    }
+    limbs = {name: layout.encode(np.asarray(report[name], np.int64)) for name in REPORT_KEYS}
     return key, (limbs, counts.num_examples)
 
 

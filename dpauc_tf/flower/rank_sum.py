@@ -47,7 +47,7 @@ import numpy as np
 from dpauc_tf.flower.encoding import LimbLayout
 
 # SecAgg+'s limbs carry 64-bit words, and the server reads the sums as float64: exact below
-# 2^53, so round two's modular width may be at most 53 bits (W up to about 1.9e8 examples).
+# 2^53, so round two's modular width may be at most 53 bits, signed (W up to 134,217,614).
 EXACT_BITS = 53
 
 EXCHANGE_KEY = "dpauc.exchange"  # which exchange a message is (a RankSumExchange value)
@@ -147,14 +147,8 @@ class RankSumProtocol:
         mechanism = self.mechanism
         if self.spec.one_vs_rest:
             return mechanism.round_two_report(pos, neg, totals, seed, repeats=int(repeats))
-        import tensorflow as tf
-
-        return mechanism.round_two_report(
-            tf.tile(pos[None], [int(repeats), 1]),
-            tf.tile(neg[None], [int(repeats), 1]),
-            totals,
-            seed,
-            num_clients=self.num_clients,
+        return mechanism.round_two_report(  # the ranks once, every repeat's noise share
+            pos, neg, totals, seed, num_clients=self.num_clients, repeats=int(repeats)
         )
 
     def finish(self, release: Mapping, totals, num_reporting: int) -> dict:

@@ -303,7 +303,7 @@ class SecureRankSum(RankSum):
         return totals.numpy() if tf.executing_eagerly() else totals
 
     def round_two_report(
-        self, pos, neg, totals, seed, num_clients: int | None = None
+        self, pos, neg, totals, seed, num_clients: int | None = None, repeats: int | None = None
     ) -> dict[str, np.ndarray | tf.Tensor]:
         """A client's round-two report (int64): ``2 S_k`` with the global ranks plus its share
         of discrete Laplace ``(2 D / eps_S)``, ``P_k`` plus its share of discrete Laplace
@@ -315,6 +315,9 @@ class SecureRankSum(RankSum):
           totals: round one's secure sum ``[B]`` (the global bucket totals).
           seed: this client's seed (distinct per client and release).
           num_clients: the number of shares (default: the mechanism's ``num_clients``).
+          repeats: ``None`` for one report; an integer for that many reports of the same
+            counts with independent noise shares (a leading axis on every value), as
+            ``repeats`` independent releases would send (the ranks are computed once).
         """
         shares = self.num_clients if num_clients is None else check_shares(num_clients, self.family)
         pos, neg = float_counts(pos, neg)
@@ -338,11 +341,22 @@ class SecureRankSum(RankSum):
         twice_d = twice_sensitivity(totals)
         twice_s = tf.reduce_sum(twice_ranks * pos_int, -1)
         num_pos = tf.reduce_sum(pos_int, -1)
-        rank_share, count_share = self._shares(twice_d, tf.shape(twice_s), shares, make_seed(seed))
+        exact = with_repeats(
+            {
+                "twice_rank_sum": twice_s,
+                "num_pos": num_pos,
+                "num_examples": tf.reduce_sum(pos_int + neg_int, -1),
+                "twice_d": tf.broadcast_to(twice_d, tf.shape(twice_s)),
+            },
+            repeats,
+        )
+        rank_share, count_share = self._shares(
+            exact["twice_d"], tf.shape(exact["twice_rank_sum"]), shares, make_seed(seed)
+        )
         report = {
-            "twice_rank_sum": twice_s + rank_share,
-            "num_pos": num_pos + count_share,
-            "num_examples": tf.reduce_sum(pos_int + neg_int, -1),
+            "twice_rank_sum": exact["twice_rank_sum"] + rank_share,
+            "num_pos": exact["num_pos"] + count_share,
+            "num_examples": exact["num_examples"],
         }
         return {k: v.numpy() for k, v in report.items()} if tf.executing_eagerly() else report
 

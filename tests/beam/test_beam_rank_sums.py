@@ -2,8 +2,9 @@
 and ``rank-sum`` with local noise. Without noise (an epsilon so large that the discrete noise
 is 0) they equal scikit-learn and the simulate backend exactly; with noise their releases
 follow the simulation's law (a two-sample test that a halved or doubled scale fails);
-hostile clients (one class, empty, all tied) give the right number; a slice too large for
-round two's sum is refused in one line. One spec builds PrivateAUC and TFMA's combiner."""
+hostile clients (one class, empty, all tied) give the right number; a client lost between
+the passes and a slice too large for round two's sum are refused in one line. One spec
+builds PrivateAUC and TFMA's combiner."""
 
 from __future__ import annotations
 
@@ -19,7 +20,12 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 from dpauc_tf.beam import PrivateAUC  # noqa: E402
 from dpauc_tf.beam.counting import BucketCounts  # noqa: E402
 from dpauc_tf.beam.pipeline import run_and_collect  # noqa: E402
-from dpauc_tf.beam.rank_sums import finish_secure, round_one, round_two  # noqa: E402
+from dpauc_tf.beam.rank_sums import (  # noqa: E402
+    finish_secure,
+    local_release,
+    round_one,
+    round_two,
+)
 from dpauc_tf.mechanisms.release import ReleaseSpec  # noqa: E402
 from dpauc_tf.simulation import client_histograms, simulate  # noqa: E402
 
@@ -164,6 +170,24 @@ def _protocol(spec, clients):
     return finish_secure(("s", (limbs, examples, len(items))), spec, totals, 1, {})
 
 
+def test_a_client_lost_between_the_passes_is_refused_in_one_line():
+    """A Beam runner retries a failed bundle, so a pass-two report is not lost in one
+    pipeline; a pass two summed without one of pass one's clients (their reports joined to
+    another pass one's totals) is refused by the finish, nothing is estimated."""
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=EPSILON, seed=0, options=OPTIONS)
+    buckets = spec.count_grid().num_buckets
+    rng = np.random.default_rng(1)
+    clients = [_counts(rng.integers(0, 3, buckets), rng.integers(0, 3, buckets)) for _ in range(3)]
+    items = [(("s", c), counts) for c, counts in enumerate(clients)]
+    totals = {"s": sum(round_one(item, spec)[1] for item in items)}
+    reports = [round_two(item, spec, 2, totals, {"s": 3})[1] for item in items[:2]]
+    limbs = {key: sum(r[0][key] for r in reports) for key in reports[0][0]}
+    examples = sum(r[1] for r in reports)
+    with pytest.raises(ValueError, match=r"lost \(or added\) between the rounds") as info:
+        finish_secure(("s", (limbs, examples, 2)), spec, totals, 1, {})
+    assert "\n" not in str(info.value)
+
+
 def test_counts_near_the_modular_width_give_the_right_number_or_one_line():
     """Three billion examples (round two's sum needs 62 bits) give the AUC of the counts; four
     billion need 63, past what Beam sums: refused in one line, not wrapped silently."""
@@ -181,6 +205,13 @@ def test_counts_near_the_modular_width_give_the_right_number_or_one_line():
         _protocol(
             spec, [*half, _counts(np.zeros(buckets), np.where(np.arange(buckets) == 7, 1e9, 0))]
         )
+    assert "\n" not in str(info.value)
+    # rank-sum with local noise: the slice's release from the summed counts, the same limits
+    local = ReleaseSpec.make("rank-sum", epsilon=EXACT_EPSILON, seed=0)
+    out = local_release(("s", (_counts(pos, neg), 2)), local, 1, 1, {})
+    assert out.aucs[0] == pytest.approx(expected, rel=1e-9) and out.num_clients == 2
+    with pytest.raises(ValueError, match="beyond what int64 rank sums hold") as info:
+        local_release(("s", (_counts(pos * 2, neg * 2), 2)), local, 1, 1, {})
     assert "\n" not in str(info.value)
 
 

@@ -128,3 +128,34 @@ def test_shares_sized_for_more_than_report_state_the_achieved_epsilon():
     with pytest.raises(ValueError, match="4 of the 8 noise shares") as error:
         evaluate(_clients(), dropout=0.5, secure_shares=8, **common)
     assert "\n" not in str(error.value)
+
+
+def test_round_two_at_the_secure_sums_width_is_exact_and_one_bit_over_is_one_line(monkeypatch):
+    """Counts near the modular width, scaled down: TFF's widest secure sum (62 bits, about
+    3e9 examples) lowered to this data's round-two width. At the limit the sum of the
+    residues decodes to the central estimate; one bit narrower, refused in one line (never a
+    wrapped sum)."""
+    from dpauc_tf.federated import rank_sum
+    from dpauc_tf.mechanisms.secure_rank_sum import modular_width
+
+    clients = _clients(3)
+    mechanism = SecureRankSum(epsilon=1e7, resolution=RESOLUTION)
+    width = modular_width(sum(len(y) for _, y in clients), mechanism.rank_epsilon)
+    common = dict(mechanism="secure-rank-sum", epsilon=1e7, seed=0, mechanism_options=OPTIONS)
+    monkeypatch.setattr(rank_sum, "TFF_MAX_BITWIDTH", width)
+    out = evaluate(clients, **common)
+    pos, neg = _pooled_counts(clients)
+    expected = float(mechanism.estimate_auc(mechanism.release(pos[0], neg[0], seed=0)))
+    assert out.auc == pytest.approx(expected, abs=1e-4)
+    monkeypatch.setattr(rank_sum, "TFF_MAX_BITWIDTH", width - 1)
+    with pytest.raises(ValueError, match=f"need a {width}-bit secure sum in round two") as error:
+        evaluate(clients, **common)
+    assert "\n" not in str(error.value)
+
+
+def test_local_rank_sum_over_clients_is_refused_in_one_line():
+    """``rank-sum`` with each client's own noise has no TFF client step here (TFF runs
+    ``secure-rank-sum``): refused in one line before any round, never ranks of one client."""
+    with pytest.raises(ValueError, match=r"'rank-sum' cannot run in dpauc_tf\.federated") as error:
+        evaluate(_clients(3), mechanism="rank-sum", epsilon=1.0, seed=0, mechanism_options=OPTIONS)
+    assert "\n" not in str(error.value)

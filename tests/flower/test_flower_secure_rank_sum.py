@@ -263,3 +263,37 @@ def test_exchange_two_totals_refuse_malformed_or_oversized_bytes():
         with pytest.raises(ValueError, match="totals") as error:
             decode_totals(config, (2, 4))
         assert "\n" not in str(error.value)
+
+
+def test_exchange_two_at_the_exact_width_is_right_and_one_bit_over_is_one_line(data, monkeypatch):
+    """Counts near the modular width: the largest ``W`` whose exchange-two sums fit Flower's
+    53 float64-exact bits passes, the next is refused in one line; and, scaled down to this
+    data (the limit lowered to its width), a round at the limit gives the data's AUC while
+    one bit less refuses it before exchange two."""
+    from dpauc_tf.flower import rank_sum
+    from dpauc_tf.mechanisms.secure_rank_sum import modular_width
+
+    mechanism = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=OPTIONS).build(K)
+    low, high = 1, 2**30  # the largest W of width <= 53 (about 1.34e8 examples)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if modular_width(middle, 0.75) <= 53 else (low, middle)
+    rank_sum.check_width(mechanism, low)
+    with pytest.raises(ValueError, match="54-bit sum in exchange two") as error:
+        rank_sum.check_width(mechanism, high)
+    assert "\n" not in str(error.value) and low == 134_217_614
+
+    _, _, _, clients = data
+    clients = clients[:4]
+    common = dict(
+        mechanism="secure-rank-sum", epsilon=1e6, mechanism_options=OPTIONS, seed=0,
+        engine="in-process",
+    )  # fmt: skip
+    examples = sum(len(s) for s, _ in clients)
+    width = modular_width(examples, 0.75e6)
+    monkeypatch.setattr(rank_sum, "EXACT_BITS", width)
+    assert evaluate(clients, **common).auc == pytest.approx(_exact_auc(clients), abs=1e-3)
+    monkeypatch.setattr(rank_sum, "EXACT_BITS", width - 1)
+    with pytest.raises(ValueError, match=f"{width}-bit sum in exchange two") as error:
+        evaluate(clients, **common)
+    assert "\n" not in str(error.value)
