@@ -273,14 +273,15 @@ def test_exchange_two_at_the_exact_width_is_right_and_one_bit_over_is_one_line(d
     from dpauc_tf.flower import rank_sum
     from dpauc_tf.mechanisms.secure_rank_sum import modular_width
 
-    mechanism = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=OPTIONS).build(K)
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=1.0, options=OPTIONS)
+    protocol = rank_sum.RankSumProtocol(spec, K)
     low, high = 1, 2**30  # the largest W of width <= 53 (about 1.34e8 examples)
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if modular_width(middle, 0.75) <= 53 else (low, middle)
-    rank_sum.check_width(mechanism, low)
+    rank_sum.check_width(protocol, low)
     with pytest.raises(ValueError, match="54-bit sum in exchange two") as error:
-        rank_sum.check_width(mechanism, high)
+        rank_sum.check_width(protocol, high)
     assert "\n" not in str(error.value) and low == 134_217_614
 
     _, _, _, clients = data
