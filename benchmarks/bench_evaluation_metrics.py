@@ -23,7 +23,8 @@ bins that each cover exactly 95% of 300 sets).
 ``--per-bin`` adds a table of every bin's coverage (the bin's expected examples in
 brackets; a set where the bin is empty does not count); ``--exact-bins`` prints instead the
 exact coverage of every bin's interval without noise (a sum over the binomial laws of the
-bin's examples and of its positives: no simulation, no chance spread).
+bin's examples and of its positives: no simulation, no chance spread), next to that of
+Jeffreys' and Clopper-Pearson's intervals for comparison.
 
 Usage (from the repository root)::
 
@@ -140,10 +141,35 @@ def run(n: int, epsilon: float | None, sets: int, seed: int) -> dict[str, float]
     return out
 
 
-def exact_bin_coverage(n: int) -> tuple[np.ndarray, np.ndarray]:
+def _jeffreys(hits: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    a, b = hits + 0.5, m - hits + 0.5
+    low = np.where(hits > 0, stats.beta.ppf(0.025, a, b), 0.0)
+    return low, np.where(hits < m, stats.beta.ppf(0.975, a, b), 1.0)
+
+
+def _clopper_pearson(hits: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    low = np.where(hits > 0, stats.beta.ppf(0.025, np.maximum(hits, 1), m - hits + 1), 0.0)
+    high = np.where(hits < m, stats.beta.ppf(0.975, hits + 1, np.maximum(m - hits, 1)), 1.0)
+    return low, high
+
+
+def _wilson(hits: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    ci = rate_interval(hits / m, 0.0, float(m), 0.95)  # the library's (no noise)
+    return ci.low, ci.high
+
+
+BIN_INTERVALS = {
+    "Wilson (used)": _wilson,
+    "Jeffreys": _jeffreys,
+    "Clopper-Pearson": _clopper_pearson,
+}
+
+
+def exact_bin_coverage(n: int, interval=_wilson) -> tuple[np.ndarray, np.ndarray]:
     """Without noise, the exact coverage of every bin's rate interval (no simulation): the
     bin's examples ``m ~ Binomial(n, w_k)``, its positives ``~ Binomial(m, p_k)``, summed
-    over both. Returns the expected examples ``n w_k`` and the coverage of every bin."""
+    over both (given a non-empty bin). Returns the expected examples ``n w_k`` and the
+    coverage of every bin."""
     grid = Thresholds.make(NUM_THRESHOLDS)
     p1, p0, _ = population(grid)
     bins = calibration_bins(grid, NUM_BINS)
@@ -154,12 +180,13 @@ def exact_bin_coverage(n: int) -> tuple[np.ndarray, np.ndarray]:
         rate = bin_pos[k] / bin_all[k]
         sizes = np.arange(1, n + 1)
         weights = stats.binom.pmf(sizes, n, bin_all[k])
-        for m, weight in zip(sizes[weights > 1e-12], weights[weights > 1e-12], strict=True):
+        keep = weights > 1e-12
+        for m, weight in zip(sizes[keep], weights[keep], strict=True):
             hits = np.arange(m + 1.0)
-            ci = rate_interval(hits / m, 0.0, float(m), 0.95)
-            inside = (ci.low <= rate) & (rate <= ci.high)
+            low, high = interval(hits, int(m))
+            inside = (low <= rate) & (rate <= high)
             coverage[k] += weight * np.sum(stats.binom.pmf(hits, m, rate) * inside)
-        coverage[k] /= weights[weights > 1e-12].sum()  # given a non-empty bin
+        coverage[k] /= weights[keep].sum()
     return bin_all * n, coverage
 
 
@@ -181,14 +208,15 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.exact_bins:
-        print("| n | " + " | ".join(f"bin {k}" for k in range(NUM_BINS)) + " |")
-        print("|---|" + "---|" * NUM_BINS)
+        print("| n | interval | " + " | ".join(f"bin {k}" for k in range(NUM_BINS)) + " |")
+        print("|---|---|" + "---|" * NUM_BINS)
         for n in args.n:
-            examples, coverage = exact_bin_coverage(n)
-            cells = " | ".join(
-                f"{100 * c:.2f}% ({e:,.0f})" for c, e in zip(coverage, examples, strict=True)
-            )
-            print(f"| {n:,} | {cells} |", flush=True)
+            for name, interval in BIN_INTERVALS.items():
+                examples, coverage = exact_bin_coverage(n, interval)
+                cells = " | ".join(
+                    f"{100 * c:.2f}% ({e:,.0f})" for c, e in zip(coverage, examples, strict=True)
+                )
+                print(f"| {n:,} | {name} | {cells} |", flush=True)
         return
     per_bin_rows = []
     columns = ("pauc", "tpr", "ap", "ece")
