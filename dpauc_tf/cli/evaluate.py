@@ -127,9 +127,10 @@ def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
         "--num-thresholds",
         type=num_thresholds_or_auto,
         default=None,
-        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md); default "
-        f"{DEFAULT_NUM_THRESHOLDS}, or with --calibration-bins B (B < {DEFAULT_NUM_THRESHOLDS}) "
-        "the smallest grid from there whose buckets the bins are unions of (201 for 10 bins)",
+        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md) "
+        f"(default: {DEFAULT_NUM_THRESHOLDS}); not given, --calibration-bins B "
+        f"(B < {DEFAULT_NUM_THRESHOLDS}) takes the nearest larger grid whose buckets the bins "
+        "are unions of (201 for 10 bins)",
     )
     ev.add_argument(
         "--threshold-grid", choices=("tf", "reference"), default="tf", help="threshold grid"
