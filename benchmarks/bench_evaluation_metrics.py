@@ -20,9 +20,16 @@ interval is not informative). The lowest of ten shares of ``--sets`` test sets s
 the nominal level by chance alone: about 1.5 standard errors of one share (93.1% for ten
 bins that each cover exactly 95% of 300 sets).
 
+``--per-bin`` adds a table of every bin's coverage (the bin's expected examples in
+brackets; a set where the bin is empty does not count); ``--exact-bins`` prints instead the
+exact coverage of every bin's interval without noise (a sum over the binomial laws of the
+bin's examples and of its positives: no simulation, no chance spread), next to that of
+Jeffreys' and Clopper-Pearson's intervals for comparison.
+
 Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/bench_evaluation_metrics.py --sets 400
+    PYTHONPATH=. python benchmarks/bench_evaluation_metrics.py --exact-bins --n 1000 10000
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from dpauc_tf.core import curve_summaries
 from dpauc_tf.core.calibration import BucketScores, calibration_bins, reliability
 from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.mechanisms.release import ReleaseSpec
-from dpauc_tf.mechanisms.release_summaries import summarize_release
+from dpauc_tf.mechanisms.release_summaries import rate_interval, summarize_release
 from dpauc_tf.simulation import simulate
 
 PI, SHIFT, CENTER = 0.3, 0.95, -0.5
@@ -116,17 +123,71 @@ def run(n: int, epsilon: float | None, sets: int, seed: int) -> dict[str, float]
                     hits[key][target].append(low - 1e-12 <= want[key] <= high + 1e-12)
             cal = summary.calibration
             covered = (cal.rate_low[0] - 1e-12 <= rates) & (rates <= cal.rate_high[0] + 1e-12)
-            bin_hits[target].append(np.where(informative, covered, np.nan))
-    out = {}
+            bin_hits[target].append(np.where(np.isfinite(cal.rate_low[0]), covered, np.nan))
+    out: dict = {}
     for key, by_target in hits.items():
         for target, values in by_target.items():
             out[f"{key}_{target}"] = float(np.mean(values)) if values else float("nan")
     for target, rows in bin_hits.items():
-        per_bin = np.mean(np.array(rows, np.float64)[:, informative], 0)
+        rows = np.array(rows, np.float64)  # NaN where the bin was empty in that set
+        defined = np.sum(np.isfinite(rows), 0)
+        covered = np.nansum(rows, 0)
+        out[f"each_bin_{target}"] = np.where(defined > 0, covered / np.maximum(defined, 1), np.nan)
+        per_bin = out[f"each_bin_{target}"][informative]
         out[f"bins_{target}_mean"] = float(per_bin.mean())
         out[f"bins_{target}_min"] = float(per_bin.min())
         out[f"bins_{target}_median"] = float(np.median(per_bin))
+    out["bin_examples"] = bin_all * n
     return out
+
+
+def _jeffreys(hits: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    a, b = hits + 0.5, m - hits + 0.5
+    low = np.where(hits > 0, stats.beta.ppf(0.025, a, b), 0.0)
+    return low, np.where(hits < m, stats.beta.ppf(0.975, a, b), 1.0)
+
+
+def _clopper_pearson(hits: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    low = np.where(hits > 0, stats.beta.ppf(0.025, np.maximum(hits, 1), m - hits + 1), 0.0)
+    high = np.where(hits < m, stats.beta.ppf(0.975, hits + 1, np.maximum(m - hits, 1)), 1.0)
+    return low, high
+
+
+def _wilson(hits: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    ci = rate_interval(hits / m, 0.0, float(m), 0.95)  # the library's (no noise)
+    return ci.low, ci.high
+
+
+BIN_INTERVALS = {
+    "Wilson (used)": _wilson,
+    "Jeffreys": _jeffreys,
+    "Clopper-Pearson": _clopper_pearson,
+}
+
+
+def exact_bin_coverage(n: int, interval=_wilson) -> tuple[np.ndarray, np.ndarray]:
+    """Without noise, the exact coverage of every bin's rate interval (no simulation): the
+    bin's examples ``m ~ Binomial(n, w_k)``, its positives ``~ Binomial(m, p_k)``, summed
+    over both (given a non-empty bin). Returns the expected examples ``n w_k`` and the
+    coverage of every bin."""
+    grid = Thresholds.make(NUM_THRESHOLDS)
+    p1, p0, _ = population(grid)
+    bins = calibration_bins(grid, NUM_BINS)
+    bin_pos = np.bincount(bins, PI * p1, NUM_BINS)
+    bin_all = bin_pos + np.bincount(bins, (1 - PI) * p0, NUM_BINS)
+    coverage = np.zeros(NUM_BINS)
+    for k in range(NUM_BINS):
+        rate = bin_pos[k] / bin_all[k]
+        sizes = np.arange(1, n + 1)
+        weights = stats.binom.pmf(sizes, n, bin_all[k])
+        keep = weights > 1e-12
+        for m, weight in zip(sizes[keep], weights[keep], strict=True):
+            hits = np.arange(m + 1.0)
+            low, high = interval(hits, int(m))
+            inside = (low <= rate) & (rate <= high)
+            coverage[k] += weight * np.sum(stats.binom.pmf(hits, m, rate) * inside)
+        coverage[k] /= weights[keep].sum()
+    return bin_all * n, coverage
 
 
 def main() -> None:
@@ -137,7 +198,27 @@ def main() -> None:
         "--epsilons", nargs="+", default=["1", "8", "none"], help="'none': sampling error only"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--per-bin", action="store_true", help="also every bin's coverage (a second table)"
+    )
+    parser.add_argument(
+        "--exact-bins",
+        action="store_true",
+        help="only the exact coverage of every bin without noise (no simulation)",
+    )
     args = parser.parse_args()
+    if args.exact_bins:
+        print("| n | interval | " + " | ".join(f"bin {k}" for k in range(NUM_BINS)) + " |")
+        print("|---|---|" + "---|" * NUM_BINS)
+        for n in args.n:
+            for name, interval in BIN_INTERVALS.items():
+                examples, coverage = exact_bin_coverage(n, interval)
+                cells = " | ".join(
+                    f"{100 * c:.2f}% ({e:,.0f})" for c, e in zip(coverage, examples, strict=True)
+                )
+                print(f"| {n:,} | {name} | {cells} |", flush=True)
+        return
+    per_bin_rows = []
     columns = ("pauc", "tpr", "ap", "ece")
     print(
         "| n | epsilon | target | partial AUC | TPR at FPR 0.1 | avg precision | ECE | "
@@ -158,7 +239,18 @@ def main() -> None:
                     for stat in ("mean", "min", "median")
                 )
                 print(f"| {n:,} | {text} | {target} | {cells} | {bins} |")
+                per_bin_rows.append((n, text, target, out))
             print(f"<!-- {time.perf_counter() - start:.0f} s -->", flush=True)
+    if args.per_bin:
+        print()
+        print("| n | epsilon | target | " + " | ".join(f"bin {k}" for k in range(NUM_BINS)) + " |")
+        print("|---|---|---|" + "---|" * NUM_BINS)
+        for n, text, target, out in per_bin_rows:
+            cells = " | ".join(
+                f"{100 * c:.1f}% ({e:,.0f})"
+                for c, e in zip(out[f"each_bin_{target}"], out["bin_examples"], strict=True)
+            )
+            print(f"| {n:,} | {text} | {target} | {cells} |")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ private, next to the exact and TF AUCs).
 
     >>> from dpauc_tf.cli.main import build_parser
     >>> args = build_parser().parse_args(["evaluate", "--scores", "s.csv", "--mechanism", "none"])
-    >>> args.num_thresholds, args.format
-    (200, 'table')
+    >>> args.num_thresholds, args.format  # None: 200, or fitted to --calibration-bins
+    (None, 'table')
 """
 
 from __future__ import annotations
@@ -129,8 +129,11 @@ def register_cli(sub, common=add_common_flags) -> argparse.ArgumentParser:
     ev.add_argument(
         "--num-thresholds",
         type=num_thresholds_or_auto,
-        default=DEFAULT_NUM_THRESHOLDS,
-        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md)",
+        default=None,
+        help=f"T (at most {MAX_NUM_THRESHOLDS}) or 'auto' (docs/small_test_sets.md) "
+        f"(default: {DEFAULT_NUM_THRESHOLDS}); not given, --calibration-bins B "
+        f"(B < {DEFAULT_NUM_THRESHOLDS}) takes the nearest larger grid whose buckets the bins "
+        "are unions of (201 for 10 bins)",
     )
     ev.add_argument(
         "--threshold-grid", choices=ThresholdGrid.values(), default="tf", help="threshold grid"
@@ -290,6 +293,11 @@ def prepare_evaluate(args) -> EvaluateRequest:
     # the default mechanism's deployment: secure on tff/flower, local noise per client on
     # the others with clients, else one data holder (cli/default_mechanism.deployment_of)
     deployment = deployment_of(args.backend, clients=clients)
+    if args.num_thresholds is None:  # not given: the default, fitted to --calibration-bins
+        grid = evaluation_summaries.default_num_thresholds(
+            getattr(args, "calibration_bins", None), args.threshold_grid
+        )
+        args = argparse.Namespace(**{**vars(args), "num_thresholds": grid})
     release = release_request(args, needs_curve=needs_curve, deployment=deployment)
     _check_backend(args.backend, release.mechanism, args.round_timeout)
     return EvaluateRequest(

@@ -129,6 +129,32 @@ def summary_request(args) -> SummaryRequest:
     )
 
 
+def default_num_thresholds(calibration_bins: int | None, threshold_grid: str) -> int:
+    """``T`` where ``--num-thresholds`` is not given: the default, or with
+    ``--calibration-bins B`` (``B`` at most the default grid's buckets) on TensorFlow's grid
+    the smallest grid from the default up whose buckets ``B`` equal-width bins are unions of
+    (``T - 1`` a multiple of ``B``, less than twice the default), so that ``dpauc evaluate
+    --calibration-bins 10`` works without a grid flag. A given ``--num-thresholds`` is never
+    changed, nor is the default for more bins than its buckets (both refused, with a hint).
+
+        >>> default_num_thresholds(None, "tf"), default_num_thresholds(10, "tf")
+        (200, 201)
+        >>> default_num_thresholds(7, "tf"), default_num_thresholds(10, "reference")
+        (204, 200)
+        >>> default_num_thresholds(5000, "tf")
+        200
+    """
+    from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
+
+    if (
+        calibration_bins is None
+        or threshold_grid != "tf"
+        or calibration_bins > DEFAULT_NUM_THRESHOLDS - 1
+    ):
+        return DEFAULT_NUM_THRESHOLDS
+    return DEFAULT_NUM_THRESHOLDS + (-(DEFAULT_NUM_THRESHOLDS - 1)) % calibration_bins
+
+
 def wanted(args) -> bool:
     """Whether any summary was asked for (average precision comes with any of them)."""
     summaries = getattr(args, "summaries", None)
@@ -245,6 +271,33 @@ def flat_fields(summary) -> dict[str, Any]:
     return out
 
 
+def null_fields(args: SummaryRequest) -> dict[str, Any]:
+    """The fields [`flat_fields`][] would give, every number ``None``: what the output
+    carries where no release was drawn (the asked numbers are there, and undefined).
+
+        >>> sorted(null_fields(SummaryRequest(calibration_bins=5)).items())[:3]
+        [('average_precision', None), ('average_precision_ci_high', None), ('average_precision_ci_low', None)]
+    """
+    null = {"value": None, "ci_low": None, "ci_high": None}
+    out: dict[str, Any] = {}
+    if args.max_fpr is not None:
+        out.update(_flat("partial_auc", null))
+        out["partial_auc_max_fpr"] = args.max_fpr
+    for name, other in (("tpr_at_fpr", "fpr"), ("fpr_at_tpr", "tpr")):
+        target = getattr(args, name)
+        if target is not None:
+            out.update(_flat(name, null))
+            out[f"{name}_target"] = target
+            out[f"{name}_threshold"] = None
+            out.update(_flat(f"{name}_achieved_{other}", null))
+    out.update(_flat("average_precision", null))
+    if args.calibration_bins is not None:
+        out.update(_flat("ece", null))
+        out["ece_bins"] = args.calibration_bins
+        out["reliability"] = None
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class SummaryContext:
     """What ``dpauc report`` draws besides the output's fields: the summaries and the
@@ -267,7 +320,13 @@ def add_summaries(
     """Adds the summaries to ``dpauc evaluate``'s output (fields, privacy sentence, the
     private or exact field lists, ``--plot``'s reliability diagram) and hands their
     [`SummaryContext`][] to the request's ``on_summary`` (``dpauc report``)."""
-    if not wanted(request) or result is None:
+    if not wanted(request):
+        return None
+    if result is None:  # no release (a one-class file, exact: auc_undefined says why)
+        fields = null_fields(request.summaries)
+        target = "private_fields" if output.get("private_fields") else "exact_fields"
+        output.update(fields)
+        output.setdefault(target, []).extend(k for k, v in fields.items() if v is None)
         return None
     summary = summarize(request, mechanism, result, grid, output.get("num_examples"))
     fields = flat_fields(summary)
@@ -370,7 +429,7 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         lines.append(
             f"ECE ({result['ece_bins']} bins)    {_number(result['ece'])}{_bounds(result, 'ece')}"
         )
-        for b in result["reliability"]:
+        for b in result["reliability"] or []:  # None: no release
             rate = "empty" if b["count"] == 0 else _number(b["positive_rate"])
             bounds = "" if b["ci_low"] is None else f" [{b['ci_low']:.4f}, {b['ci_high']:.4f}]"
             mean = "" if b["mean_score"] is None else f", mean score {b['mean_score']:.4f}"
@@ -389,7 +448,7 @@ def summary_rows(rows: list[dict[str, Any]], result: dict[str, Any]) -> list[dic
     if "reliability" not in result:
         return rows
     columns: dict[str, Any] = {}
-    for k, b in enumerate(result["reliability"]):
+    for k, b in enumerate(result["reliability"] or []):  # None: no release
         for key in ("mean_score", "positive_rate", "ci_low", "ci_high", "count"):
             columns[f"reliability_{k}_{key}"] = b[key]
     private = [k for k in columns if k.endswith(("positive_rate", "ci_low", "ci_high"))]

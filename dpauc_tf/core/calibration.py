@@ -37,12 +37,20 @@ import numpy as np
 from dpauc_tf.core.thresholds import Thresholds
 
 EDGE_TOLERANCE = 1e-9  # an inner bin edge within this of a threshold is that threshold
+# A bin holds at least one bucket, and grids stop at 10^6 thresholds (the command line's
+# limit): more bins than that is refused before any array of that size is made.
+MAX_NUM_BINS = 10**6
 
 
 def check_num_bins(num_bins: int) -> int:
-    """An int >= 1 (booleans, floats and strings are refused, one line)."""
+    """An int in ``[1, MAX_NUM_BINS]`` (booleans, floats and strings are refused, one line)."""
     if isinstance(num_bins, bool) or not isinstance(num_bins, (int, np.integer)) or num_bins < 1:
         raise ValueError(f"the number of calibration bins must be an int >= 1, got {num_bins!r}")
+    if num_bins > MAX_NUM_BINS:
+        raise ValueError(
+            f"{num_bins} calibration bins is more than {MAX_NUM_BINS:,}: a bin holds at least "
+            "one bucket of the grid"
+        )
     return int(num_bins)
 
 
@@ -51,8 +59,20 @@ def calibration_bins(thresholds: Thresholds, num_bins: int) -> np.ndarray:
     an inner edge ``k / num_bins`` is not a threshold (the bins would split a bucket)."""
     num_bins = check_num_bins(num_bins)
     values = thresholds.as_array()
+    inner = np.sort(values[(values > EDGE_TOLERANCE) & (values < 1.0 - EDGE_TOLERANCE)])
+    if num_bins > inner.size + 1:
+        raise ValueError(
+            f"{num_bins} equal-width calibration bins split the grid's buckets (more bins "
+            f"than its {inner.size + 1} buckets over [0, 1]; a bin is a union of buckets)"
+        )
     edges = np.arange(1, num_bins) / num_bins
-    missing = [float(edge) for edge in edges if not np.any(np.abs(values - edge) <= EDGE_TOLERANCE)]
+    nearest = np.clip(np.searchsorted(inner, edges), 1, max(inner.size, 1)) - 1
+    gap = np.full(edges.shape, np.inf)
+    if inner.size:
+        for shift in (0, 1):  # the threshold just below and just above every edge
+            at = np.clip(nearest + shift, 0, inner.size - 1)
+            gap = np.minimum(gap, np.abs(inner[at] - edges))
+    missing = edges[gap > EDGE_TOLERANCE].tolist()
     if missing:
         raise ValueError(
             f"{num_bins} equal-width calibration bins split the grid's buckets (no threshold "

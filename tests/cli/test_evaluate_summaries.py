@@ -64,6 +64,34 @@ def test_noise_off_equals_scikit_learn_on_every_backend(data, backend, evaluate_
     assert "partial_auc" in out["exact_fields"]  # no noise: nothing private
 
 
+def test_noise_off_with_clients_equals_scikit_learn_on_every_backend(
+    tmp_path, backend, evaluate_json
+):
+    """The release summed over clients (one of them holds only negatives) gives the numbers
+    of the pooled file: each backend sums the clients' counts before any summary."""
+    rng = np.random.default_rng(1)
+    labels = (rng.random(600) < 0.3).astype(int)
+    values = np.round(1 / (1 + np.exp(-rng.normal(labels * 1.5 - 0.5, 1.0))), 6)
+    clients = np.repeat(["a", "b", "c"], 200)
+    labels[clients == "c"] = 0
+    rows = "\n".join(f"{c},{y},{s:.6f}" for c, y, s in zip(clients, labels, values, strict=True))
+    path = tmp_path / "clients.csv"
+    path.write_text("client,label,score\n" + rows + "\n")
+    out = evaluate_json(
+        "--scores", path, "--mechanism", "none", "--backend", backend,
+        "--client-column", "client", "--max-fpr", 0.2, "--calibration-bins", 10,
+    )  # fmt: skip
+    bucketed = Thresholds.make(201).bucketize_numpy(values)
+    assert out["num_thresholds"] == 201  # fitted to the ten bins
+    assert out["partial_auc"] == pytest.approx(
+        roc_auc_score(labels, bucketed, max_fpr=0.2), abs=1e-9
+    )
+    assert out["average_precision"] == pytest.approx(
+        average_precision_score(labels, bucketed), abs=1e-9
+    )
+    assert out["ece"] == pytest.approx(_direct_ece(labels, values, 10), abs=1e-6)
+
+
 def test_no_extra_epsilon_and_the_privacy_sentence_says_so(data, evaluate_json):
     path = data[0]
     common = ("--scores", path, "--mechanism", "histogram", "--epsilon", 1, "--seed", 0)
@@ -80,13 +108,15 @@ def test_no_extra_epsilon_and_the_privacy_sentence_says_so(data, evaluate_json):
 
 
 def test_issue_example_json_reports_partial_auc_and_ece(data, evaluate_json):
-    # a summary asks for a curve: the default mechanism is then histogram (not rank-sum)
-    out = evaluate_json(
-        "--scores", data[0], "--epsilon", 1, "--num-thresholds", 201,
-        "--max-fpr", 0.1, "--calibration-bins", 10,
-    )  # fmt: skip
-    assert out["mechanism"] == "histogram"
+    """The issue's command as written (no grid flag): a summary asks for a curve, so the
+    default mechanism is histogram (not rank-sum), and ten bins fit the default grid moved
+    to 201 thresholds (200 has 199 buckets, which ten bins would split)."""
+    out = evaluate_json("--scores", data[0], "--epsilon", 1, "--max-fpr", 0.1,
+                        "--calibration-bins", 10)  # fmt: skip
+    assert out["mechanism"] == "histogram" and out["num_thresholds"] == 201
     assert out["partial_auc"] is not None and out["ece"] is not None
+    assert len(out["reliability"]) == 10
+    assert evaluate_json("--scores", data[0], "--epsilon", 1)["num_thresholds"] == 200
 
 
 def test_table_and_csv_carry_the_numbers(data, capsys):
@@ -111,8 +141,11 @@ def test_table_and_csv_carry_the_numbers(data, capsys):
         (("--max-fpr", "-0.1"), "expected a number in [0, 1]"),
         (("--tpr-at-fpr", "2"), "expected a number in [0, 1]"),
         (("--calibration-bins", "0"), "expected an int >= 1"),
-        (("--calibration-bins", "10"), "e.g. --num-thresholds 201"),
+        (("--num-thresholds", "200", "--calibration-bins", "10"), "e.g. --num-thresholds 201"),
         (("--num-thresholds", "11", "--calibration-bins", "20"), "split the grid's buckets"),
+        (("--calibration-bins", "100000000"), "is more than 1,000,000"),  # not minutes
+        (("--calibration-bins", "999999"), "more bins than its"),
+        (("--fpr-at-tpr", "inf"), "expected a number in [0, 1]"),
     ],
 )
 def test_hostile_flags_get_one_line_errors(data, capsys, flags, message):
@@ -143,6 +176,27 @@ def test_one_class_file_gives_nulls_under_noise(tmp_path, evaluate_json):
     # the noise may invent negatives: a number in [0, 1] or null, never NaN or an error
     assert out["partial_auc"] is None or 0.0 <= out["partial_auc"] <= 1.0
     assert out["ece"] is not None and sum(b["count"] for b in out["reliability"]) == 200
+
+
+@pytest.mark.parametrize("label", [0, 1])
+def test_one_class_file_without_noise_gives_nulls(tmp_path, evaluate_json, capsys, label):
+    """Without noise the command sees that the file has one class and draws no release (the
+    AUC is undefined, auc_undefined says why): every number asked for is there, null, in
+    JSON and CSV; never NaN, never an error."""
+    path = _write(tmp_path / "one.csv", np.full(50, label), np.linspace(0.01, 0.99, 50))
+    flags = ["--scores", str(path), "--mechanism", "none", "--num-thresholds", "11"]
+    flags += [*map(str, FLAGS[:6]), "--calibration-bins", "5"]
+    out = evaluate_json(*flags)
+    json.dumps(out, allow_nan=False)
+    assert "auc_undefined" in out
+    for name in ("partial_auc", "tpr_at_fpr", "fpr_at_tpr", "average_precision", "ece"):
+        assert out[name] is None and out[f"{name}_ci_low"] is None, name
+    assert out["reliability"] is None and out["ece_bins"] == 5
+    assert main(["evaluate", *flags, "--format", "csv"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split(",")
+    assert "partial_auc" in header and "ece" in header
+    assert main(["evaluate", *flags]) == 0
+    assert "partial AUC" in capsys.readouterr().out
 
 
 def test_empty_bins_are_null(tmp_path, evaluate_json):

@@ -118,6 +118,43 @@ def test_bins_that_split_buckets_are_refused(num_bins):
         calibration.calibration_bins(grid, num_bins)
 
 
+@pytest.mark.parametrize("num_thresholds", [11, 201, 1001])
+def test_every_accepted_bin_holds_exactly_its_scores_and_the_rest_are_refused(num_thresholds):
+    """A number from the release is of a bin only where the bin is a union of buckets: for
+    every B from 1 to 59, either the bins are refused (one line) or each score's bucket
+    maps to the bin the score falls in directly (ceil(s B) - 1, 0 in the first), scores
+    next to the edges included. A mapping that reused a release across a split bucket
+    fails. (A score exactly on an edge follows the grid's own comparison, in its float
+    values, as the release's buckets do.)"""
+    grid = Thresholds.make(num_thresholds)
+    rng = np.random.default_rng(num_thresholds)
+    edges = np.arange(0, 61) / 60  # every edge k / B for B dividing 60, and 0 and 1
+    near = np.clip(np.concatenate([edges - 1e-6, edges + 1e-6]), 0.0, 1.0)
+    scores = np.concatenate([rng.uniform(size=4000), near, [0.0, 1.0]])
+    for num_bins in range(1, 60):
+        fits = (num_thresholds - 1) % num_bins == 0
+        if not fits:
+            with pytest.raises(ValueError, match="split the grid's buckets") as error:
+                calibration.calibration_bins(grid, num_bins)
+            assert "\n" not in str(error.value)
+            continue
+        bins = calibration.calibration_bins(grid, num_bins)
+        direct = np.clip(np.ceil(scores * num_bins).astype(int) - 1, 0, num_bins - 1)
+        assert np.array_equal(bins[grid.bucketize_numpy(scores)], direct), num_bins
+
+
+@pytest.mark.parametrize("num_bins", [10**6, 10**7, 10**12])
+def test_more_bins_than_buckets_is_refused_at_once(num_bins):
+    """B larger than the grid: refused in one line before any array of B edges is made
+    (10^8 bins took minutes)."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as error:
+        calibration.calibration_bins(Thresholds.make(201), num_bins)
+    assert "\n" not in str(error.value) and time.perf_counter() - start < 1.0
+
+
 @pytest.mark.parametrize("num_bins", [1, 2, 5, 10])
 def test_bins_that_are_unions_of_buckets_are_accepted(num_bins):
     bins = calibration.calibration_bins(Thresholds.make(11), num_bins)
