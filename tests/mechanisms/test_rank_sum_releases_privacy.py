@@ -385,3 +385,42 @@ def test_local_rank_sum_over_clients_under_xla_has_the_law_or_does_not_compile()
     scale = float(scale)
     assert stats.ks_2samp(noise, _sum_of_laplaces(5, scale, 20_000, 1)).pvalue > 1e-3
     assert stats.ks_2samp(noise, _sum_of_laplaces(5, 2 * scale, 20_000, 2)).pvalue < 1e-6
+
+
+# -- the statements say what the server sees in round one --------------------------------
+def _statement_text(statement) -> str:
+    return f"{statement.neighbouring}; {statement.sensitivity}; {statement.noise}"
+
+
+def test_every_statement_over_clients_says_what_the_server_sees_in_round_one():
+    """Each release over clients states what round one shows the server: the aggregate
+    score histogram (secure sums) or every client's histogram in the clear (local noise);
+    the comparison also every client's largest |d|. One data holder: no rounds."""
+    from dpauc_tf.mechanisms.base import achieved_statement
+
+    secure = {
+        "secure-rank-sum": SecureRankSum(epsilon=EPSILON, num_clients=4).statement(),
+        "one-vs-rest secure": SecureOneVsRestRankSum(EPSILON, 3, num_clients=4).statement(),
+        "comparison secure": RankSumComparison(EPSILON, num_clients=4, secure=True).statement(),
+    }
+    for name, statement in secure.items():
+        text = _statement_text(statement)
+        assert "round one" in text and "aggregate score histogram" in text, name
+        assert "server sees only the secure sums" in text, name
+    local = {
+        "rank-sum": achieved_statement(RankSum(epsilon=EPSILON), 4),
+        "one-vs-rest": OneVsRestRankSum(EPSILON, 3, num_clients=4).statement(),
+        "comparison": RankSumComparison(EPSILON, num_clients=4).statement(),
+    }
+    for name, statement in local.items():
+        text = _statement_text(statement)
+        assert "without secure aggregation" in text, name
+        assert "round one, in the clear" in text and "label-free" in text, name
+    assert "largest |d|" in _statement_text(secure["comparison secure"])
+    assert "largest |d|" in _statement_text(local["comparison"])
+    for central in (
+        RankSum(epsilon=EPSILON).statement(),
+        OneVsRestRankSum(EPSILON, 3).statement(),
+        RankSumComparison(EPSILON).statement(),
+    ):
+        assert "round one" not in _statement_text(central)
