@@ -7,6 +7,8 @@ noise is half the stated one, are caught."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,11 @@ from dpauc_tf.analysis.audit_pairs import pair_for
 from dpauc_tf.analysis.audit_targets import SummedShares
 from dpauc_tf.mechanisms.rank_sum import RankSum
 from dpauc_tf.mechanisms.secure_rank_sum import SecureRankSum
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow_federated") is not None,
+    reason="the same in both worlds; runs in the keras3 world",
+)
 
 SAMPLES = 30_000
 CONTROL_SAMPLES = 15_000
