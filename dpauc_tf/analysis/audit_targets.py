@@ -91,7 +91,7 @@ class SummedShares:
         seeds = _client_seeds(seed, self.clients)
         summed = None
         for (p, n), client_seed in zip(data, seeds, strict=True):
-            report = self.mechanism.round_two_report(p, n, totals, client_seed, repeats)
+            report = self.mechanism.round_two_report(p, n, totals, client_seed, repeats=repeats)
             summed = report if summed is None else {k: summed[k] + report[k] for k in summed}
         return self.mechanism.finish(summed, totals)
 

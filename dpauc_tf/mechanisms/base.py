@@ -556,7 +556,8 @@ def achieved_statement(mechanism: CountMechanism, num_reporting: int) -> Privacy
             statement,
             noise=f"{statement.noise}; over {num_reporting} clients without secure aggregation "
             "every client adds this noise to its own S_k and P_k (ranked by the global bucket "
-            "totals), and the server sees every client's bucket totals and noisy reports",
+            "totals), and the server sees every client's bucket totals (round one, in the clear: its "
+            "score histogram, label-free) and noisy reports",
         )
     if achieved == statement.epsilon:
         return statement

@@ -377,13 +377,29 @@ class RankSumComparison:
         parts = ", ".join(f"{key} {self.shares[key] * self.epsilon:.4g}" for key in STATISTICS)
         return PrivacyStatement(
             mechanism=self.name,
-            neighbouring=self.neighbouring,
+            neighbouring=self.neighbouring + self._trust(),
             sensitivity="Delta = sum_i y[i] d[i] with d = r_B - r_A (both models' public "
             "midranks): D = max |d[i]|; S_A: max |r_A|; P: 1; Q = sum_i y[i] d[i]^2: D^2",
             noise=f"{kind} statistics, epsilon shares: {parts}; D, sum d^2 and n are released",
             epsilon=self.epsilon,  # the shares sum to 1 (dp_event composes to it)
             delta=0.0,
         )
+
+    def _trust(self) -> str:
+        """What the server sees over clients (round one's label-free parts included)."""
+        if self.secure:
+            return (
+                "; trust: the server sees only the secure sums (round one: both models' "
+                "aggregate score histograms, label-free) and every client's largest |d| (a "
+                "function of the public scores); round two: the four sums with their noise"
+            )
+        if self.num_clients > 1:
+            return (
+                f"; over {self.num_clients} clients without secure aggregation the server sees "
+                "every client's score histograms of both models (round one, in the clear, "
+                "label-free), its largest |d| and its four sums, each with its own whole noise"
+            )
+        return ""
 
     def options(self) -> dict:
         return {"shares": dict(self.shares)}

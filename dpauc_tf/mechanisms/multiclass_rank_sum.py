@@ -470,9 +470,23 @@ class OneVsRestRankSum:
             neighbouring=NEIGHBOURING,
             sensitivity="a class change moves two classes: sum_c |dS_c| / D_c <= 2 (D_c = max "
             f"|r_c[b]| from class c's own score column, label-free), sum_c |dP_c| <= 2{micro}",
-            noise=self._noise_text() + "; the column histograms' n and D_c are released",
+            noise=self._noise_text()
+            + "; the column histograms' n and D_c are released"
+            + self._clients_text(),
             epsilon=self.epsilon,  # L rank_epsilon + 2 count_epsilon (dp_event composes to it)
             delta=0.0,
+        )
+
+    def _clients_text(self) -> str:
+        """Over clients without secure aggregation: what the server sees (the secure
+        release's trust is in its noise text)."""
+        if self.num_clients <= 1 or self.capabilities.secure:
+            return ""
+        return (
+            f"; over {self.num_clients} clients without secure aggregation every client adds "
+            "this noise to its own report (ranked by round one's column totals) and the server "
+            "sees every client's column histograms (round one, in the clear, label-free) and "
+            "noisy reports"
         )
 
     def aggregate(self) -> OneVsRestRankSum:

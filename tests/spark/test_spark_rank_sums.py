@@ -259,3 +259,128 @@ def test_release_counts_refuses_the_rank_sums_over_clients():
     counts = {(None, c): (np.ones(1002), np.ones(1002), 2004.0) for c in range(2)}
     with pytest.raises(ValueError, match="runs its rounds on the executors"):
         release_counts(spec, counts, per_client=True)
+
+
+# -- the executors' rounds without a session: a lost client, counts near the width ----------
+def _counted_batch(clients: dict, slice_key="s"):
+    """The counting job's rows ``(slice, client, bucket, pos, neg)`` of ``{client: (pos,
+    neg)}`` (occupied buckets) and, per slice, its rows (bucket `ROWS`), as one batch."""
+    import pyarrow as pa
+
+    from dpauc_tf.spark.counting import ROWS
+
+    columns = {"slice": [], "client": [], "bucket": [], "pos": [], "neg": []}
+    rows = 0.0
+    for client, (pos, neg) in clients.items():
+        for b in np.flatnonzero(pos + neg):
+            for key, value in zip(
+                columns, (slice_key, client, int(b), pos[b], neg[b]), strict=True
+            ):
+                columns[key].append(value)
+        rows += float(np.sum(pos + neg))
+    for key, value in zip(columns, (slice_key, "", ROWS, rows, 0.0), strict=True):
+        columns[key].append(value)
+    return pa.RecordBatch.from_pydict(
+        {
+            "slice": pa.array(columns["slice"], pa.string()),
+            "client": pa.array(columns["client"], pa.string()),
+            "bucket": pa.array(columns["bucket"], pa.int32()),
+            "pos": pa.array(columns["pos"], pa.float64()),
+            "neg": pa.array(columns["neg"], pa.float64()),
+        }
+    )
+
+
+def _executor_rounds(spec, clients: dict, *, round_two_clients=None, repeats=1):
+    """Spark's two rounds run as its executors run them (``round_one_partition``,
+    ``round_two_partition``), summed as its reduce sums them, finished by the driver's
+    ``_finish``: round two over ``round_two_clients`` (default: every client)."""
+    import pyarrow as pa
+
+    from dpauc_tf.spark.rank_sums import (
+        _REPORT_KEYS,
+        _finish,
+        _layout,
+        round_one_partition,
+        round_two_partition,
+    )
+
+    num_buckets = spec.count_grid().num_thresholds + 1
+    one = pa.Table.from_batches(
+        list(
+            round_one_partition(iter([_counted_batch(clients)]), spec=spec, num_buckets=num_buckets)
+        )
+    )
+    bucket = one.column("bucket").to_numpy()
+    total = one.column("total").to_numpy()
+    totals = np.bincount(bucket[bucket >= 0], total[bucket >= 0], num_buckets).astype(np.int64)
+    num_clients = int(total[bucket == -100].sum())  # CLIENTS rows
+    plans = {"s": (num_clients, totals, _layout(spec.build(num_clients), "s", totals))}
+    present = clients if round_two_clients is None else {c: clients[c] for c in round_two_clients}
+    two = pa.Table.from_batches(
+        list(
+            round_two_partition(
+                iter([_counted_batch(present)]),
+                spec=spec,
+                num_buckets=num_buckets,
+                plans=plans,
+                repeats=repeats,
+            )
+        )
+    )
+    frame = two.to_pandas().groupby(["slice", "repeat", "limb"], as_index=False).sum()
+    sums = pa.Table.from_pandas(frame[["slice", "repeat", "limb", *_REPORT_KEYS]])
+    return _finish(spec, "s", sums, plans["s"], repeats)
+
+
+def _client_counts(buckets: int, seed: int, clients=3):
+    rng = np.random.default_rng(seed)
+    return {
+        str(k): (
+            rng.integers(0, 3, buckets).astype(np.float64),
+            rng.integers(0, 3, buckets).astype(np.float64),
+        )
+        for k in range(clients)
+    }
+
+
+def test_executor_rounds_equal_the_central_release_and_a_client_lost_between_them_is_one_line():
+    """Run as Spark's executors run them, the two rounds give the central estimate (epsilon
+    1e9); a client present in round one whose round-two report is lost (an executor that
+    lost its rows between the jobs) is refused by the driver in one line, nothing is
+    estimated (never ranks of one population applied to another)."""
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=1e9, seed=0, options=FINE)
+    buckets = spec.count_grid().num_thresholds + 1
+    clients = _client_counts(buckets, 0)
+    release, mechanism = _executor_rounds(spec, clients)
+    pos = sum(p for p, _ in clients.values())
+    neg = sum(n for _, n in clients.values())
+    central = simulate(spec.build(3), pos[None], neg[None], seed=0)
+    assert release["rank_sum"][0] == pytest.approx(central.noisy_counts["rank_sum"][0])
+    assert float(mechanism.estimate_auc(release)[0]) == pytest.approx(central.aucs[0])
+    with pytest.raises(ValueError, match=r"lost \(or added\) between the rounds") as error:
+        _executor_rounds(spec, clients, round_two_clients=["0", "2"])
+    assert "\n" not in str(error.value) and "nothing" in str(error.value)
+
+
+def test_executor_rounds_near_the_62_bit_width_give_the_right_auc():
+    """Three billion examples over two clients (round two's sums need 62 bits, Spark's
+    widest) give the counts' AUC through the executors' limbs; four billion are refused in
+    one line after round one (``test_counts_beyond_a_62_bit_round_two_are_one_line_before_any_noise``
+    finds the exact limit)."""
+    spec = ReleaseSpec.make("secure-rank-sum", epsilon=1e9, seed=0, options={"resolution": 1025})
+    buckets = spec.count_grid().num_thresholds + 1
+    pos, neg = np.zeros(buckets), np.zeros(buckets)
+    pos[[10, 900]], neg[[10, 500]] = [1e8, 0.65e9], [0.5e9, 0.25e9]
+    clients = {"a": (pos, neg), "b": (pos, neg)}
+    release, mechanism = _executor_rounds(spec, clients)
+    # positives at 900 beat every negative; at 10 they tie those at 10, lose to those at 500
+    expected = (1.3e9 * 1.5e9 + 2e8 * 1.0e9 / 2) / (1.5e9 * 1.5e9)
+    assert float(release["total"][0]) == 3e9
+    assert float(mechanism.estimate_auc(release)[0]) == pytest.approx(expected, rel=1e-9)
+    more = {**clients, "c": (np.zeros(buckets), np.where(np.arange(buckets) == 7, 1e9, 0.0))}
+    with pytest.raises(
+        ValueError, match=r"^dpauc_tf.spark: slice 's' \(4000000000 examples\)"
+    ) as error:
+        _executor_rounds(spec, more)
+    assert "\n" not in str(error.value)
