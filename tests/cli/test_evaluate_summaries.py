@@ -136,9 +136,11 @@ def test_table_and_csv_carry_the_numbers(data, capsys):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (("--max-fpr", "0"), "--max-fpr must be in (0, 1]"),
-        (("--max-fpr", "nan"), "expected a number in [0, 1]"),
-        (("--max-fpr", "-0.1"), "expected a number in [0, 1]"),
+        (("--max-fpr", "0"), "--max-fpr: expected a number in (0, 1], got '0': a maximum"),
+        (("--max-fpr", "nan"), "--max-fpr: expected a number in (0, 1], got 'nan'"),
+        (("--max-fpr", "-0.1"), "--max-fpr: expected a number in (0, 1], got '-0.1'"),
+        (("--max-fpr", "1.5"), "--max-fpr: expected a number in (0, 1], got '1.5'"),
+        (("--max-fpr", "one"), "--max-fpr: expected a number in (0, 1], got 'one'"),
         (("--tpr-at-fpr", "2"), "expected a number in [0, 1]"),
         (("--calibration-bins", "0"), "expected an int >= 1"),
         (("--num-thresholds", "200", "--calibration-bins", "10"), "e.g. --num-thresholds 201"),
