@@ -5,7 +5,7 @@
   shares is exactly discrete Laplace with that scale.
 * `skellam_share`: ``Poisson(mu) - Poisson(mu)``; Skellam is closed under sums (Agarwal,
   Kairouz & Liu 2021), so ``K`` shares of ``mu / K`` sum to ``Skellam(mu, mu)``.
-* [`polya_shift_epsilon`][]: the exact loss of a shift when only a fraction of the Polya
+* ``polya_shift_epsilon``: the exact loss of a shift when only a fraction of the Polya
   shares arrive (dropout); `shortfall_unit_epsilon`: that of a unit change.
 
 Examples:
@@ -109,7 +109,7 @@ def polya_shift_epsilon(scale: float, shift: int, fraction: float) -> float:
 
 def shortfall_unit_epsilon(scale: float, fraction: float) -> float:
     """Epsilon per unit of L1 change when only ``fraction`` of the Polya shares arrive:
-    [`polya_shift_epsilon`][]``(scale, 1, fraction)`` (at least ``1 / scale``, the
+    ``polya_shift_epsilon````(scale, 1, fraction)`` (at least ``1 / scale``, the
     full-noise value; about ``1 / scale + log(1 / fraction)`` at tiny scales).
 
     Finite for every finite scale > 0 (the PMF is summed in log space: a scale that makes
