@@ -57,6 +57,35 @@ def test_the_page_is_self_contained_and_states_the_privacy(report):
     assert page.count("[0.") >= 5  # the numbers' intervals, the AUC's included
 
 
+def _write_scores(path, labels, values):
+    rows = "\n".join(f"{y},{s:.6f}" for y, s in zip(labels, values, strict=True))
+    path.write_text("label,score\n" + rows + "\n")
+    return str(path)
+
+
+def test_hostile_files_give_a_page_or_one_line(tmp_path, capsys):
+    """A one-class file without noise has no release to draw: one line, exit 2. Scores
+    that leave seven of ten bins empty still give a page, with the three occupied bins and
+    no NaN written into it; a bad --max-fpr or too many bins stop before any page."""
+    one = _write_scores(tmp_path / "one.csv", np.zeros(50, int), np.linspace(0.01, 0.99, 50))
+    out = tmp_path / "one.html"
+    assert main(["report", "--scores", one, "--mechanism", "none", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no release to draw" in err and len(err.splitlines()) == 1 and not out.exists()
+    rng = np.random.default_rng(1)
+    labels = (rng.random(600) < 0.3).astype(int)
+    low = _write_scores(tmp_path / "low.csv", labels, 0.29 * rng.random(600))
+    page_path = tmp_path / "low.html"
+    assert main(["report", "--scores", low, "--mechanism", "none", "--out", str(page_path)]) == 0
+    page = page_path.read_text()
+    assert page.count('class="bin"') == 3 and not re.search(r"\bnan\b", page, re.I)
+    for flags in (["--max-fpr", "0"], ["--calibration-bins", "1000"]):
+        bad = tmp_path / "bad.html"
+        argv = ["report", "--scores", low, "--epsilon", "1", *flags, "--out", str(bad)]
+        assert main(argv) == 2 and not bad.exists()
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def _chromium(tmp_path, url: str, *flags: str) -> subprocess.CompletedProcess:
     assert CHROMIUM is not None, "CI=true and no chromium: `bash run.sh test` installs it as root"
     profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"  # fresh every run
