@@ -119,6 +119,20 @@ run_chunks() {  # run_chunks: one lane; runs each chunk of CHUNKS that no other 
   return "$lane_status"
 }
 
+install_chromium() {  # the headless browser of tests/cli/test_report.py: Debian's chromium
+  # package (a registry package; playwright's `install chromium` downloads a browser build from
+  # outside the registries and fails on the project's machines). As root where apt-get exists;
+  # elsewhere the browser tests skip, except under CI=true, where they fail without a browser.
+  command -v chromium >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[run.sh] installing chromium (tests/cli/test_report.py)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+      echo "[run.sh] chromium could not be installed: the browser tests skip (fail under CI)" >&2
+  else
+    echo "[run.sh] no chromium (needs root and apt-get): the browser tests skip" >&2
+  fi
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -126,12 +140,7 @@ case "$cmd" in
     sync_env .venv federated 3.11
     sync_env .venv-keras3 keras3 3.11 "${KERAS3_EXTRAS[@]}" --group docs
     sync_env .venv-py313 keras3 3.13 --extra jax
-    # a headless browser for the `dpauc report` page's test (it skips without one)
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! command -v chromium >/dev/null 2>&1; then
-      echo "[run.sh] installing chromium (tests/cli/test_report.py)" >&2
-      { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } ||
-        echo "[run.sh] chromium could not be installed: the browser test will skip" >&2
-    fi
+    install_chromium
     ;;
   demo)
     sync_env .venv federated 3.11
@@ -141,6 +150,7 @@ case "$cmd" in
     sync_env .venv federated 3.11
     sync_env .venv-keras3 keras3 3.11 "${KERAS3_EXTRAS[@]}" --group docs
     sync_env .venv-py313 keras3 3.13 --extra jax
+    install_chromium
     mkdir -p test-logs && rm -rf test-logs/pytest-*.log test-logs/claim-*
     .venv/bin/ruff check . && .venv/bin/ruff format --check .
     echo "=== API reference site (mkdocs, warnings are errors) ==="

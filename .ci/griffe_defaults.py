@@ -56,6 +56,13 @@ class ConstantDefaults(griffe.Extension):
                     value = _value_of(obj.parent or obj, str(default))
                     if value is not None:
                         parameter.default = value
+            elif obj.is_attribute and obj.parent is not None and obj.parent.is_class:
+                # a dataclass field: its __init__ (griffe's dataclasses extension, which may
+                # run after this one) takes the field's value as the parameter's default
+                if obj.value is not None and NAME.fullmatch(str(obj.value)):
+                    value = _value_of(obj.parent, str(obj.value))
+                    if value is not None:
+                        obj.value = value
             for member in obj.members.values():
                 if not member.is_alias:
                     walk(member)

@@ -24,12 +24,15 @@ bins that each cover exactly 95% of 300 sets).
 brackets; a set where the bin is empty does not count); ``--exact-bins`` prints instead the
 exact coverage of every bin's interval without noise (a sum over the binomial laws of the
 bin's examples and of its positives: no simulation, no chance spread), next to that of
-Jeffreys' and Clopper-Pearson's intervals for comparison.
+Jeffreys' and Clopper-Pearson's intervals for comparison. ``--noise-spread R`` prints, for one
+test set and ``R`` releases, each bin's reported rate against the rate of the unprojected
+released positives (where the noisy intervals over-cover, and why).
 
 Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/bench_evaluation_metrics.py --sets 400
     PYTHONPATH=. python benchmarks/bench_evaluation_metrics.py --exact-bins --n 1000 10000
+    PYTHONPATH=. python benchmarks/bench_evaluation_metrics.py --noise-spread 400 --n 1000 --epsilons 1
 """
 
 from __future__ import annotations
@@ -190,6 +193,45 @@ def exact_bin_coverage(n: int, interval=_wilson) -> tuple[np.ndarray, np.ndarray
     return bin_all * n, coverage
 
 
+def noise_spread(n: int, epsilon: float, releases: int, seed: int) -> list[dict[str, float]]:
+    """Where the bins' noisy intervals over-cover: one test set of ``n`` examples, ``releases``
+    ``histogram`` releases of it; per bin, the reported positive rate (of the projected,
+    non-negative counts, clipped to [0, 1]) against the rate of the released, unprojected
+    positives (whose spread is the mechanism's stated law, the one the delta method
+    propagates): their means and standard deviations over the releases."""
+    grid = Thresholds.make(NUM_THRESHOLDS)
+    p1, p0, middle = population(grid)
+    bins = calibration_bins(grid, NUM_BINS)
+    rng = np.random.default_rng(seed)
+    num_pos = rng.binomial(n, PI)
+    pos = rng.multinomial(num_pos, p1).astype(np.float64)
+    neg = rng.multinomial(n - num_pos, p0).astype(np.float64)
+    spec = ReleaseSpec.make("histogram", epsilon=epsilon, num_thresholds=NUM_THRESHOLDS)
+    result = simulate(spec, pos[None], neg[None], seed=seed, repeats=releases)
+    scores = BucketScores(pos + neg, (pos + neg) * middle)
+    summary = summarize_release(
+        result, spec.build(1), grid, calibration_bins=NUM_BINS, bucket_scores=scores,
+        average_precision=False, target="sample",
+    )  # fmt: skip
+    reported = summary.calibration.table.positive_rate  # [releases, bins]
+    released = np.asarray(result.noisy_counts["pos"], np.float64).reshape(releases, -1)
+    examples = np.bincount(bins, pos + neg, NUM_BINS)
+    rows = []
+    for k in range(NUM_BINS):
+        unprojected = released[:, bins == k].sum(-1) / max(examples[k], 1.0)
+        rows.append(
+            {
+                "examples": examples[k],
+                "rate": np.bincount(bins, pos, NUM_BINS)[k] / max(examples[k], 1.0),
+                "reported_mean": float(np.nanmean(reported[:, k])),
+                "reported_sd": float(np.nanstd(reported[:, k])),
+                "unprojected_mean": float(unprojected.mean()),
+                "unprojected_sd": float(unprojected.std()),
+            }
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", type=int, default=400, help="test sets per setting")
@@ -206,7 +248,26 @@ def main() -> None:
         action="store_true",
         help="only the exact coverage of every bin without noise (no simulation)",
     )
+    parser.add_argument(
+        "--noise-spread",
+        type=int,
+        metavar="RELEASES",
+        help="only the bins' reported vs unprojected rates over RELEASES releases of one test "
+        "set (the first --n and --epsilons)",
+    )
     args = parser.parse_args()
+    if args.noise_spread:
+        n, epsilon = args.n[0], float(args.epsilons[0])
+        print(f"n = {n:,}, epsilon {epsilon:g}, {args.noise_spread} releases of one test set")
+        print("| bin | examples | rate | reported: mean | sd | unprojected: mean | sd |")
+        print("|---|---|---|---|---|---|---|")
+        for k, row in enumerate(noise_spread(n, epsilon, args.noise_spread, args.seed)):
+            print(
+                f"| {k} | {row['examples']:.0f} | {row['rate']:.3f} | {row['reported_mean']:.3f}"
+                f" | {row['reported_sd']:.3f} | {row['unprojected_mean']:.3f}"
+                f" | {row['unprojected_sd']:.3f} |"
+            )
+        return
     if args.exact_bins:
         print("| n | interval | " + " | ".join(f"bin {k}" for k in range(NUM_BINS)) + " |")
         print("|---|---|" + "---|" * NUM_BINS)

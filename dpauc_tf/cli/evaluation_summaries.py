@@ -31,21 +31,24 @@ SUMMARY_SENTENCE = (
 )
 
 
-def _fraction(text: str) -> float:
+def _fraction(text: str, *, interval: str = "[0, 1]") -> float:
     """A rate in [0, 1] (finite); argparse's one-line error otherwise."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number in {interval}, got {text!r}") from None
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number in {interval}, got {text!r}")
     return value
 
 
 def _max_fpr(text: str) -> float:
-    value = _fraction(text)
+    """A partial AUC's bound in (0, 1]: the same message for 0, NaN and out of range."""
+    value = _fraction(text, interval="(0, 1]")
     if value == 0.0:
-        raise argparse.ArgumentTypeError("--max-fpr must be in (0, 1]: 0 leaves no area")
+        raise argparse.ArgumentTypeError(
+            f"expected a number in (0, 1], got {text!r}: a maximum FPR of 0 leaves no area"
+        )
     return value
 
 

@@ -12,6 +12,7 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from dpauc_tf.cli.main import main
+from dpauc_tf.core.curve_summaries import partial_auc_grid_bound
 from dpauc_tf.core.thresholds import Thresholds
 
 
@@ -48,10 +49,15 @@ def test_noise_off_equals_scikit_learn_on_every_backend(data, backend, evaluate_
         "--scores", path, "--mechanism", "none", "--num-thresholds", 201, "--backend", backend,
         *FLAGS,
     )  # fmt: skip
-    bucketed = Thresholds.make(201).bucketize_numpy(values)
+    grid = Thresholds.make(201)
+    bucketed = grid.bucketize_numpy(values)
     assert out["partial_auc"] == pytest.approx(
         roc_auc_score(labels, bucketed, max_fpr=0.1), abs=1e-9
     )
+    pos = np.bincount(bucketed, labels, grid.num_buckets)
+    neg = np.bincount(bucketed, 1 - labels, grid.num_buckets)
+    bound = float(partial_auc_grid_bound(pos, neg, 0.1))  # the grid's, of the raw scores
+    assert abs(out["partial_auc"] - roc_auc_score(labels, values, max_fpr=0.1)) <= bound + 1e-12
     assert out["average_precision"] == pytest.approx(
         average_precision_score(labels, bucketed), abs=1e-9
     )
@@ -136,9 +142,11 @@ def test_table_and_csv_carry_the_numbers(data, capsys):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (("--max-fpr", "0"), "--max-fpr must be in (0, 1]"),
-        (("--max-fpr", "nan"), "expected a number in [0, 1]"),
-        (("--max-fpr", "-0.1"), "expected a number in [0, 1]"),
+        (("--max-fpr", "0"), "--max-fpr: expected a number in (0, 1], got '0': a maximum"),
+        (("--max-fpr", "nan"), "--max-fpr: expected a number in (0, 1], got 'nan'"),
+        (("--max-fpr", "-0.1"), "--max-fpr: expected a number in (0, 1], got '-0.1'"),
+        (("--max-fpr", "1.5"), "--max-fpr: expected a number in (0, 1], got '1.5'"),
+        (("--max-fpr", "one"), "--max-fpr: expected a number in (0, 1], got 'one'"),
         (("--tpr-at-fpr", "2"), "expected a number in [0, 1]"),
         (("--calibration-bins", "0"), "expected an int >= 1"),
         (("--num-thresholds", "200", "--calibration-bins", "10"), "e.g. --num-thresholds 201"),

@@ -17,7 +17,12 @@ from dpauc_tf.cli.main import main
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
 )
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (apt-get install)")
+# CI (CI=true) runs `bash run.sh test`, which installs Debian's chromium as root: there the
+# browser tests fail without it, so a machine that lost the browser is not a silent skip.
+_IN_CI = os.environ.get("CI", "").lower() == "true"
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None and not _IN_CI, reason="needs chromium (apt-get install chromium)"
+)
 PLOTS = ("roc-plot", "pr-plot", "reliability-plot")
 
 
@@ -52,7 +57,37 @@ def test_the_page_is_self_contained_and_states_the_privacy(report):
     assert page.count("[0.") >= 5  # the numbers' intervals, the AUC's included
 
 
+def _write_scores(path, labels, values):
+    rows = "\n".join(f"{y},{s:.6f}" for y, s in zip(labels, values, strict=True))
+    path.write_text("label,score\n" + rows + "\n")
+    return str(path)
+
+
+def test_hostile_files_give_a_page_or_one_line(tmp_path, capsys):
+    """A one-class file without noise has no release to draw: one line, exit 2. Scores
+    that leave seven of ten bins empty still give a page, with the three occupied bins and
+    no NaN written into it; a bad --max-fpr or too many bins stop before any page."""
+    one = _write_scores(tmp_path / "one.csv", np.zeros(50, int), np.linspace(0.01, 0.99, 50))
+    out = tmp_path / "one.html"
+    assert main(["report", "--scores", one, "--mechanism", "none", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no release to draw" in err and len(err.splitlines()) == 1 and not out.exists()
+    rng = np.random.default_rng(1)
+    labels = (rng.random(600) < 0.3).astype(int)
+    low = _write_scores(tmp_path / "low.csv", labels, 0.29 * rng.random(600))
+    page_path = tmp_path / "low.html"
+    assert main(["report", "--scores", low, "--mechanism", "none", "--out", str(page_path)]) == 0
+    page = page_path.read_text()
+    assert page.count('class="bin"') == 3 and not re.search(r"\bnan\b", page, re.I)
+    for flags in (["--max-fpr", "0"], ["--calibration-bins", "1000"]):
+        bad = tmp_path / "bad.html"
+        argv = ["report", "--scores", low, "--epsilon", "1", *flags, "--out", str(bad)]
+        assert main(argv) == 2 and not bad.exists()
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def _chromium(tmp_path, url: str, *flags: str) -> subprocess.CompletedProcess:
+    assert CHROMIUM is not None, "CI=true and no chromium: `bash run.sh test` installs it as root"
     profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"  # fresh every run
     return subprocess.run(
         [
@@ -104,3 +139,62 @@ def test_chromium_renders_every_plot_without_console_errors(report, tmp_path):
     assert run.returncode == 0 and shot.exists()
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # drawn, not a blank page
+
+
+# Appended to a copy of the page (the page itself runs no script): after layout, writes each
+# plot's rendered box, style and number of drawn curves or bins into the DOM that --dump-dom prints.
+_MEASURE = """<script>
+window.addEventListener("load", () => {
+  const out = [...document.querySelectorAll("svg.plot")].map((svg) => {
+    const box = svg.getBoundingClientRect(), style = getComputedStyle(svg);
+    const marks = [...svg.querySelectorAll(".curve, .bin")].filter((mark) => {
+      const drawn = mark.getBBox();
+      return drawn.width + drawn.height > 0;
+    }).length;
+    return [svg.id, box.width, box.height, box.left, box.top, style.display,
+            style.visibility, style.opacity, marks].join(",");
+  });
+  const pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = out.join(";");
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def _hidden_or_empty_plots(tmp_path, page: str) -> list[str]:
+    """The plots Chromium does not show: not laid out, an empty or off-page box, not
+    displayed, hidden, transparent, without marks, or overlapping another plot."""
+    copy = tmp_path / f"measured-{len(list(tmp_path.iterdir()))}.html"
+    copy.write_text(page.replace("</body>", _MEASURE + "</body>"))
+    run = _chromium(tmp_path, copy.as_uri(), "--dump-dom", "--window-size=1100,1000")
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = re.search(r'<pre id="measured">([^<]*)</pre>', run.stdout)
+    assert found, "the measuring script did not run"
+    boxes, bad = {}, []
+    for row in found.group(1).split(";"):
+        plot, width, height, left, top, display, visibility, opacity, marks = row.split(",")
+        box = tuple(map(float, (left, top, width, height)))
+        shown = box[2] > 150 and box[3] > 150 and box[0] >= 0 and box[1] >= 0
+        shown &= display != "none" and visibility == "visible" and float(opacity) > 0
+        if not (shown and int(marks) >= 1):
+            bad.append(plot)
+        boxes[plot] = box
+    bad += [plot for plot in PLOTS if plot not in boxes]
+    for plot, (x, y, w, h) in boxes.items():
+        for other, (u, v, p, q) in boxes.items():
+            if other != plot and not (x + w <= u or u + p <= x or y + h <= v or v + q <= y):
+                bad.append(plot)
+    return sorted(set(bad))
+
+
+@needs_chromium
+def test_chromium_lays_out_every_plot_visibly(report, tmp_path):
+    """Each plot is drawn, not only present in the markup: Chromium lays every SVG out with
+    a box of at least 150 px a side inside the page, displayed, visible, opaque, with its
+    curve or bins, and no two overlap; a page that hides one plot or empties another fails."""
+    page = report.read_text()
+    assert _hidden_or_empty_plots(tmp_path, page) == []
+    broken = page.replace("</head>", "<style>#pr-plot { display: none; }</style></head>")
+    broken = re.sub(r'(<svg id="roc-plot".*?>).*?(</svg>)', r"\1\2", broken, flags=re.S)
+    assert _hidden_or_empty_plots(tmp_path, broken) == ["pr-plot", "roc-plot"]
