@@ -190,14 +190,15 @@ def comparison(
 
 
 def comparison_clients(
-    n: int, datasets: int, rho: float, shifts, clients, epsilon: float = 1.0
+    n: int, datasets: int, rho: float, shifts, clients, epsilon: float = 1.0, local: bool = True
 ) -> None:
     """Part 3: the rank-sum comparison central and over clients, against DeLong."""
     from dpauc_tf.mechanisms.comparison_release import compare_models
 
     runs = [("rank-sum, central", {})]
     for k in clients:
-        runs.append((f"rank-sum, {k} clients, local noise", {"num_clients": k}))
+        if local:
+            runs.append((f"rank-sum, {k} clients, local noise", {"num_clients": k}))
         runs.append((f"rank-sum, {k} clients, secure shares", {"num_clients": k, "secure": True}))
     print(
         f"\npaired comparison over clients: n={n} (30% positives), rho={rho}, epsilon "
@@ -259,10 +260,13 @@ def main() -> None:
         "--clients-comparison", action="store_true", help="part 3 only (--sets, --n, --clients)"
     )
     parser.add_argument("--clients", type=int, nargs="+", default=[10, 100], help="part 3's K")
+    parser.add_argument("--no-local", action="store_true", help="part 3: secure rows only")
     args = parser.parse_args()
     if args.clients_comparison:
         shifts = (0.0, 0.1) if args.shifts is None else tuple(args.shifts)
-        comparison_clients(args.n, args.sets, args.rho, shifts, args.clients, args.epsilon)
+        comparison_clients(
+            args.n, args.sets, args.rho, shifts, args.clients, args.epsilon, not args.no_local
+        )
         return
     if args.comparison_only:
         shifts = (0.0, 0.1, 0.2, 0.3) if args.shifts is None else tuple(args.shifts)
