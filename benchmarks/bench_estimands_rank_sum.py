@@ -18,6 +18,14 @@ AUCs) at alpha 0.05 over ``D`` data sets per setting, for DeLong (no privacy) an
 ``compare_models`` with ``method="histogram"`` and ``"rank-sum"`` at epsilon 1; ``shift 0``
 is the size (the two models have equal population AUCs), the others the power; and the
 ratio of the rank-sum release's sampling variance to DeLong's.
+
+Part 3 (``--clients-comparison``: the paired comparison over clients, the same pairs): the
+rank-sum difference central, over ``K`` IID clients with local noise and with secure shares
+(``compare_models(..., num_clients=K, secure=...)``, two rounds): the RMSE and bias of the
+released difference against the data's exact difference (DeLong's, the noise-free
+statistic: the privacy error), and the reject rates at alpha 0.05 against DeLong's.
+
+    python benchmarks/bench_estimands_rank_sum.py --clients-comparison --sets 300 --clients 10 100
 """
 
 from __future__ import annotations
@@ -181,6 +189,48 @@ def comparison(
         )
 
 
+def comparison_clients(
+    n: int, datasets: int, rho: float, shifts, clients, epsilon: float = 1.0, local: bool = True
+) -> None:
+    """Part 3: the rank-sum comparison central and over clients, against DeLong."""
+    from dpauc_tf.mechanisms.comparison_release import compare_models
+
+    runs = [("rank-sum, central", {})]
+    for k in clients:
+        if local:
+            runs.append((f"rank-sum, {k} clients, local noise", {"num_clients": k}))
+        runs.append((f"rank-sum, {k} clients, secure shares", {"num_clients": k, "secure": True}))
+    print(
+        f"\npaired comparison over clients: n={n} (30% positives), rho={rho}, epsilon "
+        f"{epsilon:g}, {datasets} data sets per row (the same sets for every row); RMSE and bias "
+        "of the released difference against the exact one; reject rate at alpha 0.05"
+    )
+    print(
+        f"{'shift':>5s} {'release':38s} {'RMSE':>9s} {'bias':>10s} {'reject':>7s} "
+        f"{'DeLong':>7s} {'/ DeLong':>8s} {'seconds':>8s}"
+    )
+    for shift in shifts:
+        rng = np.random.default_rng(int(shift * 100) + 7)
+        sets = [_pair(n, shift, rho, rng) for _ in range(datasets)]
+        exact = [delong(*pair) for pair in sets]
+        delong_rate = np.mean([abs(d) / np.sqrt(v) > 1.959964 for d, v in exact])
+        for name, options in runs:
+            start = time.perf_counter()
+            outs = [
+                compare_models(*pair, epsilon=epsilon, seed=i, **options)
+                for i, pair in enumerate(sets)
+            ]
+            error = np.array([o.difference - d for o, (d, _) in zip(outs, exact, strict=True)])
+            rate = np.mean([o.p_value < 0.05 for o in outs])
+            ratio = rate / delong_rate if delong_rate > 0 else float("nan")
+            print(
+                f"{shift:5.2f} {name:38s} {np.sqrt(np.mean(error**2)):9.2e} "
+                f"{np.mean(error):+10.2e} {rate:7.3f} {delong_rate:7.3f} {ratio:8.2f} "
+                f"{time.perf_counter() - start:8.1f}",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run (small sizes)")
@@ -200,11 +250,27 @@ def main() -> None:
     parser.add_argument("--rho", type=float, default=0.7, help="the models' noise correlation")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument(
-        "--shifts", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3], help="0: the size"
+        "--shifts",
+        type=float,
+        nargs="+",
+        default=None,
+        help="0: the size (default: 0 0.1 0.2 0.3; part 3: 0 0.1)",
     )
+    parser.add_argument(
+        "--clients-comparison", action="store_true", help="part 3 only (--sets, --n, --clients)"
+    )
+    parser.add_argument("--clients", type=int, nargs="+", default=[10, 100], help="part 3's K")
+    parser.add_argument("--no-local", action="store_true", help="part 3: secure rows only")
     args = parser.parse_args()
+    if args.clients_comparison:
+        shifts = (0.0, 0.1) if args.shifts is None else tuple(args.shifts)
+        comparison_clients(
+            args.n, args.sets, args.rho, shifts, args.clients, args.epsilon, not args.no_local
+        )
+        return
     if args.comparison_only:
-        comparison(args.n, args.sets, args.rho, tuple(args.shifts), args.epsilon)
+        shifts = (0.0, 0.1, 0.2, 0.3) if args.shifts is None else tuple(args.shifts)
+        comparison(args.n, args.sets, args.rho, shifts, args.epsilon)
         return
     if args.backend == "tff":
         if args.quick:

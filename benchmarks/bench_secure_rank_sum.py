@@ -18,6 +18,10 @@ On the paper-sized synthetic score set (``dpauc reproduce table4``'s data: 458,4
 3. the bytes per client of each round and the seconds of one evaluation of the real two-round
    protocol (one client's two reports, and the server's sums and finish; counting excluded),
    by K.
+5. (``--sections 5``, TFF) where ``dpauc_tf.federated.evaluate``'s seconds go, on the default
+   grid (the CLI's ``--backend tff``): per evaluation, the seconds in round one's and round
+   two's TFF calls (every client's counting, reports and the secure sums), in building round
+   two's computation, and the rest, over ``--tff-repeats`` releases after a warm-up, by K.
 """
 
 from __future__ import annotations
@@ -113,6 +117,8 @@ def main() -> None:
         section_two(labels, scores, exact, repeats, total_bits)
     if "3" in args.sections:
         section_three(labels, scores, n, clients, total_bits)
+    if "5" in args.sections:
+        section_five(labels, scores, clients, args.tff_repeats)
     if "4" in args.sections:
         section_four(
             labels, scores, exact, clients, args.tff_repeats, args.tff_resolution, args.tff_chunk
@@ -205,6 +211,47 @@ def section_four(labels, scores, exact, clients, repeats, resolution, chunk) -> 
             rmse, bias = rmse_bias(np.asarray(aucs), exact)
             line = f"{k:>5} {rmse:11.3e} {bias:+11.2e} {seconds / len(aucs):13.2f} {len(aucs):>9}"
             print(line, flush=True)
+
+
+def section_five(labels, scores, clients, repeats) -> None:
+    """TFF's seconds per evaluation by part: the module's round runners and round two's
+    builder timed where ``evaluate_rank_sum`` calls them."""
+    from dpauc_tf.federated import evaluate, register_atexit_shutdown
+    from dpauc_tf.federated import rank_sum as tff_rank_sum
+
+    register_atexit_shutdown()
+    spent = {"round one": 0.0, "round two": 0.0, "build round two": 0.0}
+
+    def timed(part, function):
+        def run(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[part] += time.perf_counter() - start
+
+        return run
+
+    tff_rank_sum.run_round_one = timed("round one", tff_rank_sum.run_round_one)
+    tff_rank_sum.run_round_two = timed("round two", tff_rank_sum.run_round_two)
+    tff_rank_sum.build_round_two = timed("build round two", tff_rank_sum.build_round_two)
+    print(f"\n5. TFF: where the seconds of one evaluation go (default grid, {repeats} releases)")
+    print(
+        f"{'K':>5} {'total':>7} {'round one':>10} {'round two':>10} {'build two':>10} {'rest':>6}"
+    )
+    for k in clients:
+        ids = np.random.default_rng(7 + k).integers(0, k, labels.size)
+        order = np.argsort(ids, kind="stable")
+        bounds = np.searchsorted(ids[order], np.arange(k + 1))
+        data = [(scores[order[a:b]], labels[order[a:b]]) for a, b in itertools.pairwise(bounds)]
+        evaluate(data, mechanism="secure-rank-sum", epsilon=EPSILON, seed=0)  # warm-up
+        spent.update(dict.fromkeys(spent, 0.0))
+        start = time.perf_counter()
+        evaluate(data, mechanism="secure-rank-sum", epsilon=EPSILON, seed=1, repeats=repeats)
+        total = (time.perf_counter() - start) / repeats
+        one, two, build = (spent[p] / repeats for p in spent)
+        rest = total - one - two - build
+        print(f"{k:>5} {total:7.2f} {one:10.2f} {two:10.2f} {build:10.2f} {rest:6.2f}", flush=True)
 
 
 if __name__ == "__main__":
