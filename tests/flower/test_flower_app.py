@@ -255,6 +255,20 @@ def test_flwr_run_secure_histogram_through_secagg_in_an_evaluate_round(superlink
     assert f"{NUM_NODES} of {NUM_NODES} clients reported" in output
 
 
+def test_flwr_run_secure_rank_sum_in_two_secagg_exchanges(superlink, tmp_path):
+    """The template app with ``mechanism = "secure-rank-sum"`` (its comment offers it): one
+    evaluate round of two SecAgg+ exchanges, released at the full epsilon by every node."""
+    output, result = _flwr_run(superlink, tmp_path, mechanism="secure-rank-sum", epsilon=1.0)
+    release = result["rounds"]["1"]
+    assert release["mechanism"] == "secure-rank-sum"
+    assert release["epsilon"] == pytest.approx(1.0)
+    assert release["num_reporting"] == NUM_NODES == release["num_clients"]
+    assert release["num_examples"] == NUM_NODES * EXAMPLES  # round two's sum of n_k
+    assert 0.0 <= release["aucs"][0] <= 1.0
+    assert output.count("Secure aggregation completed") >= 2  # exchange one and two
+    assert f"{NUM_NODES} of {NUM_NODES} clients reported" in output
+
+
 def test_flwr_run_noise_off_equals_backend_simulate(superlink, tmp_path, capsys):
     """The app's AUC without noise is ``dpauc evaluate --backend simulate`` on the same
     partitions: scores of the final global model on each node's own data."""
