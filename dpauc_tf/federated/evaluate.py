@@ -23,7 +23,6 @@ import tensorflow_federated as tff
 import tqdm
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.core.partitions import client_data_from_partition  # noqa: F401 (re-exported)
 from dpauc_tf.federated import computations
 from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment

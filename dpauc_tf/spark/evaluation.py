@@ -101,7 +101,7 @@ def _columns(df: DataFrame, score_col, label_col, weight_col, client_col, slice_
         if name is None:
             continue
         if name not in types:
-            from dpauc_tf.io.scores import column_excerpt
+            from dpauc_tf.io.errors import column_excerpt
 
             raise ValueError(
                 f"dpauc_tf.spark: no column {name!r} ({role}) in the DataFrame; it has "
