@@ -48,6 +48,14 @@ class ConstantDefaults(griffe.Extension):
             if id(obj) in seen or obj.is_alias:
                 return
             seen.add(id(obj))
+            # a dataclass's fields: its synthesized __init__ takes their values as defaults
+            parent = obj.parent
+            if obj.is_attribute and parent is not None and parent.is_class:
+                value = obj.value
+                if value is not None and NAME.fullmatch(str(value)):
+                    literal = _value_of(parent, str(value))
+                    if literal is not None:
+                        obj.value = literal
             if obj.is_function:
                 for parameter in obj.parameters:
                     default = parameter.default

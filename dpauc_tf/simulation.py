@@ -105,10 +105,13 @@ def _chunks(repeats: int, per_repeat: int, seed) -> list[tuple[int, tf.Tensor]]:
     return [(size, derive_seed(seed, SEED_KEY, i)) for i, size in enumerate(sizes)]
 
 
-def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int) -> AUCResult:
+def _finish(
+    spec, mechanism, summed: list[dict], num_examples, num_clients: int, interval: dict
+) -> AUCResult:
     """The chunks' summed reports, joined along the repeats axis, through
-    [`finish_release`][] (the one post-processing). Every client reported: every noise
-    share the mechanism was sized for arrived (its own `noise_shares` rule)."""
+    [`finish_release`][] (the one post-processing; ``interval``: its ``confidence`` and
+    ``ci_target``, where asked). Every client reported: every noise share the mechanism was sized for
+    arrived (its own `noise_shares` rule)."""
     joined = {key: np.concatenate([np.asarray(part[key]) for part in summed]) for key in summed[0]}
     shares = mechanism.noise_shares(num_clients) if isinstance(mechanism, CountMechanism) else None
     clients = None if num_clients == 1 else int(num_clients)
@@ -121,6 +124,7 @@ def _finish(spec, mechanism, summed: list[dict], num_examples, num_clients: int)
         shares=shares,
         shares_arrived=shares,
         mechanism=mechanism,
+        **interval,
     )
 
 
@@ -132,6 +136,8 @@ def simulate(
     seed: int | None = None,
     repeats: int = 1,
     per_client_noise: bool = True,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """``repeats`` evaluations: every client of ``pos, neg [K, T + 1]`` releases, the server sums.
 
@@ -148,7 +154,11 @@ def simulate(
     ``summed_client_release``: ``paper``, ``histogram``, ``histogram-public-scores`` with
     continuous noise): the same distribution from ``1 / K`` of the random numbers, so
     different numbers for the same seed. The default draws every client's noise.
+
+    ``confidence`` (e.g. 0.95) and ``ci_target``: also the interval of every release, as
+    [`finish_release`][] computes it (post-processing, no privacy cost).
     """
+    interval = {"confidence": confidence, "ci_target": ci_target}
     pos = np.asarray(pos, np.float64)
     spec, mechanism, seed = _set_up(release, seed, pos.shape[0] if pos.ndim == 2 else 1)
     pos = tf.convert_to_tensor(pos)
@@ -167,7 +177,9 @@ def simulate(
     if mechanism.releases_from_summed_counts and pos.shape[0] != 1:  # rank sums
         clients = int(pos.shape[0])
         pos, neg = tf.reduce_sum(pos, 0), tf.reduce_sum(neg, 0)
-        return simulate_rank_sums(spec, mechanism, pos, neg, clients, seed=seed, repeats=repeats)
+        return simulate_rank_sums(
+            spec, mechanism, pos, neg, clients, seed=seed, repeats=repeats, **interval
+        )
     if mechanism.capabilities.releases != "curve" and pos.shape[0] != 1:
         raise ValueError(
             f"{mechanism.name} releases one AUC from one data holder's counts; got "
@@ -190,16 +202,27 @@ def simulate(
         else:
             reports = aggregate.release(pos, neg, seed=chunk_seed, repeats=size)  # [r, K, ...]
         summed.append({key: tf.reduce_sum(value, axis=1) for key, value in reports.items()})
-    return _finish(spec, mechanism, summed, num_examples, num_clients)
+    return _finish(spec, mechanism, summed, num_examples, num_clients, interval)
 
 
 def simulate_rank_sums(
-    spec, mechanism: CountMechanism, pos, neg, num_clients: int, *, seed, repeats: int
+    spec,
+    mechanism: CountMechanism,
+    pos,
+    neg,
+    num_clients: int,
+    *,
+    seed,
+    repeats: int,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """``repeats`` evaluations over ``num_clients`` clients whose counts sum to ``pos, neg
     [B]``, for a mechanism that releases from the summed counts only
     (``releases_from_summed_counts``: the rank sums, whose ranks come from round one's
-    global totals): its own ``release_over_clients`` law. Returns an [`AUCResult`][]."""
+    global totals): its own ``release_over_clients`` law. Returns an [`AUCResult`][]
+    (with the interval at ``confidence``, as [`simulate`][])."""
+    interval = {"confidence": confidence, "ci_target": ci_target}
     pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
     neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
     num_examples = float(tf.reduce_sum(pos) + tf.reduce_sum(neg))
@@ -207,7 +230,7 @@ def simulate_rank_sums(
         mechanism.release_over_clients(pos, neg, num_clients, chunk_seed, size)
         for size, chunk_seed in _chunks(repeats, 2, seed)
     ]
-    return _finish(spec, mechanism, parts, num_examples, num_clients)
+    return _finish(spec, mechanism, parts, num_examples, num_clients, interval)
 
 
 def even_grid_buckets(values: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
@@ -273,13 +296,17 @@ def simulate_examples(
     *,
     seed: int | None = None,
     repeats: int = 1,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """``repeats`` evaluations of examples held by ``num_clients`` clients (any mechanism).
 
     Counts once and calls [`simulate`][] unless the mechanism transforms the data before
     counting; then every chunk of repeats transforms all examples (one independent draw per
     repeat and example) and counts them in one pass, grouped by (repeat, client).
+    ``confidence`` and ``ci_target``: the interval of every release, as [`simulate`][].
     """
+    interval = {"confidence": confidence, "ci_target": ci_target}
     spec, mechanism, seed = _set_up(release, seed, num_clients)
     checked = ScoreSet.checked(labels, scores)  # one-line errors for bad labels or scores
     labels = checked.labels.astype(np.float64)
@@ -291,11 +318,11 @@ def simulate_examples(
     if mechanism.releases_from_summed_counts and num_clients > 1:  # rank sums
         pos, neg = client_histograms(labels, scores, grid)
         return simulate_rank_sums(
-            spec, mechanism, pos[0], neg[0], num_clients, seed=seed, repeats=repeats
+            spec, mechanism, pos[0], neg[0], num_clients, seed=seed, repeats=repeats, **interval
         )
     if not mechanism.capabilities.transforms_data:
         pos, neg = client_histograms(labels, scores, grid, client_ids, num_clients)
-        return simulate(spec or mechanism, pos, neg, seed=seed, repeats=repeats)
+        return simulate(spec or mechanism, pos, neg, seed=seed, repeats=repeats, **interval)
     aggregate = mechanism.aggregate()
     summed = []
     for size, chunk_seed in _chunks(repeats, 4 * labels.size, seed):
@@ -307,4 +334,4 @@ def simulate_examples(
         neg = tf.reshape(neg, [size, num_clients, -1])
         reports = aggregate.release(pos, neg, seed=chunk_seed)
         summed.append({key: tf.reduce_sum(value, axis=1) for key, value in reports.items()})
-    return _finish(spec, mechanism, summed, float(labels.size), num_clients)
+    return _finish(spec, mechanism, summed, float(labels.size), num_clients, interval)

@@ -139,15 +139,14 @@ class Backend(abc.ABC):
 
     Class attributes say what it can do (read by the command line before any work):
     ``federated`` (the data stay on clients: the federated default mechanism applies),
-    ``reads_files`` (it reads ``EvaluationData.source`` with its own IO),
-    ``takes_confidence`` (its result carries the interval asked for), ``requires`` (the
-    module it needs and the extra that installs it).
+    ``reads_files`` (it reads ``EvaluationData.source`` with its own IO), ``requires`` (the
+    module it needs and the extra that installs it). Every backend takes ``confidence``:
+    its result carries the interval its finish computed (``finish_release``).
     """
 
     name: ClassVar[BackendName]
     federated: ClassVar[bool] = False
     reads_files: ClassVar[bool] = False
-    takes_confidence: ClassVar[bool] = False
     requires: ClassVar[tuple[str, str] | None] = None  # (module, extra)
 
     @classmethod

@@ -30,8 +30,9 @@ class BeamBackend(Backend):
         self.check_installed()
         from dpauc_tf.beam.pipeline import evaluate_with_beam
 
+        interval = {"confidence": confidence, "ci_target": ci_target}
         if data.examples is None and data.pos is None and data.source is not None:
-            return self.evaluate_files(spec, data.source, repeats=repeats)
+            return self.evaluate_files(spec, data.source, repeats=repeats, **interval)
 
         examples, client_ids = data.examples_by_client("--backend beam")
         return evaluate_with_beam(
@@ -42,9 +43,18 @@ class BeamBackend(Backend):
             spec,
             repeats=repeats,
             beam_options=self.options,
+            **interval,
         )
 
-    def evaluate_files(self, spec, source: ScoreSource, *, repeats: int = 1):
+    def evaluate_files(
+        self,
+        spec,
+        source: ScoreSource,
+        *,
+        repeats: int = 1,
+        confidence: float | None = None,
+        ci_target: str = "population",
+    ):
         """The release of ``source``'s files, read by Beam's sources (``ReadScores``) in the
         pipeline of [`evaluate_files_with_beam`][dpauc_tf.beam.pipeline.evaluate_files_with_beam];
         the files and their columns are checked first, from their metadata (one-line
@@ -82,4 +92,6 @@ class BeamBackend(Backend):
             client_column=client,
             from_logits=source.from_logits,
             beam_options=self.options,
+            confidence=confidence,
+            ci_target=ci_target,
         )

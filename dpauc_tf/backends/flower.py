@@ -38,7 +38,6 @@ class FlowerBackend(Backend):
 
     name = BackendName.FLOWER
     federated = True
-    takes_confidence = True  # the round's finish_release computes the release's own interval
     requires = ("flwr", "flower")
 
     def __init__(

@@ -42,5 +42,9 @@ class SimulateBackend(Backend):
                 examples.clients if data.client_ids is None else data.client_ids,
                 data.num_clients,
                 repeats=repeats,
+                confidence=confidence,
+                ci_target=ci_target,
             )
-        return simulate(spec, data.pos, data.neg, repeats=repeats)
+        return simulate(
+            spec, data.pos, data.neg, repeats=repeats, confidence=confidence, ci_target=ci_target
+        )

@@ -21,7 +21,6 @@ class SparkBackend(Backend):
 
     name = BackendName.SPARK
     reads_files = True
-    takes_confidence = True
     requires = ("pyspark", "spark")
 
     def __init__(self, master: str | None = None):

@@ -39,4 +39,10 @@ class TFFBackend(Backend):
         self.check_installed()
         from dpauc_tf.federated.evaluate import evaluate_spec
 
-        return evaluate_spec(spec, data.client_partition("--backend tff"), repeats=repeats)
+        return evaluate_spec(
+            spec,
+            data.client_partition("--backend tff"),
+            repeats=repeats,
+            confidence=confidence,
+            ci_target=ci_target,
+        )

@@ -37,8 +37,6 @@ import apache_beam as beam
 import numpy as np
 
 from dpauc_tf.io.paths import (
-    PARQUET_SUFFIXES,  # noqa: F401 (public names of this module)
-    TFRECORD_SUFFIXES,  # noqa: F401
     InputFile,
     ScoreFormat,
     check_readable,

@@ -112,7 +112,8 @@ def client_batches(scores, labels, client_ids, num_clients: int, batch_size: int
 
 
 def _transform(spec: ReleaseSpec, repeats: int, **columns) -> PrivateAUC:
-    """``PrivateAUC`` of the ready ``spec`` (the release: mechanism, epsilon, grid, seed)."""
+    """``PrivateAUC`` of the ready ``spec`` (the release: mechanism, epsilon, grid, seed;
+    ``columns``: its other arguments, the interval's ``confidence`` and ``ci_target``)."""
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"pass the release as a ReleaseSpec, got {type(spec).__name__}")
     return PrivateAUC(spec=spec, repeats=repeats, **columns)
@@ -127,16 +128,21 @@ def evaluate_with_beam(
     *,
     repeats: int = 1,
     beam_options: Sequence[str] | str | None = None,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """One evaluation of the whole file in a Beam pipeline (the ``--backend beam`` path).
 
     The release is ``spec`` (a [`ReleaseSpec`][], its seed included). With one client the counts are
     released once with central noise; with several, every client reports through the
     mechanism and the reports are summed (as ``--backend simulate`` does). Returns the one
-    slice's [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult].
+    slice's [`AUCResult`][dpauc_tf.mechanisms.release.AUCResult] (with the interval of
+    every release at ``confidence``, as ``PrivateAUC`` finishes it).
     """
     per_client = num_clients > 1
-    transform = _transform(spec, repeats, per_client=per_client)
+    transform = _transform(
+        spec, repeats, per_client=per_client, confidence=confidence, ci_target=ci_target
+    )
     elements = list(client_batches(scores, labels, client_ids, num_clients))
     if not per_client:
         elements = [(key, example) for key, _, example in elements]
@@ -160,11 +166,13 @@ def evaluate_files_with_beam(
     client_column: str | None = None,
     from_logits: bool = False,
     beam_options: Sequence[str] | str | None = None,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """One evaluation of score files read by Beam's own IO (``--backend beam``): the
     driver reads only the files' metadata, never a row.
 
-    The release is ``spec``, as in [`evaluate_with_beam`][].
+    The release is ``spec`` (and the interval ``confidence``), as in [`evaluate_with_beam`][].
 
     ``client_column`` names the clients' column (each client's counts are a report, and the
     reports are summed); ``None`` releases the counts once, with central noise. Returns the
@@ -181,6 +189,8 @@ def evaluate_files_with_beam(
         label_column=label_column,
         client_column=client_column,
         from_logits=from_logits,
+        confidence=confidence,
+        ci_target=ci_target,
     )
 
     def build(pipeline):

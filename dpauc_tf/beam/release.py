@@ -470,7 +470,7 @@ def _slice_columns(batch, specs, columns) -> list:
     names += [column for spec in specs for column in spec]
     missing = [name for name in dict.fromkeys(names) if name not in batch]
     if missing:
-        from dpauc_tf.io.scores import column_excerpt
+        from dpauc_tf.io.errors import column_excerpt
 
         raise ValueError(
             f"dpauc_tf.beam: the batch has no column {missing[0]!r} (its columns: "

@@ -1,6 +1,7 @@
 """What ``dpauc evaluate`` releases when ``--mechanism`` is not given (as ``DPAUC``'s default):
-the registry's rule ([`dpauc_tf.mechanisms.registry.default_mechanism`][]) for what is asked
-and for the deployment the flags describe ([`deployment_of`][]).
+the spec's rule ([`ReleaseArguments.named`][dpauc_tf.mechanisms.arguments.ReleaseArguments.named],
+the registry's [`dpauc_tf.mechanisms.registry.default_mechanism`][]) for what is asked and for
+the deployment the flags describe ([`deployment_of`][]).
 
 Examples:
     >>> resolve_mechanism(None, 1.0, None, needs_curve=False)
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dpauc_tf.backends import REGISTRY, backend_class
 from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.mechanisms.laws import Deployment
-from dpauc_tf.mechanisms.registry import default_mechanism, mechanism_spec
+from dpauc_tf.mechanisms.registry import mechanism_spec
 
 # The backends that run a federated protocol, with secure aggregation for the secure
 # mechanisms (TFF's secure sum, Flower's SecAgg+): their classes' ``federated``.
@@ -58,22 +59,23 @@ def resolve_mechanism(
     needs_curve: bool,
     deployment: Deployment | str = Deployment.CENTRAL,
 ) -> str:
-    """``--mechanism``, or the registry's default for what is asked and where
-    ([`dpauc_tf.mechanisms.registry.default_mechanism`][]; ``deployment`` from
+    """``--mechanism``, or the spec's default for what is asked and where
+    ([`ReleaseArguments.named`][dpauc_tf.mechanisms.arguments.ReleaseArguments.named]; ``deployment`` from
     [`deployment_of`][]): for the ROC AUC ``rank-sum`` (``auc-only`` with ``--delta``) for
     one data holder, ``rank-sum`` with local noise per client for ``--clients`` /
     ``--client-column``, ``secure-rank-sum`` for ``--backend tff|flower``; where a curve is
     asked for (``needs_curve``: ``--plot``, the evaluation summaries) ``histogram``, or
     ``secure-histogram`` for ``--backend tff|flower``. Without ``--epsilon`` and
     ``--mechanism``: refused."""
-    if mechanism is not None:
-        return mechanism
-    if epsilon is None:
+    if mechanism is None and epsilon is None:
         raise CommandError(
             "give --epsilon for a private AUC (or --mechanism NAME; --mechanism none is the "
             "exact AUC, NOT private)"
         )
-    return default_mechanism(delta=delta, needs_curve=needs_curve, deployment=deployment)
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments  # TensorFlow: after refusals
+
+    arguments = ReleaseArguments(epsilon, mechanism, delta=delta)
+    return arguments.named(deployment, needs_curve=needs_curve).mechanism
 
 
 def require_epsilon(mechanism: str, epsilon: float | None) -> None:

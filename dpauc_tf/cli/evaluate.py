@@ -51,7 +51,7 @@ from dpauc_tf.cli.default_mechanism import FEDERATED_BACKENDS, deployment_of
 from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.cli.evaluate_output import format_evaluation
 from dpauc_tf.cli.grids import auto_rule, warn_if_noise_dominates
-from dpauc_tf.cli.intervals import check_confidence, with_confidence
+from dpauc_tf.cli.intervals import check_confidence
 from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.cli.release import ReleaseRequest, release_request
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
@@ -482,8 +482,8 @@ def evaluate_scores(request: EvaluateRequest) -> dict[str, Any]:
         reference = {key: None for key in REFERENCE_FIELDS}
     else:
         reference = reference_aucs(counted, num_thresholds) if show_exact else {}
+        # the interval (--confidence) is the backend's finish's: never recomputed here
         result = read_by_engine or BACKENDS[request.backend](run, counted, client_ids, num_clients)
-        result = with_confidence(run, result, mechanism, counted.num_examples)
         statement = result.statement
     pld_delta = release.delta or PLD_DELTA
     pld = _pld_epsilon(mechanism, statement, pld_delta)

@@ -1,7 +1,9 @@
-"""``--confidence`` of ``dpauc evaluate``: the interval of every release and its lines.
+"""``--confidence`` of ``dpauc evaluate``: refused before any work where no interval exists,
+and the lines of the interval every backend's result carries.
 
-The interval is post-processing of the release (no privacy cost):
-[`dpauc_tf.mechanisms.intervals.release_interval`][]; ``docs/intervals.md``.
+The interval is post-processing of the release (no privacy cost), computed by the release's
+finish ([`dpauc_tf.mechanisms.release.finish_release`][], every backend's ``evaluate`` takes
+the confidence); ``docs/intervals.md``.
 """
 
 from __future__ import annotations
@@ -19,34 +21,6 @@ def check_confidence(confidence: float | None, mechanism) -> None:
 
     try:
         check_interval_support(mechanism)
-    except ValueError as error:
-        raise CommandError(f"--confidence: {error}") from None
-
-
-def with_confidence(run, result, mechanism, num_examples: int):
-    """``result`` with the interval of every release at ``run.confidence`` (``result``
-    itself without ``--confidence``): the backend's own where it computed one (it takes
-    the confidence: `Backend.takes_confidence`), else the release's own
-    ([`dpauc_tf.mechanisms.release.with_interval`][], the finish's interval): from its counts
-    and the reports that arrived, never from the number of clients asked (after a dropout,
-    fewer noise shares). ``mechanism`` is the one the release was built with."""
-    if run.confidence is None or result is None:
-        return result
-    from dpauc_tf.mechanisms.release import with_interval
-
-    if not getattr(result, "noisy_counts", None) and result.interval is None:
-        raise CommandError(
-            f"--confidence: --backend {run.backend} returns no release counts here yet; "
-            "use --backend simulate, beam or spark"
-        )
-    try:  # num_examples: public under label DP, the counted file's
-        return with_interval(
-            result,
-            mechanism,
-            confidence=run.confidence,
-            ci_target=run.ci_target,
-            num_examples=num_examples,
-        )
     except ValueError as error:
         raise CommandError(f"--confidence: {error}") from None
 

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 
 from dpauc_tf.cli.errors import CommandError
 from dpauc_tf.core.extras import install_hint
-from dpauc_tf.io.paths import PARQUET_SUFFIXES  # noqa: F401 (a public name)
 
 
 def _scores_message(error: BaseException) -> str:

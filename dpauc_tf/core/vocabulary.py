@@ -103,6 +103,19 @@ class SummationMethod(Vocabulary):
         return "`summation_method`"
 
 
+def is_roc_auc(curve: Curve | str, summation_method: SummationMethod | str) -> bool:
+    """Whether ``(curve, summation_method)`` asks for the ROC AUC with interpolation: the
+    area a rank statistic estimates with no curve released (any other asks for a curve).
+
+    Examples:
+        >>> is_roc_auc("ROC", "interpolation"), is_roc_auc("PR", "interpolation")
+        (True, False)
+    """
+    return Curve(curve) is Curve.ROC and SummationMethod(summation_method) is (
+        SummationMethod.INTERPOLATION
+    )
+
+
 class ThresholdGrid(Vocabulary):
     """The named grids (``threshold_grid=``): TensorFlow's default and the paper's
     reference grid (`dpauc_tf.core.thresholds`). A built grid's ``Thresholds.grid`` may also read

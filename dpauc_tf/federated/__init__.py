@@ -27,8 +27,8 @@ except ImportError as error:  # pragma: no cover - the keras3 world
         f"TensorFlow 2.14: {install_hint('federated')} in a Python 3.11 environment"
     ) from error
 
+from dpauc_tf.core.partitions import client_data_from_partition
 from dpauc_tf.federated.evaluate import (
-    client_data_from_partition,
     evaluate,
     evaluate_spec,
     install_secure_sum_context,

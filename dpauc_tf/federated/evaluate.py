@@ -11,7 +11,6 @@ sum, and [`finish_release`][] turns the sum into the one result type, [`AUCResul
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import math
 import weakref
@@ -24,11 +23,10 @@ import tensorflow_federated as tff
 import tqdm
 
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
-from dpauc_tf.core.partitions import client_data_from_partition  # noqa: F401 (re-exported)
 from dpauc_tf.federated import computations
 from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
-from dpauc_tf.mechanisms.registry import default_mechanism, require
+from dpauc_tf.mechanisms.registry import require
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
 
 SEED_KEY = "tff"  # client k's seed of repeat r: spec.seed_for(SEED_KEY, r, k)
@@ -250,10 +248,8 @@ def evaluate(
     out.auc, out.num_reporting   # (1.0, 2)
     ```
     """
-    arguments = ReleaseArguments.of(locals())
-    if mechanism is None:  # options may be given for the federated default: named first
-        mechanism = default_mechanism(delta=delta, deployment=Deployment.SECURE)
-        arguments = dataclasses.replace(arguments, mechanism=mechanism)
+    # options may be given for the federated default: the spec names it first
+    arguments = ReleaseArguments.of(locals()).named(Deployment.SECURE)
     spec = arguments.spec(
         Deployment.SECURE,
         entry="dpauc_tf.federated.evaluate",
@@ -286,17 +282,20 @@ def evaluate_spec(
     num_clients: int | None = None,
     cohort_size: int = DEFAULT_COHORT_SIZE,
     repeats: int = 1,
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """``repeats`` releases of ``spec`` over the clients in TFF: [`evaluate`][] once the
     release is described (the [`TFFBackend`][dpauc_tf.backends.tff.TFFBackend] calls this
     with the command line's spec). The mechanism is ``spec.build(shares)`` with ``shares``
     the clients expected to report (``secure_shares`` when given); the arguments are
-    [`evaluate`][]'s.
+    [`evaluate`][]'s, and ``confidence`` (e.g. 0.95) with ``ci_target`` asks
+    [`finish_release`][] for the interval of every release (from the reports that arrived).
 
     Example (needs TFF):
 
     ```python
-    spec = ReleaseSpec.make("histogram", epsilon=None, num_thresholds=100)
+    spec = ReleaseArguments(None, "histogram", num_thresholds=100).spec()
     evaluate_spec(spec, [(np.array([0.1, 0.8]), np.array([0, 1]))]).auc   # 1.0
     ```
     """
@@ -333,7 +332,7 @@ def evaluate_spec(
         return evaluate_rank_sum(
             spec, count_mechanism, client_data, as_arrays=_as_client_arrays,
             cohort_size=cohort_size, batch_size=batch_size, secure_bitwidth=secure_bitwidth,
-            repeats=repeats, reporting=reporting_set,
+            repeats=repeats, reporting=reporting_set, confidence=confidence, ci_target=ci_target,
         )  # fmt: skip
     require(count_mechanism, "federated")
     secure = count_mechanism.capabilities.secure
@@ -368,6 +367,8 @@ def evaluate_spec(
         num_clients=num_seen,
         num_reporting=num_reporting,
         mechanism=count_mechanism,  # its shares: finish_release asks its noise_shares
+        confidence=confidence,
+        ci_target=ci_target,
     )
 
 

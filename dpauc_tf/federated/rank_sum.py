@@ -180,6 +180,8 @@ def evaluate_rank_sum(
     repeats: int = 1,
     reporting: set[int] | None = None,
     lost_between_rounds: Sequence[int] = (),
+    confidence: float | None = None,
+    ci_target: str = "population",
 ) -> AUCResult:
     """``repeats`` evaluations by the two-round protocol (each repeat runs both rounds).
 
@@ -236,4 +238,6 @@ def evaluate_rank_sum(
         num_reporting=len(arrays),
         shares_arrived=num_reporting,
         mechanism=mechanism,
+        confidence=confidence,
+        ci_target=ci_target,
     )

@@ -148,8 +148,9 @@ def model_client_report(
 def client_seed(seed: int | None, client: Any, server_round: int = 1):
     """A client's ``[2]`` seed for one round, derived from a seed the *client* holds
     (``None``: fresh operating-system entropy; an int: reproducible, for experiments), through
-    the one derivation of the release path: ``ReleaseSpec(seed=seed).seed_for("flower-client",
-    client, server_round)`` ([`dpauc_tf.noise.seeds.derive_seed`][])."""
+    the one derivation of the release path, as a spec's ``seed_for`` derives its own:
+    ``derive_seed(seed, "flower-client", client, server_round)``
+    ([`dpauc_tf.noise.seeds.derive_seed`][])."""
     from dpauc_tf.noise.seeds import derive_seed
 
     return derive_seed(seed, "flower-client", client, int(server_round))

@@ -43,8 +43,6 @@ import numpy as np
 from dpauc_tf.core.extras import install_hint
 from dpauc_tf.io.errors import EXCERPT_CHARS, ScoreFileError, column_excerpt, excerpt
 from dpauc_tf.io.paths import (
-    PARQUET_SUFFIXES,  # noqa: F401 (a public name of this module)
-    TFRECORD_SUFFIXES,  # noqa: F401
     check_readable,
     describe,
     input_files,

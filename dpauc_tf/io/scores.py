@@ -24,12 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpauc_tf.io.errors import (  # the names every reader of score files raises and quotes
-    EXCERPT_CHARS,  # noqa: F401
-    ScoreFileError,
-    column_excerpt,  # noqa: F401
-    excerpt,  # noqa: F401
-)
+from dpauc_tf.io.errors import ScoreFileError
 from dpauc_tf.io.readers import check_chunk, iter_score_chunks
 
 _EPOCH_FILE = re.compile(r"^scores_epoch(\d+)\.(parquet|csv)$")

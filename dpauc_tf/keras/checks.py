@@ -212,26 +212,6 @@ def in_training_fit() -> bool:
     return False
 
 
-def default_mechanism(
-    curve: str = "ROC",
-    summation_method: str = "interpolation",
-    delta: float | None = None,
-    mechanism: str | None = None,
-) -> str:
-    """The mechanism ``DPAUC`` uses: ``mechanism`` if given, else the registry's default for
-    what is asked ([`dpauc_tf.mechanisms.registry.default_mechanism`][]; ``docs/rank_sum.md``).
-
-    Examples:
-        >>> default_mechanism(), default_mechanism(delta=1e-6), default_mechanism("PR")
-        ('rank-sum', 'auc-only', 'histogram')
-    """
-    if mechanism is not None:
-        return mechanism
-    from dpauc_tf.mechanisms.registry import default_mechanism as registry_default
-
-    return registry_default(curve, summation_method, delta)
-
-
 def check_backend() -> str:
     """Keras' backend: TensorFlow or JAX; the others (PyTorch, ...) are refused."""
     if KERAS_MAJOR < 3:

@@ -46,7 +46,7 @@ from dpauc_tf.core.curve import RocCurve, confusion_from_histogram, roc_from_con
 from dpauc_tf.core.defaults import DEFAULT_NUM_THRESHOLDS
 from dpauc_tf.core.summation import keras_auc
 from dpauc_tf.core.thresholds import Thresholds
-from dpauc_tf.core.vocabulary import Curve, SummationMethod
+from dpauc_tf.core.vocabulary import Curve, SummationMethod, is_roc_auc
 from dpauc_tf.keras import checks, ops_counts, tf_counts
 from dpauc_tf.mechanisms import CountMechanism, require
 from dpauc_tf.mechanisms.weight_bound import bound_weights, check_max_weight
@@ -77,7 +77,6 @@ def remove_release_guard(guard) -> None:
 
 KERAS_MAJOR = checks.KERAS_MAJOR
 SUPPORTED_BACKENDS = checks.SUPPORTED_BACKENDS
-default_mechanism = checks.default_mechanism
 _check_backend = checks.check_backend
 
 
@@ -190,16 +189,16 @@ class DPAUC(tf.keras.metrics.Metric):
         checks.check_num_thresholds(num_thresholds, thresholds)
         max_weight = check_max_weight(max_weight)
         self._thresholds = Thresholds.make(num_thresholds, threshold_grid, thresholds)
-        mechanism = default_mechanism(curve, summation_method, delta, mechanism)
         from dpauc_tf.mechanisms.arguments import ReleaseArguments  # after Keras' registration
 
-        self._mechanism = ReleaseArguments(  # the one spec's mechanism (checked, one line)
+        spec = ReleaseArguments(  # the one spec: its default for what is asked, checked once
             epsilon,
             mechanism,
             num_thresholds=self._thresholds.num_thresholds,
             delta=delta,
             mechanism_options=mechanism_options,
-        ).build()
+        ).spec(needs_curve=not is_roc_auc(curve, summation_method))
+        mechanism, self._mechanism = spec.mechanism, spec.build()
         require(self._mechanism, "keras_metric")
         self._mechanism = bound_weights(self._mechanism, max_weight)
         # The weights a batch may carry: any (noise off) or [0, max_weight] (the guarantee's).
@@ -207,8 +206,8 @@ class DPAUC(tf.keras.metrics.Metric):
         # Weights of 1 only where the release calls totals label-free (class_weight would
         # move them with the label): Capabilities.unit_weights, docs/mechanisms.md.
         self._unit_weights = bool(epsilon is not None and self._mechanism.capabilities.unit_weights)
-        if self._mechanism.capabilities.releases != "curve" and (
-            curve != "ROC" or summation_method != "interpolation"
+        if self._mechanism.capabilities.releases != "curve" and not is_roc_auc(
+            curve, summation_method
         ):
             raise ValueError(
                 f"mechanism {mechanism!r} releases only the ROC AUC, not a curve: it cannot give "

@@ -33,7 +33,6 @@ from dpauc_tf.mechanisms.multiclass import (
     averages,
     check_num_classes,
 )
-from dpauc_tf.mechanisms.multiclass_rank_sum import build_one_vs_rest
 from dpauc_tf.privacy.statement import PrivacyStatement
 
 
@@ -116,13 +115,13 @@ class DPMultiClassAUC(DPAUC):
         average = Average(average).value
         # The class budget, noise and L1 = 4 do not depend on C: without num_classes a
         # two-class probe gives them until the first update sets C.
-        ovr = build_one_vs_rest(
+        ovr = _one_vs_rest(
             mechanism,
-            epsilon=epsilon,
-            num_classes=2 if num_classes is None else num_classes,
-            num_thresholds=num_thresholds,
-            delta=delta,
-            options=mechanism_options,
+            epsilon,
+            2 if num_classes is None else num_classes,
+            num_thresholds,
+            delta,
+            mechanism_options,
         )
         if average == "micro" and ovr.capabilities.releases != "curve":
             raise ValueError(
@@ -177,13 +176,13 @@ class DPMultiClassAUC(DPAUC):
             )
         classes = _check_classes(int(shape[-1]), "predictions' last dimension")
         config = self._multiclass_config
-        ovr = build_one_vs_rest(
+        ovr = _one_vs_rest(
             config["mechanism"],
-            epsilon=config["epsilon"],
-            num_classes=classes,
-            num_thresholds=config["num_thresholds"],
-            delta=config["delta"],
-            options=config["mechanism_options"],
+            config["epsilon"],
+            classes,
+            config["num_thresholds"],
+            config["delta"],
+            config["mechanism_options"],
         )
         object.__setattr__(self, "_ovr", ovr)
         config["num_classes"] = classes  # get_config then rebuilds the same state
@@ -348,3 +347,19 @@ def _check_classes(num_classes, what: str) -> int:
             "classifier; use DPAUC (one-vs-rest needs C >= 2 classes)"
         )
     return check_num_classes(num_classes)
+
+
+def _one_vs_rest(mechanism, epsilon, num_classes, num_thresholds, delta, options):
+    """The one-vs-rest release of ``num_classes`` classes, built by the one spec
+    ([`ReleaseArguments`][dpauc_tf.mechanisms.arguments.ReleaseArguments] with
+    ``num_classes``: its ``OneVsRest`` or per-class rank sums)."""
+    from dpauc_tf.mechanisms.arguments import ReleaseArguments  # as DPAUC: after Keras'
+
+    return ReleaseArguments(
+        epsilon,
+        mechanism,
+        num_thresholds=num_thresholds,
+        delta=delta,
+        mechanism_options=options,
+        num_classes=num_classes,
+    ).build()

@@ -74,6 +74,29 @@ class ReleaseArguments:
         names = {field.name for field in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in keywords.items() if key in names})
 
+    def named(
+        self, deployment: Deployment | str = Deployment.CENTRAL, *, needs_curve: bool = False
+    ) -> ReleaseArguments:
+        """These arguments with the mechanism named: the given one, or the spec's default for
+        ``deployment`` and what is asked
+        ([`ReleaseSpec.mechanism_for`][dpauc_tf.mechanisms.release.ReleaseSpec.mechanism_for]),
+        for a face that needs the name before the spec (the command line's checks before
+        TensorFlow, a face whose deployment is fixed and takes options for its default).
+
+            >>> ReleaseArguments(epsilon=1.0).named(Deployment.SECURE).mechanism
+            'secure-rank-sum'
+            >>> ReleaseArguments(epsilon=1.0, delta=1e-6).named(needs_curve=True).mechanism
+            'histogram'
+        """
+        mechanism = ReleaseSpec.mechanism_for(
+            self.mechanism,
+            delta=self.delta,
+            needs_curve=needs_curve,
+            deployment=deployment,
+            num_classes=self.num_classes,
+        )
+        return dataclasses.replace(self, mechanism=mechanism)
+
     def checked_options(self, entry: str, shares_set_by: str) -> dict[str, Any]:
         """``mechanism_options`` parsed for the named mechanism
         (``registry.check_mechanism_options``:

@@ -348,7 +348,7 @@ class OneVsRestRankSum:
         """Bits of a modular sum that holds round two's sums of ``num_examples`` (public
         after round one) but for a ``2^-60`` chance: every class's ``|2 S_c| <= n^2 / 4``
         plus its noise (scale ``2 D_c / eps <= n / eps``), as ``secure-rank-sum``
-        (``modular_width`` in ``dpauc_tf.mechanisms.secure_rank_sum``); with micro
+        (`dpauc_tf.mechanisms.secure_rank_sum.modular_width`); with micro
         ``|2 S_m| <= C n^2`` and ``2 R_m <= 2 C n``: the width of ``2 C n`` examples."""
         from dpauc_tf.mechanisms.secure_rank_sum import modular_width
 

@@ -33,6 +33,7 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from dpauc_tf.core.vocabulary import is_roc_auc
 from dpauc_tf.mechanisms.capabilities import Capabilities
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.option_types import (
@@ -279,7 +280,7 @@ def default_mechanism(
         'secure-histogram'
     """
     deployment = Deployment(deployment)
-    auc_only = curve == "ROC" and summation_method == "interpolation" and not needs_curve
+    auc_only = is_roc_auc(curve, summation_method) and not needs_curve
     if deployment is Deployment.SECURE:
         return "secure-rank-sum" if auc_only else "secure-histogram"
     if not auc_only:

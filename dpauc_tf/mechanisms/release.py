@@ -134,14 +134,13 @@ class ReleaseSpec:
 
             num_classes = check_num_classes(num_classes)
             average = Average(average).value
-        if mechanism is None:
-            from dpauc_tf.mechanisms.registry import default_mechanism
-
-            mechanism = default_mechanism(
-                delta=delta,
-                needs_curve=needs_curve or num_classes is not None,
-                deployment=deployment,
-            )
+        mechanism = cls.mechanism_for(
+            mechanism,
+            delta=delta,
+            needs_curve=needs_curve,
+            deployment=deployment,
+            num_classes=num_classes,
+        )
         if num_thresholds == "auto":
             from dpauc_tf.mechanisms.auto_grid import resolve_num_thresholds
 
@@ -164,6 +163,37 @@ class ReleaseSpec:
         )
         spec.build()
         return spec
+
+    @staticmethod
+    def mechanism_for(
+        mechanism: str | None,
+        *,
+        delta: float | None = None,
+        needs_curve: bool = False,
+        deployment: Deployment | str = Deployment.CENTRAL,
+        num_classes: int | None = None,
+    ) -> str:
+        """The mechanism a spec releases with: ``mechanism`` when named, else the registry's
+        default for what is asked and where the labels are
+        ([`default_mechanism`][dpauc_tf.mechanisms.registry.default_mechanism]; a one-vs-rest
+        release, ``num_classes``, asks for curves). The one place every face's default is
+        taken ([`make`][], and [`ReleaseArguments.named`][dpauc_tf.mechanisms.arguments.ReleaseArguments.named]
+        for the faces that need the name before the spec).
+
+            >>> ReleaseSpec.mechanism_for(None), ReleaseSpec.mechanism_for(None, num_classes=3)
+            ('rank-sum', 'histogram')
+            >>> ReleaseSpec.mechanism_for(None, deployment="secure"), ReleaseSpec.mechanism_for("rr")
+            ('secure-rank-sum', 'rr')
+        """
+        if mechanism is not None:
+            return mechanism
+        from dpauc_tf.mechanisms.registry import default_mechanism
+
+        return default_mechanism(
+            delta=delta,
+            needs_curve=needs_curve or num_classes is not None,
+            deployment=deployment,
+        )
 
     def to_fields(self) -> dict[str, Any]:
         """The release as JSON-ready fields, without the seed (e.g. a Flower message's

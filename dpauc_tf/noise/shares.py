@@ -5,7 +5,7 @@
   shares is exactly discrete Laplace with that scale.
 * `skellam_share`: ``Poisson(mu) - Poisson(mu)``; Skellam is closed under sums (Agarwal,
   Kairouz & Liu 2021), so ``K`` shares of ``mu / K`` sum to ``Skellam(mu, mu)``.
-* ``polya_shift_epsilon``: the exact loss of a shift when only a fraction of the Polya
+* `polya_shift_epsilon`: the exact loss of a shift when only a fraction of the Polya
   shares arrive (dropout); `shortfall_unit_epsilon`: that of a unit change.
 
 Examples:

@@ -21,7 +21,7 @@ client and slice columns) and:
 
 The rank-sum releases over a client column (``secure-rank-sum``; ``rank-sum`` with local
 noise) do not reach step 2: their rounds run on the executors
-(``dpauc_tf.spark.rank_sums``): round one's label-free totals and every client's round-two
+(`dpauc_tf.spark.rank_sums`): round one's label-free totals and every client's round-two
 report (its doubled rank sum, positives and share of the noise; seed
 ``spec.seed_for(slice, client, first repeat of the chunk)``) are computed by the mechanism's
 own functions in Spark's Python workers and summed by Spark's reduce; the driver collects
@@ -101,7 +101,7 @@ def _columns(df: DataFrame, score_col, label_col, weight_col, client_col, slice_
         if name is None:
             continue
         if name not in types:
-            from dpauc_tf.io.scores import column_excerpt
+            from dpauc_tf.io.errors import column_excerpt
 
             raise ValueError(
                 f"dpauc_tf.spark: no column {name!r} ({role}) in the DataFrame; it has "
@@ -240,7 +240,7 @@ def _rank_sums_over_clients(
     df: DataFrame, spec: ReleaseSpec, *, columns: dict, from_logits: bool, **release: Any
 ) -> dict[Any, AUCResult]:
     """The rank sums over a client column: the counting job's rows stay on the executors,
-    where ``dpauc_tf.spark.rank_sums`` runs the rounds (the problems refused in one line
+    where `dpauc_tf.spark.rank_sums` runs the rounds (the problems refused in one line
     before any noise is drawn)."""
     from dpauc_tf.spark.rank_sums import release_rank_sums
 

@@ -111,3 +111,20 @@ def test_a_small_test_set_never_prints_an_undefined_interval_beside_an_auc(tmp_p
     out = json.loads(capsys.readouterr().out)
     for release in out["releases"]:
         assert (release["auc"] is None) == (release["ci_low"] is None), release
+
+
+def test_the_interval_is_the_backends_own(scores, evaluate_json, monkeypatch):
+    """``--confidence`` reaches the backend: its ``finish_release`` computes the interval
+    (issue 31), and the command never patches the result afterwards (a patch through
+    ``with_interval`` would raise here)."""
+    from dpauc_tf.mechanisms import release
+
+    def patched(*args, **kwargs):
+        raise AssertionError("the command recomputed the interval")
+
+    monkeypatch.setattr(release, "with_interval", patched)
+    common = ("--scores", scores, "--epsilon", 1, "--seed", 0, "--confidence", 0.9)
+    for extra in ((), ("--clients", 3), ("--mechanism", "secure-histogram", "--clients", 3)):
+        out = evaluate_json(*common, *extra)
+        (first,) = out["releases"]
+        assert first["ci_low"] < first["auc"] < first["ci_high"], extra

@@ -10,7 +10,6 @@ from scipy import stats
 from dpauc_tf import DPAUC
 from dpauc_tf.core.curve import confusion_from_histogram
 from dpauc_tf.core.postprocessing import mann_whitney_auc
-from dpauc_tf.keras.metric import default_mechanism
 from dpauc_tf.mechanisms import get_mechanism
 from dpauc_tf.mechanisms.auc_only import (
     COUNT_RESOLUTION,
@@ -302,12 +301,14 @@ def test_guarantee_and_accounting():
 
 
 def test_the_metric_releases_no_curve_and_picks_its_default():
-    assert default_mechanism(delta=DELTA) == "auc-only"
-    assert default_mechanism() == "rank-sum"  # pure epsilon: docs/rank_sum.md
-    assert (
-        default_mechanism("PR", delta=None) == default_mechanism("PR", delta=DELTA) == "histogram"
-    )
-    assert default_mechanism("ROC", "minoring", DELTA) == "histogram"
+    def default(**asked):  # the metric's default is the spec's (ReleaseSpec.mechanism_for)
+        return DPAUC(epsilon=1.0, num_thresholds=10, **asked).get_config()["mechanism"]
+
+    assert default(delta=DELTA) == "auc-only"
+    assert default() == "rank-sum"  # pure epsilon: docs/rank_sum.md
+    assert default(curve="PR") == default(summation_method="minoring") == "histogram"
+    with pytest.raises(ValueError, match="pure epsilon"):  # a curve spends no delta usefully
+        DPAUC(epsilon=1.0, num_thresholds=10, curve="PR", delta=DELTA)
     metric = DPAUC(epsilon=1.0, delta=DELTA, seed=0)
     assert metric.get_config()["mechanism"] == "auc-only"
     assert metric.positives.shape == (COUNT_RESOLUTION + 1,)

@@ -189,7 +189,7 @@ def test_the_registered_backend_reads_the_source(spark, files):
     from dpauc_tf.mechanisms.release import ReleaseSpec
     from dpauc_tf.spark.session import SparkMasterError
 
-    assert backend_class("spark").takes_confidence
+    assert backend_class("spark").reads_files
     spec = ReleaseSpec.make("none", epsilon=None, num_thresholds=40)
     source = ScoreSource(str(files["parquet"]), client_column="client")
     result = backend("spark").evaluate(spec, EvaluationData(source=source))
