@@ -16,7 +16,6 @@ the labels are converted with ``keras.ops`` and the release runs on the host).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 import dp_accounting
@@ -218,11 +217,7 @@ class DPMultiClassAUC(DPAUC):
         """The guarantee of one release of all classes (a class change; L1 = 4). Before the
         first update without ``num_classes`` it is already exact (nothing in it but the
         noise line's ``C`` depends on ``C``), with ``C`` stated as not known yet."""
-        statement = self._ovr.statement()
-        if self.num_classes is not None:
-            return statement
-        noise = statement.noise.replace("(C = 2,", "(C = not known before the first update,", 1)
-        return dataclasses.replace(statement, noise=noise)
+        return self._ovr.statement(classes_known=self.num_classes is not None)
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """One release: two classes' events composed (the two a class change touches)."""

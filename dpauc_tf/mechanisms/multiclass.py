@@ -453,15 +453,20 @@ class OneVsRest:
         short = num_reporting is not None and num_reporting < self.num_clients
         return self.statement(num_reporting if short else None), short
 
-    def statement(self, num_reporting: int | None = None) -> PrivacyStatement:
+    def statement(
+        self, num_reporting: int | None = None, *, classes_known: bool = True
+    ) -> PrivacyStatement:
         """The guarantee of one release of all classes (achieved by ``num_reporting``
-        reports when given)."""
+        reports when given). ``classes_known=False``: the number of classes is not known
+        yet (a metric that infers it from its first batch); nothing in the guarantee but
+        the noise line's ``C`` depends on it, and that line says so."""
         inner = self.class_mechanism.statement()
         if self.epsilon is None:
             return dataclasses.replace(inner, mechanism=self.name)
         epsilon = float(self.privacy_spent(1).best)
         delta = self.delta
-        noise = f"per class (C = {self.num_classes}, class epsilon {self.class_epsilon:.6g}): {inner.noise}"
+        classes = self.num_classes if classes_known else "not known yet"
+        noise = f"per class (C = {classes}, class epsilon {self.class_epsilon:.6g}): {inner.noise}"
         if num_reporting is not None and num_reporting < self.num_clients:
             epsilon = self.achieved_epsilon(num_reporting)
             delta = min(1.0, 2.0 * delta)
