@@ -378,7 +378,9 @@ def test_flwr_installs_the_apps_dependencies_with_the_built_wheel(tmp_path_facto
                 pytest.skip(f"the package index cannot be reached: {str(failure)[-300:]}")
             raise
     release = result["rounds"]["1"]
-    assert release["num_reporting"] == NUM_NODES and release["mechanism"] == "histogram"
+    assert (
+        release["num_reporting"] == NUM_NODES and release["mechanism"] == "secure-rank-sum"
+    )  # the template's default
     origin = json.loads(origin_file.read_text())
     module = Path(origin["module"]).resolve()
     environments = (home / "runtime-envs").resolve()
