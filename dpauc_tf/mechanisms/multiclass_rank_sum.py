@@ -450,16 +450,18 @@ class OneVsRestRankSum:
             )
         return self.statement(), False
 
-    def _noise_text(self) -> str:
+    def _noise_text(self, classes_known: bool = True) -> str:
+        classes = self.num_classes if classes_known else "not known yet"
         rank, count = self.class_mechanism.rank_epsilon, self.class_mechanism.count_epsilon
         micro = f"; S_m + Laplace(R_m / {rank:.6g})" if self.micro else ""
         return (
             f"S_c + Laplace(D_c / {rank:.6g}) and P_c + Laplace({1 / count:.6g}) for every class "
-            f"(C = {self.num_classes}){micro}"
+            f"(C = {classes}){micro}"
         )
 
-    def statement(self) -> PrivacyStatement:
-        """The guarantee of one release of every class."""
+    def statement(self, *, classes_known: bool = True) -> PrivacyStatement:
+        """The guarantee of one release of every class (``classes_known=False``: the
+        number of classes is not known yet; only the noise line's ``C`` depends on it)."""
         micro = (
             "; pooled rank sum S_m / R_m: 1 (R_m the range of the pooled midranks)"
             if self.micro
@@ -470,7 +472,7 @@ class OneVsRestRankSum:
             neighbouring=NEIGHBOURING,
             sensitivity="a class change moves two classes: sum_c |dS_c| / D_c <= 2 (D_c = max "
             f"|r_c[b]| from class c's own score column, label-free), sum_c |dP_c| <= 2{micro}",
-            noise=self._noise_text()
+            noise=self._noise_text(classes_known)
             + "; the column histograms' n and D_c are released"
             + self._clients_text(),
             epsilon=self.epsilon,  # L rank_epsilon + 2 count_epsilon (dp_event composes to it)
@@ -549,12 +551,13 @@ class SecureOneVsRestRankSum(OneVsRestRankSum):
     def _interval_copies(self) -> float:
         return 1.0
 
-    def _noise_text(self) -> str:
+    def _noise_text(self, classes_known: bool = True) -> str:
+        classes = self.num_classes if classes_known else "not known yet"
         rank, count = self.class_mechanism.rank_epsilon, self.class_mechanism.count_epsilon
         micro = f"; discrete Laplace(2 R_m / {rank:.6g}) on 2 S_m" if self.micro else ""
         return (
             f"discrete Laplace(2 D_c / {rank:.6g}) on 2 S_c and discrete Laplace({1 / count:.6g}) "
-            f"on P_c for every class (C = {self.num_classes}){micro}, in total, split into "
+            f"on P_c for every class (C = {classes}){micro}, in total, split into "
             f"{self.num_clients} client shares (Polya differences); trust: the server sees only "
             "the secure sums (round one: every column's aggregate score histogram)"
         )

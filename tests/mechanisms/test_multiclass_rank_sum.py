@@ -216,5 +216,10 @@ def test_the_keras_metric_releases_every_class_at_the_one_vs_rest_law():
     assert noisy.mechanism.rank_epsilon == pytest.approx(law.rank_epsilon)
     assert noisy.mechanism.count_epsilon == pytest.approx(law.count_epsilon)
     assert noisy.privacy_statement().epsilon == 1.0
+    assert "(C = 3)" in noisy.privacy_statement().noise
+    inferred = DPMultiClassAUC(epsilon=1.0, mechanism="rank-sum", mechanism_options=small)
+    early = inferred.privacy_statement()  # before the first update: C not known yet
+    assert "(C = not known yet)" in early.noise and "C = 2" not in early.noise
+    assert early.epsilon == 1.0
     with pytest.raises(ValueError, match="pooled rank sum"):
         DPMultiClassAUC(num_classes=3, epsilon=1.0, mechanism="rank-sum", average="micro")
