@@ -144,12 +144,8 @@ class RankSumProtocol:
         )
 
     def round_two_report(self, pos, neg, totals, seed, repeats: int) -> dict:
-        mechanism = self.mechanism
-        if self.spec.one_vs_rest:
-            return mechanism.round_two_report(pos, neg, totals, seed, repeats=int(repeats))
-        return mechanism.round_two_report(  # the ranks once, every repeat's noise share
-            pos, neg, totals, seed, num_clients=self.num_clients, repeats=int(repeats)
-        )
+        # the ranks once, every repeat's noise share (sized by the mechanism's num_clients)
+        return self.mechanism.round_two_report(pos, neg, totals, seed, repeats=int(repeats))
 
     def finish(self, release: Mapping, totals, num_reporting: int) -> dict:
         if self.spec.one_vs_rest:
