@@ -16,6 +16,7 @@ from dpauc_tf.mechanisms.auc_only import grid_error_bound  # noqa: E402
 from dpauc_tf.mechanisms.laws import Average  # noqa: E402
 from dpauc_tf.mechanisms.multiclass import one_vs_rest_counts, to_one_hot  # noqa: E402
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass as central  # noqa: E402
+from tests.helpers.scores import split_among_clients  # noqa: E402
 from tests.helpers.stats import discrete_laplace_pvalue  # noqa: E402
 
 pytestmark = pytest.mark.federated
@@ -31,11 +32,6 @@ def _data(n=900, classes=3, seed=1):
     return labels, np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True), logits
 
 
-def _clients(labels, scores, k, seed=0):
-    ids = np.random.default_rng(seed).integers(0, k, labels.size)
-    return [(scores[ids == c], labels[ids == c]) for c in range(k)]
-
-
 def _grid_bounds(labels, scores, num_thresholds):
     pos, neg = one_vs_rest_counts(labels, scores, Thresholds.make(num_thresholds))
     per_class = np.array([grid_error_bound(p, n) for p, n in zip(pos, neg, strict=True)])
@@ -49,7 +45,7 @@ def _grid_bounds(labels, scores, num_thresholds):
 
 def test_noise_off_equals_the_central_release_and_scikit_learn():
     labels, scores, logits = _data()
-    clients = _clients(labels, scores, 6)
+    clients = split_among_clients(labels, scores, 6)
     clients.append((np.zeros((0, 3)), np.zeros(0)))  # an empty client reports zeros
     out = evaluate_multiclass(clients, epsilon=None, num_thresholds=T)
     reference = central(labels, scores, epsilon=None, num_thresholds=T)
@@ -99,7 +95,7 @@ def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
     assert one.epsilon == 2.0 and one.epsilon_total == pytest.approx(300.0)
     # four clients: four independent draws in the sum, variance 4 x 2 b^2
     four = evaluate_multiclass(
-        _clients(labels, scores, 4),
+        split_among_clients(labels, scores, 4),
         mechanism="histogram",
         epsilon=2.0,
         num_thresholds=T,
@@ -109,9 +105,13 @@ def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
     ratio = np.var(_residuals(four, labels, scores)) / (4 * 2 * 2.0**2)
     assert 0.8 < ratio < 1.25, ratio  # a halved or doubled scale gives 0.25 / 4
     # reproducible from the seed, fresh without one
-    a = evaluate_multiclass(_clients(labels, scores, 2), epsilon=1.0, num_thresholds=T, seed=5)
-    b = evaluate_multiclass(_clients(labels, scores, 2), epsilon=1.0, num_thresholds=T, seed=5)
-    c = evaluate_multiclass(_clients(labels, scores, 2), epsilon=1.0, num_thresholds=T)
+    a = evaluate_multiclass(
+        split_among_clients(labels, scores, 2), epsilon=1.0, num_thresholds=T, seed=5
+    )
+    b = evaluate_multiclass(
+        split_among_clients(labels, scores, 2), epsilon=1.0, num_thresholds=T, seed=5
+    )
+    c = evaluate_multiclass(split_among_clients(labels, scores, 2), epsilon=1.0, num_thresholds=T)
     np.testing.assert_array_equal(a.noisy_counts["pos"], b.noisy_counts["pos"])
     assert not np.array_equal(a.noisy_counts["pos"], c.noisy_counts["pos"])
 
@@ -119,7 +119,7 @@ def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
 def test_secure_shares_sum_to_one_discrete_laplace_of_the_class_change_sensitivity():
     labels, scores, _ = _data(300)
     out = evaluate_multiclass(
-        _clients(labels, scores, 4),
+        split_among_clients(labels, scores, 4),
         epsilon=1.0,
         mechanism="secure-histogram",
         num_thresholds=T,

@@ -27,22 +27,10 @@ from dpauc_tf.mechanisms.laws import Average
 from dpauc_tf.mechanisms.multiclass import one_vs_rest_counts, to_one_hot
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass as central
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec
+from tests.helpers.scores import softmax_classes, split_among_clients
 from tests.helpers.stats import discrete_laplace_pvalue
 
 T = 20
-
-
-def _data(n=600, classes=3, seed=1):
-    rng = np.random.default_rng(seed)
-    logits = rng.normal(size=(n, classes))
-    labels = rng.integers(0, classes, n)
-    logits[np.arange(n), labels] += 1.0
-    return labels, np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-
-
-def _clients(labels, scores, k, seed=0):
-    ids = np.random.default_rng(seed).integers(0, k, labels.size)
-    return [(scores[ids == c], labels[ids == c]) for c in range(k)]
 
 
 def _run(clients, **kwargs):
@@ -57,8 +45,8 @@ def _residuals(out, labels, scores):
 
 
 def test_noise_off_equals_the_central_release_and_scikit_learn():
-    labels, scores = _data()
-    clients = _clients(labels, scores, 4)
+    labels, scores = softmax_classes(600)
+    clients = split_among_clients(labels, scores, 4)
     clients.append((np.zeros((0, 3)), np.zeros(0)))  # an empty client reports zeros
     clients[0] = (clients[0][0], to_one_hot(clients[0][1], 3))  # one-hot labels too
     out = _run(clients, epsilon=None)
@@ -81,7 +69,7 @@ def test_noise_off_equals_the_central_release_and_scikit_learn():
 
 
 def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
-    labels, scores = _data(200)
+    labels, scores = softmax_classes(200)
     # local noise by name: with several clients Flower's default is the secure release
     one = _run([(scores, labels)], mechanism="histogram", epsilon=2.0, seed=3, repeats=150)
     noise = _residuals(one, labels, scores)
@@ -89,14 +77,20 @@ def test_local_noise_is_laplace_of_the_class_change_sensitivity_per_client():
     for wrong in (1.0, 4.0):  # a halved (naive per-class budget) or doubled scale
         assert stats.kstest(noise, stats.laplace(scale=wrong).cdf).pvalue < 1e-10
     assert one.epsilon == 2.0 and one.epsilon_total == pytest.approx(300.0)
-    four = _run(_clients(labels, scores, 4), mechanism="histogram", epsilon=2.0, seed=4, repeats=60)
+    four = _run(
+        split_among_clients(labels, scores, 4),
+        mechanism="histogram",
+        epsilon=2.0,
+        seed=4,
+        repeats=60,
+    )
     ratio = np.var(_residuals(four, labels, scores)) / (4 * 2 * 2.0**2)
     assert 0.8 < ratio < 1.25, ratio  # four draws in the sum; halved / doubled: 0.25 / 4
 
 
 def test_secagg_shares_sum_to_one_discrete_laplace_and_dropouts_are_honest():
-    labels, scores = _data(200)
-    clients = _clients(labels, scores, 4)
+    labels, scores = softmax_classes(200)
+    clients = split_among_clients(labels, scores, 4)
     out = _run(clients, epsilon=1.0, mechanism="secure-histogram", seed=6, repeats=60)
     noise = _residuals(out, labels, scores)
     assert np.all(noise == np.round(noise))
@@ -127,8 +121,8 @@ def test_multiclass_release_travels_in_the_message_and_the_strategy_runs_it_ever
     assert isinstance(spec, ReleaseSpec) and spec.one_vs_rest and spec.average == "weighted"
     back = release_from_config(release_config(spec, num_clients=4))
     assert back.spec == spec and back.multiclass and back.report_shapes()["pos"] == (1, 3, T + 1)
-    labels, scores = _data(200)
-    data = _clients(labels, scores, 3)
+    labels, scores = softmax_classes(200)
+    data = split_among_clients(labels, scores, 3)
     client = ClientApp()
 
     @client.evaluate(mods=[secagg_evaluate_mod])
@@ -156,7 +150,7 @@ def test_multiclass_release_travels_in_the_message_and_the_strategy_runs_it_ever
 
 
 def test_bad_inputs_are_one_line_value_errors():
-    labels, scores = _data(60)
+    labels, scores = softmax_classes(60)
     good = (scores, labels)
     cases = [
         ([], "at least one client"),

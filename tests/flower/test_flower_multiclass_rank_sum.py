@@ -23,24 +23,12 @@ from dpauc_tf.mechanisms.multiclass import one_vs_rest_counts, to_one_hot
 from dpauc_tf.mechanisms.multiclass_rank_sum import exact_statistics
 from dpauc_tf.mechanisms.multiclass_release import evaluate_multiclass as central
 from dpauc_tf.mechanisms.release import ReleaseSpec, finish_release, with_interval
+from tests.helpers.scores import softmax_classes, split_among_clients
 from tests.helpers.stats import discrete_laplace_pvalue
 
 RESOLUTION = 255
 OPTIONS = {"resolution": RESOLUTION}
 NOISE_OFF = 1e6  # the noise scales vanish: every share is 0 (the release is the data's)
-
-
-def _data(n=240, classes=3, seed=1):
-    rng = np.random.default_rng(seed)
-    logits = rng.normal(size=(n, classes))
-    labels = rng.integers(0, classes, n)
-    logits[np.arange(n), labels] += 1.0
-    return labels, np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-
-
-def _clients(labels, scores, k, seed=0):
-    ids = np.random.default_rng(seed).integers(0, k, labels.size)
-    return [(scores[ids == c], labels[ids == c]) for c in range(k)]
 
 
 def _run(clients, **kwargs):
@@ -58,8 +46,8 @@ def _pooled(clients):
 @pytest.mark.parametrize("average", ["macro", "micro"])
 def test_noise_off_equals_the_central_release_and_scikit_learn(average):
     """Hostile clients too: one without class 2, one empty, one with one-hot labels."""
-    labels, scores = _data()
-    clients = _clients(labels, scores, 4)
+    labels, scores = softmax_classes(240)
+    clients = split_among_clients(labels, scores, 4)
     keep = clients[1][1] != 2
     clients[1] = (clients[1][0][keep], clients[1][1][keep])  # class 2 absent on client 1
     clients[0] = (clients[0][0], to_one_hot(clients[0][1], 3))
@@ -88,8 +76,8 @@ def test_summed_shares_are_one_draw_of_the_class_change_law():
     """The noise on every ``2 S_c`` (scale ``2 D_c / rank_epsilon``, the joint sensitivity of
     a class change) and on every ``P_c`` (``1 / count_epsilon``) that the server unmasks
     is one discrete Laplace draw: halved or doubled scales are rejected."""
-    labels, scores = _data(200, seed=2)
-    clients = _clients(labels, scores, 4, seed=3)
+    labels, scores = softmax_classes(200, seed=2)
+    clients = split_among_clients(labels, scores, 4, seed=3)
     out = _run(clients, epsilon=8.0, seed=4, repeats=150)
     spec = ReleaseSpec.make("secure-rank-sum", epsilon=8.0, num_classes=3, options=OPTIONS)
     pos, neg = one_vs_rest_counts(labels, scores, spec.count_grid())
@@ -112,8 +100,8 @@ def test_summed_shares_are_one_draw_of_the_class_change_law():
 
 
 def test_a_client_lost_inside_exchange_one_leaves_the_others_at_full_epsilon():
-    labels, scores = _data(seed=5)
-    clients = _clients(labels, scores, 5)
+    labels, scores = softmax_classes(240, seed=5)
+    clients = split_among_clients(labels, scores, 5)
     out = _run(clients, epsilon=NOISE_OFF, seed=0, vanishing_clients=[2])
     others = [c for k, c in enumerate(clients) if k != 2]
     kept_labels, kept_scores = _pooled(others)
@@ -127,9 +115,9 @@ def test_a_client_lost_inside_exchange_one_leaves_the_others_at_full_epsilon():
 
 
 def test_a_client_lost_between_the_exchanges_is_refused_in_one_line():
-    labels, scores = _data(seed=6)
+    labels, scores = softmax_classes(240, seed=6)
     with pytest.raises(ValueError) as error:
-        _run(_clients(labels, scores, 4), epsilon=1.0, lost_between_exchanges=[3])
+        _run(split_among_clients(labels, scores, 4), epsilon=1.0, lost_between_exchanges=[3])
     message = str(error.value)
     assert "\n" not in message
     assert "exchange two" in message and "nothing is released" in message
@@ -137,9 +125,14 @@ def test_a_client_lost_between_the_exchanges_is_refused_in_one_line():
 
 
 def test_local_rank_sum_names_the_secure_release():
-    labels, scores = _data(60)
+    labels, scores = softmax_classes(60)
     with pytest.raises(ValueError, match="use mechanism='secure-rank-sum'"):
-        _run(_clients(labels, scores, 3), mechanism="rank-sum", mechanism_options=None, epsilon=1.0)
+        _run(
+            split_among_clients(labels, scores, 3),
+            mechanism="rank-sum",
+            mechanism_options=None,
+            epsilon=1.0,
+        )
 
 
 def test_flower_returns_the_release_s_own_interval_of_the_ranked_shares():
@@ -186,7 +179,7 @@ def test_cli_multiclass_backend_flower_runs_secure_rank_sum(capsys, monkeypatch,
     from dpauc_tf.cli.main import main
     from tests.helpers.cli import cli_json
 
-    labels, scores = _data(150, seed=8)
+    labels, scores = softmax_classes(150, seed=8)
     frame = pd.DataFrame(scores, columns=["p0", "p1", "p2"])
     frame["y"] = labels
     path = tmp_path / "scores.csv"

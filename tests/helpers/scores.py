@@ -1,5 +1,6 @@
-"""Score files for the command line and the readers: ``score,label`` CSV files whose floats
-are written with ``repr`` (read back bit for bit)."""
+"""Scores for the tests: binary and softmax score sets, their split among clients, and score
+files for the command line and the readers (``score,label`` CSV files whose floats are
+written with ``repr``, read back bit for bit)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,22 @@ def normal_scores(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     labels = rng.integers(0, 2, n)
     scores = np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1)
     return labels, scores
+
+
+def softmax_classes(n: int, classes: int = 3, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``labels, scores [n, classes]``: normal logits with 1 added to each example's own
+    class, through a softmax (a one-vs-rest AUC of about 0.75 per class)."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, classes))
+    labels = rng.integers(0, classes, n)
+    logits[np.arange(n), labels] += 1.0
+    return labels, np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+
+
+def split_among_clients(labels, scores, k: int, seed: int = 0) -> list[tuple]:
+    """``[(scores, labels)]`` of ``k`` clients, each example's client drawn uniformly."""
+    ids = np.random.default_rng(seed).integers(0, k, labels.size)
+    return [(scores[ids == c], labels[ids == c]) for c in range(k)]
 
 
 def write_score_csv(path: Path, labels, scores, clients=None) -> str:
