@@ -12,7 +12,9 @@ repeat and every client gets independent noise, so the result has exactly the di
 
 The backend is written against the release protocol ([`dpauc_tf.mechanisms.release`][]):
 a [`ReleaseSpec`][] (or a built mechanism) sets the release
-up, every chunk of repeats gets its seed from [`dpauc_tf.noise.seeds.derive_seed`][], and
+up, chunk ``i`` of the repeats is seeded by the spec, ``spec.seed_for("simulate", i)`` (a
+mechanism passed without a spec: the same derivation of ``seed``,
+[`dpauc_tf.noise.seeds.derive_seed`][]), and
 [`finish_release`][] turns the summed reports into the one
 result type, [`AUCResult`][] (AUC and curve of every repeat,
 the guarantee, the whole output's cost).
@@ -41,6 +43,9 @@ Examples:
 """
 
 from __future__ import annotations
+
+import dataclasses
+import functools
 
 import numpy as np
 import tensorflow as tf
@@ -86,23 +91,37 @@ def _released_values_per_client(mechanism: CountMechanism) -> int:
 
 
 def _set_up(release, seed, num_clients: int):
-    """The mechanism (built for ``num_clients`` from a spec) and the seed policy."""
+    """The spec (its seed replaced by ``seed`` where one is given), the mechanism built for
+    ``num_clients`` and where every chunk's seed comes from: the spec's ``seed_for``; for a
+    mechanism passed without a spec, the same derivation of ``seed``."""
     if isinstance(release, ReleaseSpec):
-        return release, release.build(num_clients), release.seed if seed is None else seed
+        spec, seeds = _seed_source(release, seed)
+        return spec, spec.build(num_clients), seeds
     if not isinstance(release, CountMechanism):
         raise TypeError(
             f"simulate takes a ReleaseSpec or a built mechanism, got {type(release).__name__}"
         )
-    return None, release, seed
+    return None, release, _seed_source(None, seed)[1]
 
 
-def _chunks(repeats: int, per_repeat: int, seed) -> list[tuple[int, tf.Tensor]]:
-    """Chunks of repeats (bounded memory), each with its seed ``derive_seed(seed,
-    "simulate", index)``: fresh entropy for ``seed=None``, reproducible for an int."""
+def _seed_source(spec: ReleaseSpec | None, seed: int | None):
+    """The spec with ``seed`` where one is given, and its ``seed_for``; without a spec
+    (a mechanism built by the caller), the same derivation of ``seed``."""
+    if spec is None:
+        return None, functools.partial(derive_seed, seed)
+    if seed is not None:
+        spec = dataclasses.replace(spec, seed=seed)
+    return spec, spec.seed_for
+
+
+def _chunks(repeats: int, per_repeat: int, seeds) -> list[tuple[int, tf.Tensor]]:
+    """Chunks of repeats (bounded memory), chunk ``i`` seeded by ``seeds("simulate", i)``
+    (a spec's ``seed_for``): fresh entropy for a spec without a seed, reproducible for an
+    int."""
     check_repeats(repeats)
     chunk = max(1, min(repeats, MAX_CHUNK_ELEMENTS // max(per_repeat, 1)))
     sizes = [chunk] * (repeats // chunk) + ([repeats % chunk] if repeats % chunk else [])
-    return [(size, derive_seed(seed, SEED_KEY, i)) for i, size in enumerate(sizes)]
+    return [(size, seeds(SEED_KEY, i)) for i, size in enumerate(sizes)]
 
 
 def _finish(
@@ -160,7 +179,7 @@ def simulate(
     """
     interval = {"confidence": confidence, "ci_target": ci_target}
     pos = np.asarray(pos, np.float64)
-    spec, mechanism, seed = _set_up(release, seed, pos.shape[0] if pos.ndim == 2 else 1)
+    spec, mechanism, seeds = _set_up(release, seed, pos.shape[0] if pos.ndim == 2 else 1)
     pos = tf.convert_to_tensor(pos)
     neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
     if pos.shape.rank != 2 or pos.shape != neg.shape:
@@ -196,7 +215,7 @@ def simulate(
     draw_summed = draw_summed and mechanism.sums_client_noise()
     per_repeat = (1 if draw_summed else per_client) * _released_values_per_client(mechanism)
     summed = []
-    for size, chunk_seed in _chunks(repeats, per_repeat, seed):
+    for size, chunk_seed in _chunks(repeats, per_repeat, seeds):
         if draw_summed:
             reports = mechanism.summed_client_release(pos, neg, per_client, chunk_seed, size)
         else:
@@ -212,7 +231,7 @@ def simulate_rank_sums(
     neg,
     num_clients: int,
     *,
-    seed,
+    seed: int | None = None,
     repeats: int,
     confidence: float | None = None,
     ci_target: str = "population",
@@ -220,15 +239,17 @@ def simulate_rank_sums(
     """``repeats`` evaluations over ``num_clients`` clients whose counts sum to ``pos, neg
     [B]``, for a mechanism that releases from the summed counts only
     (``releases_from_summed_counts``: the rank sums, whose ranks come from round one's
-    global totals): its own ``release_over_clients`` law. Returns an [`AUCResult`][]
-    (with the interval at ``confidence``, as [`simulate`][])."""
+    global totals): its own ``release_over_clients`` law, seeded as [`simulate`][] (the
+    spec's seeds; ``seed`` replaces the spec's or seeds a mechanism given with no spec).
+    Returns an [`AUCResult`][] (with the interval at ``confidence``, as [`simulate`][])."""
     interval = {"confidence": confidence, "ci_target": ci_target}
+    spec, seeds = _seed_source(spec, seed)
     pos = tf.convert_to_tensor(np.asarray(pos, np.float64))
     neg = tf.convert_to_tensor(np.asarray(neg, np.float64))
     num_examples = float(tf.reduce_sum(pos) + tf.reduce_sum(neg))
     parts = [
         mechanism.release_over_clients(pos, neg, num_clients, chunk_seed, size)
-        for size, chunk_seed in _chunks(repeats, 2, seed)
+        for size, chunk_seed in _chunks(repeats, 2, seeds)
     ]
     return _finish(spec, mechanism, parts, num_examples, num_clients, interval)
 
@@ -307,7 +328,7 @@ def simulate_examples(
     ``confidence`` and ``ci_target``: the interval of every release, as [`simulate`][].
     """
     interval = {"confidence": confidence, "ci_target": ci_target}
-    spec, mechanism, seed = _set_up(release, seed, num_clients)
+    spec, mechanism, seeds = _set_up(release, seed, num_clients)
     checked = ScoreSet.checked(labels, scores)  # one-line errors for bad labels or scores
     labels = checked.labels.astype(np.float64)
     scores = checked.scores
@@ -322,10 +343,12 @@ def simulate_examples(
         )
     if not mechanism.capabilities.transforms_data:
         pos, neg = client_histograms(labels, scores, grid, client_ids, num_clients)
-        return simulate(spec or mechanism, pos, neg, seed=seed, repeats=repeats, **interval)
+        return simulate(
+            spec or mechanism, pos, neg, seed=None if spec else seed, repeats=repeats, **interval
+        )
     aggregate = mechanism.aggregate()
     summed = []
-    for size, chunk_seed in _chunks(repeats, 4 * labels.size, seed):
+    for size, chunk_seed in _chunks(repeats, 4 * labels.size, seeds):
         tiled_labels = np.tile(labels, size)
         _, noisy = mechanism.transform(tiled_labels, np.tile(scores, size), chunk_seed)
         groups = np.repeat(np.arange(size), labels.size) * num_clients + np.tile(client_ids, size)

@@ -262,39 +262,35 @@ class TableRunner:
     # -- running --------------------------------------------------------------------------
     def run_setting(self, epoch: int, setting: Setting, seed: int) -> AUCResult:
         """``repeats`` releases of one setting on one epoch's scores."""
-        mechanism = ReleaseArguments(
+        spec = ReleaseArguments(  # the setting's release, seeded by the spec
             setting.epsilon,
             setting.mechanism,
             num_thresholds=setting.num_thresholds,
             mechanism_options=PAPER_ROW_OPTIONS.get(setting.mechanism),
-        ).build(setting.clients)
+            seed=seed,
+        ).spec()
+        mechanism = spec.build(setting.clients)
         if mechanism.releases_from_summed_counts:  # rank sums: the summed counts' law
             grid = mechanism.count_thresholds(Thresholds.make(setting.num_thresholds))
             pos, neg = self.summed_counts(epoch, grid)  # the rank sums count on their own grid
             return simulate_rank_sums(
-                None, mechanism, pos, neg, setting.clients, seed=seed, repeats=self.repeats
+                spec, mechanism, pos, neg, setting.clients, repeats=self.repeats
             )
         if mechanism.capabilities.transforms_data:
             data = self.score_sets[epoch]
             ids = self.client_ids(epoch, setting.partition, setting.clients)
             return simulate_examples(
-                mechanism,
+                spec,
                 data.labels,
                 data.scores,
                 Thresholds.make(setting.num_thresholds, setting.threshold_grid),
                 ids,
                 setting.clients,
-                seed=seed,
                 repeats=self.repeats,
             )
         pos, neg = self.histograms(epoch, setting)
         return simulate(
-            mechanism,
-            pos,
-            neg,
-            seed=seed,
-            repeats=self.repeats,
-            per_client_noise=self.per_client_noise,
+            spec, pos, neg, repeats=self.repeats, per_client_noise=self.per_client_noise
         )
 
     def row(self, epoch: int, setting: Setting, result: AUCResult) -> dict[str, Any]:

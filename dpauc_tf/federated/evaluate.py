@@ -28,8 +28,10 @@ from dpauc_tf.mechanisms.arguments import ReleaseArguments
 from dpauc_tf.mechanisms.laws import Deployment
 from dpauc_tf.mechanisms.registry import require
 from dpauc_tf.mechanisms.release import AUCResult, ReleaseSpec, check_repeats, finish_release
+from dpauc_tf.noise.exact import rng_from_seed
 
 SEED_KEY = "tff"  # client k's seed of repeat r: spec.seed_for(SEED_KEY, r, k)
+DROPOUT_SEED_KEY = "dropout"  # the simulated dropout's draw: spec.seed_for(DROPOUT_SEED_KEY)
 
 
 _COMPUTATIONS: dict[tuple, tff.Computation] = {}
@@ -203,7 +205,7 @@ def evaluate(
       seed: ``None`` draws every client's seed from OS entropy; an int makes the run
         reproducible (per-client seeds derived from it are passed in as CLIENTS data).
       dropout: fraction of clients that do not report: ``floor(dropout * K)`` clients chosen
-        at random. The result says how many reported. ``secure-histogram`` sizes its noise
+        at random (from the spec's seed: reproducible for an int ``seed``). The result says how many reported. ``secure-histogram`` sizes its noise
         shares for the clients expected to report, so the total noise is as stated.
       noise_family: ``"discrete-laplace"`` or ``"skellam"`` (secure mechanisms only; default:
         Skellam when ``delta`` is given, discrete Laplace otherwise).
@@ -324,7 +326,7 @@ def evaluate_spec(
         )
     shares = num_expected if secure_shares is None else secure_shares
     count_mechanism = spec.build(shares)
-    reporting_set = _reporting_set(known, num_expected, dropout, spec.seed)
+    reporting_set = _reporting_set(known, num_expected, dropout, spec)
     if count_mechanism.releases_from_summed_counts and secure:  # the rank sum: two rounds
         from dpauc_tf.federated.rank_sum import evaluate_rank_sum
 
@@ -372,12 +374,14 @@ def evaluate_spec(
     )
 
 
-def _reporting_set(known, num_expected, dropout, seed) -> set[int] | None:
+def _reporting_set(known, num_expected, dropout, spec) -> set[int] | None:
     """The clients that report: ``None`` (all) without dropout, else ``num_expected`` of the
-    ``known`` drawn from ``seed`` (OS entropy for ``None``)."""
+    ``known`` drawn from the spec's seed ``spec.seed_for("dropout")`` (fresh entropy for a
+    spec without a seed)."""
     if dropout <= 0:
         return None
-    return set(np.random.default_rng(seed).choice(known, size=num_expected, replace=False).tolist())
+    rng = rng_from_seed(spec.seed_for(DROPOUT_SEED_KEY))
+    return set(rng.choice(known, size=num_expected, replace=False).tolist())
 
 
 def _one_round(

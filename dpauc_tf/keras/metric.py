@@ -49,7 +49,7 @@ from dpauc_tf.core.thresholds import Thresholds
 from dpauc_tf.core.vocabulary import Curve, SummationMethod, is_roc_auc
 from dpauc_tf.keras import checks, ops_counts, tf_counts
 from dpauc_tf.mechanisms import CountMechanism, require
-from dpauc_tf.mechanisms.weight_bound import bound_weights, check_max_weight
+from dpauc_tf.mechanisms.weight_bound import check_max_weight
 from dpauc_tf.privacy.ledger import BudgetExceededError
 from dpauc_tf.privacy.statement import PrivacyStatement
 
@@ -197,10 +197,10 @@ class DPAUC(tf.keras.metrics.Metric):
             num_thresholds=self._thresholds.num_thresholds,
             delta=delta,
             mechanism_options=mechanism_options,
+            max_weight=max_weight,  # the spec builds the weight-bounded mechanism
         ).spec(needs_curve=not is_roc_auc(curve, summation_method))
         mechanism, self._mechanism = spec.mechanism, spec.build()
         require(self._mechanism, "keras_metric")
-        self._mechanism = bound_weights(self._mechanism, max_weight)
         # The weights a batch may carry: any (noise off) or [0, max_weight] (the guarantee's).
         self._weight_bound = None if epsilon is None else max_weight
         # Weights of 1 only where the release calls totals label-free (class_weight would

@@ -49,10 +49,11 @@ class ReleaseArguments:
       seed: ``None`` (fresh entropy) or an int (reproducible).
       num_classes: ``None`` (binary) or ``C >= 2`` (one-vs-rest).
       average: a one-vs-rest release's headline average.
+      max_weight: the declared bound of the sample weights (Keras' ``DPAUC(max_weight=...)``).
 
     Examples:
         >>> ReleaseArguments.of({"epsilon": 0.5, "repeats": 3, "seed": 1})
-        ReleaseArguments(epsilon=0.5, mechanism=None, num_thresholds=200, threshold_grid='tf', delta=None, mechanism_options=None, seed=1, num_classes=None, average='macro')
+        ReleaseArguments(epsilon=0.5, mechanism=None, num_thresholds=200, threshold_grid='tf', delta=None, mechanism_options=None, seed=1, num_classes=None, average='macro', max_weight=1.0)
         >>> ReleaseArguments(epsilon=1.0, mechanism="histogram", num_thresholds=3).build().name
         'histogram'
     """
@@ -66,6 +67,7 @@ class ReleaseArguments:
     seed: int | None = None
     num_classes: int | None = None
     average: str = "macro"
+    max_weight: float = 1.0
 
     @classmethod
     def of(cls, keywords: Mapping[str, Any]) -> ReleaseArguments:
@@ -158,6 +160,7 @@ class ReleaseArguments:
             average=self.average,
             needs_curve=needs_curve,
             deployment=deployment,
+            max_weight=self.max_weight,
         )
 
     def build(self, num_clients: int | None = None):

@@ -83,6 +83,9 @@ class ReleaseSpec:
         class's ``[C, T + 1]`` counts through ``mechanism``.
       average: the headline average of a one-vs-rest release (``"macro"``, ``"weighted"``
         or ``"micro"``; ignored without ``num_classes``).
+      max_weight: the declared bound ``W`` of the sample weights (default 1): the mechanism
+        is built for weights in ``[0, W]`` (its counts divided by ``W``, its law scaled:
+        [`bound_weights`][dpauc_tf.mechanisms.weight_bound.bound_weights]).
 
     Examples:
         >>> spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=10, seed=0)
@@ -103,6 +106,7 @@ class ReleaseSpec:
     seed: int | None = None
     num_classes: int | None = None
     average: str = "macro"
+    max_weight: float = 1.0
 
     @classmethod
     def make(
@@ -120,6 +124,7 @@ class ReleaseSpec:
         average: str = "macro",
         needs_curve: bool = False,
         deployment: Deployment | str = Deployment.CENTRAL,
+        max_weight: float = 1.0,
     ) -> ReleaseSpec:
         """A checked spec: the mechanism is built once here, so that a bad name, epsilon,
         delta or option fails before any work, with the registry's one-line message.
@@ -128,7 +133,11 @@ class ReleaseSpec:
         default for what is asked
         ([`default_mechanism`][dpauc_tf.mechanisms.registry.default_mechanism]: a curve
         mechanism for ``needs_curve`` or a one-vs-rest release). ``num_classes`` makes
-        the release one-vs-rest (``average`` its headline average)."""
+        the release one-vs-rest (``average`` its headline average). ``max_weight``: the
+        sample weights' declared bound (binary releases)."""
+        from dpauc_tf.mechanisms.weight_bound import check_max_weight
+
+        max_weight = check_max_weight(max_weight)
         if num_classes is not None:
             from dpauc_tf.mechanisms.multiclass import check_num_classes
 
@@ -160,6 +169,7 @@ class ReleaseSpec:
             seed=seed,
             num_classes=num_classes,
             average=average,
+            max_weight=max_weight,
         )
         spec.build()
         return spec
@@ -215,6 +225,8 @@ class ReleaseSpec:
         }
         if self.one_vs_rest:
             fields.update(num_classes=self.num_classes, average=self.average)
+        if self.max_weight != 1.0:
+            fields["max_weight"] = self.max_weight
         return fields
 
     @classmethod
@@ -236,6 +248,7 @@ class ReleaseSpec:
             seed=None,
             num_classes=int(fields["num_classes"]) if one_vs_rest else None,
             average=str(fields["average"]) if one_vs_rest else "macro",
+            max_weight=float(fields.get("max_weight", 1.0)),
         )
 
     @property
@@ -338,6 +351,18 @@ class ReleaseSpec:
 
 @functools.lru_cache(maxsize=128)
 def _build(spec: ReleaseSpec, num_clients: int):
+    if spec.max_weight == 1.0:
+        return _build_unit_weights(spec, num_clients)
+    if spec.one_vs_rest or spec.mechanism in (PAIRED_COMPARISON, RANK_SUM_COMPARISON):
+        raise ValueError(
+            f"max_weight={spec.max_weight:g}: weights above 1 are bounded for a binary release only"
+        )
+    from dpauc_tf.mechanisms.weight_bound import bound_weights
+
+    return bound_weights(_build_unit_weights(spec, num_clients), spec.max_weight)
+
+
+def _build_unit_weights(spec: ReleaseSpec, num_clients: int):
     options = {key: value for key, value in spec.options if key != "num_clients"}
     if spec.mechanism == PAIRED_COMPARISON:
         from dpauc_tf.mechanisms.comparison import PairedComparison

@@ -73,3 +73,31 @@ def test_evaluate_spec_runs_the_spec_it_is_given_and_the_default_comes_from_the_
     assert default.mechanism in ("none", default_mechanism(deployment=Deployment.SECURE))
     noisy = evaluate(clients, epsilon=1.0, num_thresholds=T, seed=1)
     assert noisy.mechanism == default_mechanism(deployment=Deployment.SECURE)
+
+
+def test_the_dropout_is_drawn_from_the_spec(data):
+    """Which clients report under ``dropout`` comes from ``spec.seed_for("dropout")``: the
+    same spec seed gives the same reporting set, another seed (almost surely) another."""
+    from dpauc_tf.federated.evaluate import DROPOUT_SEED_KEY, _reporting_set
+    from dpauc_tf.noise.exact import rng_from_seed
+
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T, seed=4)
+    chosen = _reporting_set(40, 30, 0.25, spec)
+    drawn = rng_from_seed(spec.seed_for(DROPOUT_SEED_KEY)).choice(40, size=30, replace=False)
+    assert chosen == set(drawn.tolist()) and len(chosen) == 30
+    other = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T, seed=5)
+    assert _reporting_set(40, 30, 0.25, other) != chosen
+    assert _reporting_set(40, 40, 0.0, spec) is None
+    scores, labels, ids = data
+    runs = [
+        evaluate(
+            client_data_from_partition(scores, labels, ids, K),
+            mechanism="histogram",
+            epsilon=1.0,
+            num_thresholds=T,
+            seed=4,
+            dropout=0.3,
+        )
+        for _ in range(2)
+    ]
+    assert runs[0].num_reporting == 7 and runs[0].aucs.tolist() == runs[1].aucs.tolist()

@@ -201,3 +201,39 @@ def test_one_vs_rest_and_the_paired_comparison_finish_through_the_spec():
     finished = finish_release(paired, noisy, num_examples=400)
     assert isinstance(finished, ComparisonResult)
     assert finished.to_dict() == direct.to_dict()
+
+
+def test_simulate_seeds_every_chunk_from_the_spec(counts):
+    """The simulate backend's chunk i is seeded by ``spec.seed_for("simulate", i)``, and a
+    ``seed=`` given beside a spec replaces the spec's (no seeding of its own)."""
+    _, _, (pos, neg) = counts
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T, seed=3)
+    result = simulate(spec, pos, neg, repeats=3)
+    drawn = (
+        spec.build(1).aggregate().release(pos, neg, seed=spec.seed_for("simulate", 0), repeats=3)
+    )
+    np.testing.assert_array_equal(result.noisy_counts["pos"], drawn["pos"].numpy().sum(1))
+    import dataclasses
+
+    other = simulate(dataclasses.replace(spec, seed=4), pos, neg, repeats=3)
+    overridden = simulate(spec, pos, neg, repeats=3, seed=4)
+    np.testing.assert_array_equal(overridden.noisy_counts["pos"], other.noisy_counts["pos"])
+    assert not np.array_equal(overridden.noisy_counts["pos"], result.noisy_counts["pos"])
+
+
+def test_the_spec_builds_the_weight_bounded_mechanism():
+    """``max_weight`` is part of the release the spec describes: the spec builds the
+    mechanism for weights in [0, W] (its law scaled), carries it in its fields, and refuses
+    it where it does not apply, in one line."""
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T, max_weight=2.5)
+    built = spec.build()
+    assert built.max_weight == 2.5 and built.statement().noise_scale == pytest.approx(5.0)
+    assert ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=T).build().name == built.name
+    assert ReleaseSpec.from_fields(spec.to_fields()) == spec
+    assert "max_weight" not in ReleaseSpec.make("histogram", epsilon=1.0).to_fields()
+    with pytest.raises(ValueError, match="max_weight must be 1"):
+        ReleaseSpec.make("secure-histogram", epsilon=1.0, max_weight=2.0)
+    with pytest.raises(ValueError, match="binary release only"):
+        ReleaseSpec.make("histogram", epsilon=1.0, num_classes=3, max_weight=2.0)
+    with pytest.raises(ValueError, match="max_weight must be a finite number > 0"):
+        ReleaseSpec.make("histogram", epsilon=1.0, max_weight=float("nan"))
