@@ -25,8 +25,10 @@ brackets; a set where the bin is empty does not count); ``--exact-bins`` prints 
 exact coverage of every bin's interval without noise (a sum over the binomial laws of the
 bin's examples and of its positives: no simulation, no chance spread), next to that of
 Jeffreys' and Clopper-Pearson's intervals for comparison. ``--noise-spread R`` prints, for one
-test set and ``R`` releases, each bin's reported rate against the rate of the unprojected
-released positives (where the noisy intervals over-cover, and why).
+test set and ``R`` releases, each bin's rate of the projected counts (what the bins read in
+0.3.0's first measurements, when near-empty bins over-covered), its reported rate and the
+unclipped rate of the released positives (why a bin reads the release before the
+projection).
 
 Usage (from the repository root)::
 
@@ -194,11 +196,13 @@ def exact_bin_coverage(n: int, interval=_wilson) -> tuple[np.ndarray, np.ndarray
 
 
 def noise_spread(n: int, epsilon: float, releases: int, seed: int) -> list[dict[str, float]]:
-    """Where the bins' noisy intervals over-cover: one test set of ``n`` examples, ``releases``
-    ``histogram`` releases of it; per bin, the reported positive rate (of the projected,
-    non-negative counts, clipped to [0, 1]) against the rate of the released, unprojected
-    positives (whose spread is the mechanism's stated law, the one the delta method
-    propagates): their means and standard deviations over the releases."""
+    """Why a bin's rate reads the release before the projection: one test set of ``n``
+    examples, ``releases`` ``histogram`` releases of it; per bin, the rate of the projected,
+    non-negative counts (what the bins read at first, clipped to [0, 1]), the reported
+    rate (the released positives before the projection, clipped to [0, 1]) and the unclipped
+    rate of the released positives (whose spread is the mechanism's stated law, the one the
+    delta method propagates and the interval reads): means and standard deviations over the
+    releases."""
     grid = Thresholds.make(NUM_THRESHOLDS)
     p1, p0, middle = population(grid)
     bins = calibration_bins(grid, NUM_BINS)
@@ -215,14 +219,20 @@ def noise_spread(n: int, epsilon: float, releases: int, seed: int) -> list[dict[
     )  # fmt: skip
     reported = summary.calibration.table.positive_rate  # [releases, bins]
     released = np.asarray(result.noisy_counts["pos"], np.float64).reshape(releases, -1)
+    projected = np.asarray(spec.build(1).projected_counts(result.noisy_counts)[0], np.float64)
+    projected = projected.reshape(releases, -1)
     examples = np.bincount(bins, pos + neg, NUM_BINS)
     rows = []
     for k in range(NUM_BINS):
-        unprojected = released[:, bins == k].sum(-1) / max(examples[k], 1.0)
+        size = max(examples[k], 1.0)
+        unprojected = released[:, bins == k].sum(-1) / size
+        projected_rate = np.clip(projected[:, bins == k].sum(-1) / size, 0.0, 1.0)
         rows.append(
             {
                 "examples": examples[k],
-                "rate": np.bincount(bins, pos, NUM_BINS)[k] / max(examples[k], 1.0),
+                "rate": np.bincount(bins, pos, NUM_BINS)[k] / size,
+                "projected_mean": float(projected_rate.mean()),
+                "projected_sd": float(projected_rate.std()),
                 "reported_mean": float(np.nanmean(reported[:, k])),
                 "reported_sd": float(np.nanstd(reported[:, k])),
                 "unprojected_mean": float(unprojected.mean()),
@@ -252,20 +262,24 @@ def main() -> None:
         "--noise-spread",
         type=int,
         metavar="RELEASES",
-        help="only the bins' reported vs unprojected rates over RELEASES releases of one test "
+        help="only the bins' projected, reported and unclipped rates over RELEASES releases of one test "
         "set (the first --n and --epsilons)",
     )
     args = parser.parse_args()
     if args.noise_spread:
         n, epsilon = args.n[0], float(args.epsilons[0])
         print(f"n = {n:,}, epsilon {epsilon:g}, {args.noise_spread} releases of one test set")
-        print("| bin | examples | rate | reported: mean | sd | unprojected: mean | sd |")
-        print("|---|---|---|---|---|---|---|")
+        print(
+            "| bin | examples | rate | projected: mean | sd | reported: mean | sd "
+            "| unclipped: mean | sd |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
         for k, row in enumerate(noise_spread(n, epsilon, args.noise_spread, args.seed)):
             print(
-                f"| {k} | {row['examples']:.0f} | {row['rate']:.3f} | {row['reported_mean']:.3f}"
-                f" | {row['reported_sd']:.3f} | {row['unprojected_mean']:.3f}"
-                f" | {row['unprojected_sd']:.3f} |"
+                f"| {k} | {row['examples']:.0f} | {row['rate']:.3f}"
+                f" | {row['projected_mean']:.3f} | {row['projected_sd']:.3f}"
+                f" | {row['reported_mean']:.3f} | {row['reported_sd']:.3f}"
+                f" | {row['unprojected_mean']:.3f} | {row['unprojected_sd']:.3f} |"
             )
         return
     if args.exact_bins:

@@ -7,8 +7,8 @@ eagerly at ``result()``, asked of the release guards first, so
 [`DPAUCBudgetCallback`][dpauc_tf.keras.callbacks.DPAUCBudgetCallback] charges every one of
 them to its ledger, one mechanism epsilon per release), plus two **label-free** per-bucket
 statistics of the scores (the number of examples and the sum of their scores). The value is
-post-processing of one release: the mechanism's non-negative bucket counts
-(``projected_counts``) and the label-free statistics go to
+post-processing of one release: its bucket counts before the projection to non-negative
+counts (an unbiased sum per bin; ``released_bucket_counts``) and the label-free statistics go to
 [`dpauc_tf.core.calibration.reliability`][] (the ECE's only implementation).
 
 **Weights.** The score statistics are label-free only when no weight depends on the label.
@@ -36,7 +36,7 @@ from dpauc_tf.core import calibration
 from dpauc_tf.keras import checks
 from dpauc_tf.keras.metric import DPAUC
 from dpauc_tf.mechanisms import CountMechanism
-from dpauc_tf.mechanisms.release_summaries import check_summarizable
+from dpauc_tf.mechanisms.release_summaries import check_summarizable, released_bucket_counts
 
 
 def _in_xla_context() -> bool:
@@ -211,10 +211,11 @@ class DPECE(DPAUC):
     def _table(
         self, mechanism, release: Mapping, examples, score_sums
     ) -> calibration.ReliabilityTable:
-        """The reliability table of a release: the mechanism's non-negative bucket counts
-        and the label-free score statistics, through ``core.calibration``."""
+        """The reliability table of a release: its bucket counts before the projection
+        (`released_bucket_counts`, as ``dpauc evaluate --calibration-bins`` reads them) and
+        the label-free score statistics, through ``core.calibration``."""
         release = {key: np.asarray(value, np.float64) for key, value in release.items()}
-        pos, _ = mechanism.projected_counts(release)
+        pos, _ = released_bucket_counts(mechanism, release)
         scores = calibration.BucketScores(
             counts=np.asarray(examples, np.float64), score_sums=np.asarray(score_sums, np.float64)
         )

@@ -21,6 +21,9 @@ Intervals (``docs/evaluation_metrics.md`` has the formulas and the measured cove
   fixed bin; for the partial AUC and the average precision the jackknife of the projected
   counts (leave one example out of each occupied bucket and class: the class sizes vary as
   between test sets, which the average precision depends on; deterministic);
+* a reliability bin's positive rate: its released positives before the projection (an
+  unbiased sum whose noise is exactly the stated one, `released_bucket_counts`) over its
+  public number of examples, clipped to [0, 1];
 * rates: Wilson's interval with the privacy variance added (``rate_interval``); the
   partial AUC and the ECE: ``x +- z sqrt(privacy + sampling)``, clipped to [0, 1]; the
   average precision: the same on the logit scale.
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -286,6 +290,31 @@ def _release_histogram(mechanism, kind: str, tensors: dict):
     return out[0], out[1]
 
 
+def released_bucket_counts(mechanism, release: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The bucket counts ``pos, neg [R, T + 1]`` as the release's linear, unbiased estimate,
+    before the projection to non-negative monotone counts: what a reliability bin's positive
+    rate reads (the sum of a bin's released positives over its public number of examples,
+    clipped to [0, 1] by [`dpauc_tf.core.calibration.reliability`][]). Projecting first
+    removes part of the noise of a near-empty bin and moves its rate away from 0, so the
+    delta method's stated spread no longer described it (``docs/evaluation_metrics.md``,
+    Coverage). Without noise it equals the projected counts.
+
+        >>> from dpauc_tf.mechanisms import get_mechanism
+        >>> m = get_mechanism("histogram", epsilon=1.0, num_thresholds=3)
+        >>> pos, neg = released_bucket_counts(m, {"pos": [[-2.0, 1.5, 4.0, 0.5]], "neg": [[3.0, 2.0, -1.0, 0.0]]})
+        >>> pos.tolist(), neg.tolist()
+        ([[-2.0, 1.5, 4.0, 0.5]], [[3.0, 2.0, -1.0, 0.0]])
+    """
+    import tensorflow as tf
+
+    tensors = {
+        key: tf.constant(np.atleast_2d(np.asarray(value, np.float64)))
+        for key, value in release.items()
+    }
+    pos, neg = _release_histogram(mechanism, _histogram_kind(mechanism), tensors)
+    return np.asarray(pos, np.float64), np.asarray(neg, np.float64)
+
+
 class _DeltaMethod:
     """``var(x) = sum_i var_i (J^T g)_i^2`` for the gradient ``g`` of a number with respect
     to the bucket counts; one instance per release (its noise law, watched entries)."""
@@ -501,7 +530,8 @@ def rate_interval(
         ``q = z^2 / m``
 
     (Wilson's for ``v = 0``; a normal interval centred on ``r`` undercovers a rate near 0
-    or 1 in a bin of a few dozen examples). Clipped to [0, 1]; NaN bounds where ``r`` is
+    or 1 in a bin of a few dozen examples). ``r`` is taken as released, unclipped (a noisy
+    rate may lie below 0 or above 1); the bounds are clipped to [0, 1]; NaN bounds where ``r`` is
     undefined or ``confidence`` is ``None``. ``sampling_variance`` reports Agresti and
     Coull's [`binomial_variance`][].
 
@@ -518,11 +548,15 @@ def rate_interval(
     z = stats.norm.ppf(0.5 + confidence / 2)
     privacy = np.broadcast_to(np.asarray(privacy, np.float64), rate.shape)
     ok = np.isfinite(rate) & (size > 0) & np.isfinite(privacy)
-    r = np.where(ok, np.clip(rate, 0.0, 1.0), 0.5)
+    # r unclipped: a noisy rate below 0 (or above 1) is evidence too, and clipping it first
+    # would make every such release cover a rate near 0 (a bin of 8% positives covered 98%)
+    r = np.where(ok, rate, 0.5)
     m = np.where(ok, size, 1.0)
     v = np.where(ok, np.maximum(privacy, 0.0), 0.0)
     q = z * z / m
-    half = z * np.sqrt(4.0 * r * (1.0 - r) / m + q / m + 4.0 * v * (1.0 + q))
+    # no p at all where (r - p)^2 > z^2 (p (1 - p) / m + v) everywhere: the one p closest to it
+    discriminant = np.maximum(4.0 * r * (1.0 - r) / m + q / m + 4.0 * v * (1.0 + q), 0.0)
+    half = z * np.sqrt(discriminant)
     low = np.clip((2.0 * r + q - half) / (2.0 * (1.0 + q)), 0.0, 1.0)
     high = np.clip((2.0 * r + q + half) / (2.0 * (1.0 + q)), 0.0, 1.0)
     return dataclasses.replace(
@@ -691,9 +725,15 @@ def summarize_release(
         out["average_precision"] = _logit_interval(
             value, privacy, sampling, logit_sampling, level, target
         )
-    if bins is not None:
+    if bins is not None:  # a bin's rate reads the release before the projection
         out["calibration"] = _calibration(
-            pos, bucket_scores, bins, calibration_bins, delta, level, target
+            released_bucket_counts(mechanism, release)[0],
+            bucket_scores,
+            bins,
+            calibration_bins,
+            delta,
+            level,
+            target,
         )
     return ReleaseSummaries(confidence=level, target=target.value, **out)
 
@@ -703,7 +743,11 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
     table = calibration.reliability(pos, scores, bins, num_bins)
     rows = pos.shape[0]
     counts = table.counts
-    rate = table.positive_rate
+    rate = table.positive_rate  # clipped to [0, 1]; the interval reads the unclipped rate
+    with np.errstate(invalid="ignore", divide="ignore"):
+        released_rate = np.where(
+            counts > 0, calibration.bin_sums(pos, bins, num_bins) / counts, np.nan
+        )
     zeros = np.zeros_like(pos)
     privacy = np.full((rows, num_bins), np.nan)
     if delta.supported:
@@ -713,7 +757,7 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
                 privacy[:, k] = delta.variance(grad, zeros)
     sampling = binomial_variance(rate, counts)
     rates = [
-        rate_interval(rate[:, k], privacy[:, k], counts[:, k], confidence, target)
+        rate_interval(released_rate[:, k], privacy[:, k], counts[:, k], confidence, target)
         for k in range(num_bins)
     ]
     # the ECE: d/d pos[b] = -share_k sign(s_k - r_k) / m_k for b in bin k

@@ -169,6 +169,20 @@ def test_the_value_comes_from_the_release():
     assert float(table.ece[0]) == pytest.approx(reference_ece(labels, scores), abs=1e-6)
 
 
+def test_a_bins_rate_reads_the_release_before_the_projection():
+    """A bin's positive rate is its released positives summed as drawn (negative noisy counts
+    included) over its examples, clipped to [0, 1]: projecting first would move a near-empty
+    bin's rate up (here 0.125 instead of 0)."""
+    metric = DPECE(epsilon=1.0, num_bins=2, num_thresholds=5, seed=1)
+    metric.update_state([0] * 4 + [1] * 4, [0.05, 0.1, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9])
+    release = {"pos": np.array([0.0, 2.0, -3.0, 4.0, 4.0, 0.0]), "neg": np.full(6, 1.0)}
+    table = metric.reliability_from_release(release)
+    assert metric.num_bins == 2 and table.counts[0].tolist() == [4.0, 4.0]
+    assert table.positive_rate[0].tolist() == [0.0, 1.0]  # (2 - 3) / 4 clipped; 8 / 4 clipped
+    projected, _ = metric.mechanism.projected_counts(release)
+    assert np.asarray(projected).ravel()[1:3].sum() == 0.5  # the projection's rate: 0.125
+
+
 def test_get_config_is_exactly_the_constructor_arguments():
     metric = DPECE(epsilon=2.0, num_bins=5, num_thresholds=51, seed=4, name="ece")
     config = metric.get_config()

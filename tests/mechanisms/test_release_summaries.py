@@ -145,6 +145,33 @@ def test_coverage_of_the_sample_target_for_a_fixed_threshold_rate():
     assert np.all(covered.mean(0) > 0.9), covered.mean(0)
 
 
+def test_a_near_empty_bins_interval_covers_at_its_level_not_above():
+    """A bin of 100 examples with 3 positives, epsilon 1 (the bin's noise spread is about 9
+    positives): its sample interval covers the exact rate 94-96.5% of 4,000 releases. Reading
+    the projected (non-negative) counts, or clipping the rate before the interval, covered
+    98.4%: the projection removes noise the stated variance still counts."""
+    rng = np.random.default_rng(0)
+    scores = np.concatenate([rng.uniform(0.01, 0.19, 100), rng.uniform(0.21, 0.99, 400)])
+    labels = np.concatenate([np.arange(100) < 3, rng.random(400) < scores[100:]]).astype(int)
+    spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=51, seed=7)
+    grid = spec.count_grid()
+    pos, neg = bucket_counts_numpy(labels, scores, grid)
+    result = simulate(spec, pos, neg, repeats=4000)
+    summary = summarize_release(
+        result,
+        spec.build(1),
+        grid,
+        average_precision=False,
+        calibration_bins=5,
+        bucket_scores=BucketScores.of(scores, grid),
+        target="sample",
+    )
+    low, high = summary.calibration.rate_low[:, 0], summary.calibration.rate_high[:, 0]
+    coverage = np.mean((low <= 0.03) & (0.03 <= high))
+    assert 0.94 <= coverage <= 0.965, coverage
+    assert np.all(summary.calibration.table.positive_rate[:, 0] >= 0.0)  # reported: clipped
+
+
 def test_a_mechanism_without_a_curve_is_refused():
     labels, scores = _data(n=500)
     spec = ReleaseSpec.make("auc-only", epsilon=1.0, delta=1e-6, seed=0)
