@@ -44,6 +44,7 @@ from dpauc_tf.mechanisms.comparison_rank_sum import RANK_SUM_COMPARISON
 from dpauc_tf.mechanisms.laws import Average, Deployment
 from dpauc_tf.mechanisms.option_types import frozen_options
 from dpauc_tf.mechanisms.registry import mechanism_spec
+from dpauc_tf.mechanisms.weight_bound import bound_weights, check_max_weight
 
 if TYPE_CHECKING:
     from dpauc_tf.mechanisms.comparison import ComparisonResult
@@ -135,8 +136,6 @@ class ReleaseSpec:
         mechanism for ``needs_curve`` or a one-vs-rest release). ``num_classes`` makes
         the release one-vs-rest (``average`` its headline average). ``max_weight``: the
         sample weights' declared bound (binary releases)."""
-        from dpauc_tf.mechanisms.weight_bound import check_max_weight
-
         max_weight = check_max_weight(max_weight)
         if num_classes is not None:
             from dpauc_tf.mechanisms.multiclass import check_num_classes
@@ -357,8 +356,6 @@ def _build(spec: ReleaseSpec, num_clients: int):
         raise ValueError(
             f"max_weight={spec.max_weight:g}: weights above 1 are bounded for a binary release only"
         )
-    from dpauc_tf.mechanisms.weight_bound import bound_weights
-
     return bound_weights(_build_unit_weights(spec, num_clients), spec.max_weight)
 
 
