@@ -272,7 +272,7 @@ def _require_one_round(args, num_classes: int) -> None:
         num_classes=num_classes,
         average=args.average,
     ).build()
-    if not hasattr(built, "round_one_report"):
+    if not built.releases_from_summed_counts:
         return
     if args.backend == "flower" and built.capabilities.secure:
         return  # two exchanges under SecAgg+ (dpauc_tf.flower.rank_sum)

@@ -131,7 +131,7 @@ def evaluate_multiclass(
         shares_set_by="(the noise shares are sized for every client)",
     )
     if not spec.capabilities.federated:
-        rank_sums = hasattr(spec.build(), "round_one_report")
+        rank_sums = spec.build().releases_from_summed_counts
         raise ValueError(
             f"mechanism {spec.mechanism!r} cannot run on Flower (it is not federated)"
             + (

@@ -182,6 +182,8 @@ class PairedComparison:
         (['neg', 'pos'], (2, 2))
     """
 
+    releases_from_summed_counts = False  # every client releases its own histograms
+
     name = PAIRED_COMPARISON
     neighbouring = "label DP: one example's label differs (scores unchanged, unit weights)"
     capabilities: ClassVar[Capabilities] = Capabilities(

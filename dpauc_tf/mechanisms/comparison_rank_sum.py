@@ -139,6 +139,8 @@ class RankSumComparison:
         (3.0, 2.0)
     """
 
+    releases_from_summed_counts = True  # over clients: two rounds, ranks from round one
+
     name = RANK_SUM_COMPARISON
     neighbouring = "label DP: one example's label differs (scores unchanged, unit weights)"
     capabilities: ClassVar[Capabilities] = Capabilities(

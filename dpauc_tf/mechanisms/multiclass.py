@@ -336,6 +336,8 @@ class OneVsRest:
         (2.0, True)
     """
 
+    releases_from_summed_counts = False  # every client releases its own counts (additive)
+
     def __init__(
         self,
         mechanism: str = "histogram",

@@ -177,6 +177,10 @@ class OneVsRestRankSum:
 
     base_name = "rank-sum"
     discrete = False
+    # Over clients it releases from their summed counts only, in two rounds (the ranks come
+    # from round one's totals): the question every backend asks of a release, as of
+    # CountMechanism's rank sums.
+    releases_from_summed_counts = True
 
     def __init__(
         self,

@@ -138,7 +138,7 @@ def evaluate_multiclass(
             )
         else:  # a client with no examples still sends its share of the noise
             counts.append(2 * (np.zeros((spec.num_classes, grid.num_buckets)),))
-    if hasattr(built, "round_one_report"):  # rank sums: two rounds, ranks from round one
+    if built.releases_from_summed_counts:  # rank sums: two rounds, ranks from round one
         summed = two_round_release(spec, built, counts, repeats)
     else:
         summed = None

@@ -86,7 +86,7 @@ class ReleaseSpec:
         or ``"micro"``; ignored without ``num_classes``).
       max_weight: the declared bound ``W`` of the sample weights (default 1): the mechanism
         is built for weights in ``[0, W]`` (its counts divided by ``W``, its law scaled:
-        [`bound_weights`][dpauc_tf.mechanisms.weight_bound.bound_weights]).
+        ``dpauc_tf.mechanisms.weight_bound.bound_weights``).
 
     Examples:
         >>> spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=10, seed=0)
@@ -337,7 +337,7 @@ class ReleaseSpec:
         counts (``auc-only``): the built mechanism's law decides (the rank sums release over
         clients, ``releases_from_summed_counts``; with ``epsilon=None`` nothing is noised)."""
         built = self.build()
-        if getattr(built, "releases_from_summed_counts", False):
+        if built.releases_from_summed_counts:
             return
         if getattr(built, "capabilities", self.capabilities).releases == "curve":
             return
