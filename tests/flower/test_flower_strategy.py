@@ -224,7 +224,16 @@ def test_ledger_from_run_config_reaches_every_setting(tmp_path):
 
 
 def test_client_seeds_are_the_release_paths_derivation():
+    """A Flower client's seed is its own (the server's message carries none: a server that
+    knew the clients' seeds could subtract their noise), derived as a spec derives its own."""
+    import json
+
     from dpauc_tf.flower import client_seed
+    from dpauc_tf.flower.records import RELEASE_KEY, release_config
+
+    seeded = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=10, seed=123457)
+    body = json.loads(release_config(seeded, num_clients=3)[RELEASE_KEY])
+    assert "seed" not in body and "123457" not in json.dumps(body)
 
     spec = ReleaseSpec.make("histogram", epsilon=1.0, seed=5)
     for client, server_round in [(0, 1), (3, 1), (3, 2)]:
