@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 
+from dpauc_tf.cli.arguments import positive_float
 from dpauc_tf.cli.formats import OutputFormat, format_rows
 from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_SAMPLES
@@ -27,15 +27,11 @@ DEFAULT_TIME_LIMIT_S = 3600.0
 ANNOUNCE_FROM_S = 10.0
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text}")
-    return value
-
-
 def _confidence(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not 0.5 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in (0.5, 1), got {text}")
     return value
@@ -62,14 +58,14 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--mechanism", required=True, help="a mechanism name, or 'all' for every registered one"
     )
-    parser.add_argument("--epsilon", type=_positive_float, required=True)
+    parser.add_argument("--epsilon", type=positive_float, required=True)
     parser.add_argument("--delta", type=float, default=None, help="for Gaussian mechanisms")
     parser.add_argument("--samples", type=int, default=DEFAULT_AUDIT_SAMPLES, help="per neighbour")
     parser.add_argument("--seed", type=int, default=None, help="default: OS entropy")
     parser.add_argument("--num-thresholds", type=int, default=DEFAULT_AUDIT_NUM_THRESHOLDS)
     parser.add_argument(
         "--flip-weight",
-        type=_positive_float,
+        type=positive_float,
         default=1.0,
         help="weight of the flipped example (score-noise: the score it moves to from 0); "
         "> 1 is a negative control that must be caught",
@@ -82,7 +78,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--time-limit",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_TIME_LIMIT_S,
         metavar="SECONDS",
         help="refuse an audit whose time, estimated from a short timed pilot before it "

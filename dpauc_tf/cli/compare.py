@@ -25,59 +25,16 @@ import json
 import math
 import sys
 
+from dpauc_tf.cli.arguments import (
+    int_at_least,
+    open_fraction,
+    positive_float,
+    positive_int,
+    seed_int,
+)
 from dpauc_tf.cli.formats import OutputFormat, format_rows
 
 DEFAULT_BUCKETS = 6  # mirror of dpauc_tf.mechanisms.comparison.DEFAULT_COMPARISON_BUCKETS
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
-    return value
-
-
-def _buckets(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 2 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"must be in [2, 64], got {text}")
-    return value
-
-
-def _clients(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= value <= 2**64 - 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 2^64 - 1], got {text}")
-    return value
 
 
 def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
@@ -100,7 +57,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         help="model B's score column (in --scores-b, or in --scores without --scores-b)",
     )
     parser.add_argument("--label-column", default="label", help="the label column")
-    parser.add_argument("--epsilon", type=_positive_float, required=True, help="of the release")
+    parser.add_argument("--epsilon", type=positive_float, required=True, help="of the release")
     parser.add_argument(
         "--method",
         choices=("rank-sum", "histogram"),
@@ -111,24 +68,24 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--num-buckets",
-        type=_buckets,
+        type=int_at_least(2, 64),
         default=None,
         help=f"--method histogram: buckets per model, at quantiles of its scores (default "
         f"{DEFAULT_BUCKETS})",
     )
     parser.add_argument(
-        "--confidence", type=_fraction, default=0.95, help="confidence of the interval"
+        "--confidence", type=open_fraction, default=0.95, help="confidence of the interval"
     )
     parser.add_argument(
         "--positive-rate",
-        type=_fraction,
+        type=open_fraction,
         default=None,
         help="--method histogram: a PUBLIC prior of the fraction of positives (splits the "
         "budget between the classes; never the test set's own rate)",
     )
     parser.add_argument(
         "--clients",
-        type=_clients,
+        type=positive_int,
         default=None,
         help="--method rank-sum: K simulated IID clients in two rounds (each adds its own "
         "noise, or a share of it with --secure); default: central",
@@ -138,7 +95,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         action="store_true",
         help="with --clients: the clients' noise shares are summed by secure aggregation",
     )
-    parser.add_argument("--seed", type=_seed, default=None, help="default: OS entropy")
+    parser.add_argument("--seed", type=seed_int, default=None, help="default: OS entropy")
     if common is not None:
         common(parser)
     else:

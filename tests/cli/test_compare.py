@@ -152,7 +152,20 @@ def test_clients_and_secure_shares_from_the_command_line(capsys, pair):
         assert out["difference"] == pytest.approx(expected.difference)
         assert out["ci_low"] < out["difference"] < out["ci_high"]
     assert main([*argv, "--clients", "0"]) == 2
-    assert "must be >= 1" in capsys.readouterr().err
+    assert "expected an integer >= 1, got 0" in capsys.readouterr().err
+    for flags, message in (  # the CLI's shared argument types, one line each
+        (["--seed", "-1"], "--seed: expected an integer >= 0, got -1"),
+        (["--method", "histogram", "--num-buckets", "65"], "expected an integer <= 64, got 65"),
+        (["--confidence", "1"], "--confidence: must be in (0, 1), got 1"),
+    ):
+        assert main([*argv, *flags]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+    assert (
+        main(["compare", "--scores", str(one), "--score-column-b", "score_b", "--epsilon", "nan"])
+        == 2
+    )
+    assert "--epsilon: must be finite and > 0, got nan" in capsys.readouterr().err
 
 
 def test_hostile_rank_sum_inputs_give_a_number_a_null_or_one_line(capsys, tmp_path):
