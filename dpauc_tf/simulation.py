@@ -64,7 +64,7 @@ from dpauc_tf.noise.seeds import derive_seed
 
 # Noisy values per chunk ([repeats, clients, released values]), to bound memory (~ 80 MB).
 MAX_CHUNK_ELEMENTS = 10_000_000
-# The key of the simulate backend's seeds (derive_seed(seed, SEED_KEY, chunk)).
+# The key of the simulate backend's seeds: chunk i of the repeats is spec.seed_for(SEED_KEY, i).
 SEED_KEY = "simulate"
 
 
