@@ -77,12 +77,16 @@ def num_thresholds_or_auto(text: str) -> int | str:
     return "auto" if text.strip().lower() == "auto" else num_thresholds_int(text)
 
 
-def finite_float(text: str) -> float:
-    """A finite number."""
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def finite_float(text: str) -> float:
+    """A finite number."""
+    value = _number(text)
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
@@ -90,24 +94,26 @@ def finite_float(text: str) -> float:
 
 def positive_float(text: str) -> float:
     """A finite number > 0 (an epsilon, a scale)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _number(text)
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text}")
     return value
 
 
-def open_fraction(text: str) -> float:
-    """A number strictly between 0 and 1 (a rate)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
-    return value
+def number_between(low: float, high: float):
+    """An argparse type: a number strictly between ``low`` and ``high`` (a rate, a level).
+
+    >>> number_between(0.5, 1)("0.9")
+    0.9
+    """
+
+    def parse(text: str) -> float:
+        value = _number(text)
+        if not low < value < high:
+            raise argparse.ArgumentTypeError(f"must be in ({low:g}, {high:g}), got {text}")
+        return value
+
+    return parse
 
 
 def positive_seconds(text: str) -> float:

@@ -16,7 +16,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from dpauc_tf.cli.arguments import positive_float
+from dpauc_tf.cli.arguments import number_between, positive_float
 from dpauc_tf.cli.formats import OutputFormat, format_rows
 from dpauc_tf.cli.progress import add_progress_flags, show_progress
 from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_SAMPLES
@@ -25,16 +25,6 @@ from dpauc_tf.core.defaults import DEFAULT_AUDIT_NUM_THRESHOLDS, DEFAULT_AUDIT_S
 # printed (stderr) from this many seconds on.
 DEFAULT_TIME_LIMIT_S = 3600.0
 ANNOUNCE_FROM_S = 10.0
-
-
-def _confidence(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.5 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0.5, 1), got {text}")
-    return value
 
 
 def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
@@ -72,7 +62,7 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--confidence",
-        type=_confidence,
+        type=number_between(0.5, 1.0),
         default=0.95,
         help="family-wise confidence of all the bounds together (Bonferroni over the audits)",
     )

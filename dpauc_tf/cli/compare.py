@@ -27,7 +27,7 @@ import sys
 
 from dpauc_tf.cli.arguments import (
     int_at_least,
-    open_fraction,
+    number_between,
     positive_float,
     positive_int,
     seed_int,
@@ -74,11 +74,14 @@ def register_cli(subparsers, common=None) -> argparse.ArgumentParser:
         f"{DEFAULT_BUCKETS})",
     )
     parser.add_argument(
-        "--confidence", type=open_fraction, default=0.95, help="confidence of the interval"
+        "--confidence",
+        type=number_between(0.0, 1.0),
+        default=0.95,
+        help="confidence of the interval",
     )
     parser.add_argument(
         "--positive-rate",
-        type=open_fraction,
+        type=number_between(0.0, 1.0),
         default=None,
         help="--method histogram: a PUBLIC prior of the fraction of positives (splits the "
         "budget between the classes; never the test set's own rate)",

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from dpauc_tf.cli.arguments import positive_int
+
 SUMMARY_SENTENCE = (
     "partial AUC, operating points, average precision and calibration are post-processing "
     "of this same release: no extra epsilon"
@@ -49,16 +51,6 @@ def _max_fpr(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"expected a number in (0, 1], got {text!r}: a maximum FPR of 0 leaves no area"
         )
-    return value
-
-
-def _bins(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}")
     return value
 
 
@@ -87,7 +79,7 @@ def add_summary_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--calibration-bins",
-        type=_bins,
+        type=positive_int,
         metavar="B",
         help="ECE and reliability table over B equal-width bins (each a union of the grid's "
         "buckets: --num-thresholds N with N - 1 a multiple of B)",

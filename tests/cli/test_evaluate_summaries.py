@@ -148,7 +148,7 @@ def test_table_and_csv_carry_the_numbers(data, capsys):
         (("--max-fpr", "1.5"), "--max-fpr: expected a number in (0, 1], got '1.5'"),
         (("--max-fpr", "one"), "--max-fpr: expected a number in (0, 1], got 'one'"),
         (("--tpr-at-fpr", "2"), "expected a number in [0, 1]"),
-        (("--calibration-bins", "0"), "expected an int >= 1"),
+        (("--calibration-bins", "0"), "expected an integer >= 1"),
         (("--num-thresholds", "200", "--calibration-bins", "10"), "e.g. --num-thresholds 201"),
         (("--num-thresholds", "11", "--calibration-bins", "20"), "split the grid's buckets"),
         (("--calibration-bins", "100000000"), "is more than 1,000,000"),  # not minutes
