@@ -549,7 +549,7 @@ def rate_interval(
     privacy = np.broadcast_to(np.asarray(privacy, np.float64), rate.shape)
     ok = np.isfinite(rate) & (size > 0) & np.isfinite(privacy)
     # r unclipped: a noisy rate below 0 (or above 1) is evidence too, and clipping it first
-    # would make every such release cover a rate near 0 (a bin of 8% positives covered 98%)
+    # would make every such release cover a rate near 0 (near-empty bins over-covered)
     r = np.where(ok, rate, 0.5)
     m = np.where(ok, size, 1.0)
     v = np.where(ok, np.maximum(privacy, 0.0), 0.0)
@@ -743,7 +743,7 @@ def folded_variance_share(gap: np.ndarray, variance: np.ndarray) -> np.ndarray:
     (1 where the variance is 0 or unknown): the share of a bin's noise that the ECE's
     ``|mean score - rate|`` keeps. It is 1 for a gap far outside the noise and ``1 - 2 / pi``
     for a gap of 0; the delta method's ``sign(gap)^2 = 1`` counted all of it, and the ECE's
-    interval over-covered (97% at n = 1,000 and epsilon 1: ``docs/evaluation_metrics.md``).
+    interval over-covered (``docs/evaluation_metrics.md``, Coverage).
 
         >>> folded_variance_share(np.array([0.0, 10.0]), np.array([1.0, 1.0])).round(4).tolist()
         [0.3634, 1.0]
@@ -785,7 +785,7 @@ def _calibration(pos, scores, bins, num_bins, delta, confidence, target) -> Cali
     # the ECE: d/d pos[b] = -share_k sign(s_k - r_k) / m_k for b in bin k; each bin's privacy
     # term scaled by the share of its variance that |gap| keeps (folded_variance_share). The
     # sampling term stays the plain delta method's: folded too, the noise-free interval
-    # covered 93.9% (the ECE's upward bias in small bins was no longer covered).
+    # under-covered (the ECE's upward bias in small bins was no longer covered; docs).
     shares = table.shares
     gap = table.mean_score - rate
     spread = privacy + (sampling if target == "population" else 0.0)
