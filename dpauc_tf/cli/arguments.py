@@ -103,8 +103,9 @@ def positive_float(text: str) -> float:
 def number_between(low: float, high: float):
     """An argparse type: a number strictly between ``low`` and ``high`` (a rate, a level).
 
-    >>> number_between(0.5, 1)("0.9")
-    0.9
+    Examples:
+        >>> number_between(0.5, 1)("0.9")
+        0.9
     """
 
     def parse(text: str) -> float:
