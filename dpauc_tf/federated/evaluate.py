@@ -205,8 +205,9 @@ def evaluate(
       seed: ``None`` draws every client's seed from OS entropy; an int makes the run
         reproducible (per-client seeds derived from it are passed in as CLIENTS data).
       dropout: fraction of clients that do not report: ``floor(dropout * K)`` clients chosen
-        at random (from the spec's seed: reproducible for an int ``seed``). The result says how many reported. ``secure-histogram`` sizes its noise
-        shares for the clients expected to report, so the total noise is as stated.
+        at random (from the spec's seed: reproducible for an int ``seed``). The result
+        says how many reported. ``secure-histogram`` sizes its noise shares for the clients
+        expected to report, so the total noise is as stated.
       noise_family: ``"discrete-laplace"`` or ``"skellam"`` (secure mechanisms only; default:
         Skellam when ``delta`` is given, discrete Laplace otherwise).
       mechanism_options: further options of the mechanism's constructor (e.g.

@@ -31,6 +31,22 @@ def _direct_ece(labels, scores, num_bins):
     )
 
 
+def _sample_summary(labels, scores, spec, repeats, **numbers):
+    """``repeats`` releases of one test set, summarized with 5 calibration bins for the
+    sample target (noise only); ``numbers``: the other summaries asked."""
+    grid = spec.count_grid()
+    pos, neg = bucket_counts_numpy(labels, scores, grid)
+    return summarize_release(
+        simulate(spec, pos, neg, repeats=repeats),
+        spec.build(1),
+        grid,
+        calibration_bins=5,
+        bucket_scores=BucketScores.of(scores, grid),
+        target="sample",
+        **numbers,
+    )
+
+
 def _check_noise_free(result, spec, labels, scores):
     grid = spec.count_grid()
     summary = summarize_release(
@@ -94,18 +110,7 @@ def test_privacy_variance_matches_the_noise_drawn(mechanism):
     variance) would fail."""
     labels, scores = _data(n=20000, seed=2)
     spec = ReleaseSpec.make(mechanism, epsilon=0.5, num_thresholds=11, seed=3)
-    pos, neg = bucket_counts_numpy(labels, scores, spec.count_grid())
-    result = simulate(spec, pos, neg, repeats=600)
-    summary = summarize_release(
-        result,
-        spec.build(1),
-        spec.count_grid(),
-        max_fpr=0.2,
-        average_precision=True,
-        calibration_bins=5,
-        bucket_scores=BucketScores.of(scores, spec.count_grid()),
-        target="sample",
-    )
+    summary = _sample_summary(labels, scores, spec, 600, max_fpr=0.2, average_precision=True)
     for name, number in (
         ("partial AUC", summary.partial_auc),
         ("average precision", summary.average_precision),
@@ -127,18 +132,7 @@ def test_coverage_of_the_sample_target_for_a_fixed_threshold_rate():
     sample interval covers the exact rate about 95% of the time."""
     labels, scores = _data(n=5000, seed=4)
     spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=11, seed=5)
-    grid = spec.count_grid()
-    pos, neg = bucket_counts_numpy(labels, scores, grid)
-    result = simulate(spec, pos, neg, repeats=400)
-    summary = summarize_release(
-        result,
-        spec.build(1),
-        grid,
-        average_precision=False,
-        calibration_bins=5,
-        bucket_scores=BucketScores.of(scores, grid),
-        target="sample",
-    )
+    summary = _sample_summary(labels, scores, spec, 400, average_precision=False)
     bins = np.clip(np.ceil(scores * 5).astype(int) - 1, 0, 4)
     exact = np.array([labels[bins == k].mean() for k in range(5)])
     covered = (summary.calibration.rate_low <= exact) & (exact <= summary.calibration.rate_high)
@@ -154,18 +148,7 @@ def test_a_near_empty_bins_interval_covers_at_its_level_not_above():
     scores = np.concatenate([rng.uniform(0.01, 0.19, 100), rng.uniform(0.21, 0.99, 400)])
     labels = np.concatenate([np.arange(100) < 3, rng.random(400) < scores[100:]]).astype(int)
     spec = ReleaseSpec.make("histogram", epsilon=1.0, num_thresholds=51, seed=7)
-    grid = spec.count_grid()
-    pos, neg = bucket_counts_numpy(labels, scores, grid)
-    result = simulate(spec, pos, neg, repeats=4000)
-    summary = summarize_release(
-        result,
-        spec.build(1),
-        grid,
-        average_precision=False,
-        calibration_bins=5,
-        bucket_scores=BucketScores.of(scores, grid),
-        target="sample",
-    )
+    summary = _sample_summary(labels, scores, spec, 4000, average_precision=False)
     low, high = summary.calibration.rate_low[:, 0], summary.calibration.rate_high[:, 0]
     coverage = np.mean((low <= 0.03) & (0.03 <= high))
     assert 0.94 <= coverage <= 0.965, coverage
@@ -181,18 +164,7 @@ def test_the_ece_interval_states_the_spread_of_a_calibrated_models_ece():
     scores = rng.uniform(0.0, 1.0, 3000)
     labels = (rng.random(3000) < scores).astype(int)
     spec = ReleaseSpec.make("histogram", epsilon=0.5, num_thresholds=21, seed=3)
-    grid = spec.count_grid()
-    pos, neg = bucket_counts_numpy(labels, scores, grid)
-    result = simulate(spec, pos, neg, repeats=1000)
-    summary = summarize_release(
-        result,
-        spec.build(1),
-        grid,
-        average_precision=False,
-        calibration_bins=5,
-        bucket_scores=BucketScores.of(scores, grid),
-        target="sample",
-    )
+    summary = _sample_summary(labels, scores, spec, 1000, average_precision=False)
     ece = summary.calibration.ece
     ratio = np.var(ece.value) / np.median(ece.privacy_variance)
     assert 0.75 < ratio < 1.33, ratio
